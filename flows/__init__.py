@@ -1,0 +1,23 @@
+"""Traffic and scenario model: static flows, Poisson classes, packet-size profiles, presets."""
+
+from flows.errors import MrfqError, ScenarioError
+from flows.scenario import (
+    ClassSpec,
+    FlowSpec,
+    PacketSizes,
+    RouterConfig,
+    RunConfig,
+    Scenario,
+    from_dict,
+    load_preset,
+    load_scenario,
+    preset_description,
+    preset_names,
+    to_dict,
+)
+
+__all__ = [
+    "ClassSpec", "FlowSpec", "MrfqError", "PacketSizes", "RouterConfig", "RunConfig", "Scenario",
+    "ScenarioError", "from_dict", "load_preset", "load_scenario", "preset_description",
+    "preset_names", "to_dict",
+]

@@ -1,0 +1,503 @@
+"""The scenario model: a middlebox, its scheduler and its traffic, validated once.
+
+A scenario is read from TOML (stdlib :mod:`tomllib`) or built from keyword
+arguments into frozen dataclasses.  All validation happens here, at one gate,
+before any simulation state exists (as in Ciw's ``import_params``); the
+engine's kernels never check their inputs.  Every error is a
+:class:`~flows.errors.ScenarioError` whose message names the field and what is
+allowed.
+
+Units: time in arbitrary *time units*; costs are processing times per packet
+at each resource (time units per packet); rates are per time unit.
+
+TOML layout (see ``flows/presets/*.toml`` for complete examples)::
+
+    resources = ["cpu", "link"]          # service order (series)
+    [router]
+    scheduler = "drfq"                   # a name from fq.SCHEDULERS
+    window = 30                          # packets per flow inside the router
+    rtt = 0.0                            # admission delay after a departure
+    virtual_time = "started"             # drfq only: "started" [BR] or "in-service" [DRFQ]
+    fq_resource = "link"                 # fq-single only: the fair-queued resource
+    idle_reset = false                   # per-resource SFQ: reset V_j at the end of a busy period
+    [run]
+    duration = 6000.0
+    warmup = 1000.0
+    seed = 1
+    [traffic]
+    load = 0.8                           # optional: scale class rates from their `share`
+    [[flow]]                             # a static flow
+    name = "a"
+    cost = [0.6667, 1.0]
+    weight = 1.0
+    start = 0.0
+    packets = 0                          # 0 = backlogged forever
+    [[class]]                            # Poisson flow arrivals, geometric sizes
+    name = "c1"
+    cost = [0.25, 1.0]
+    rate = 1.0e-5                        # or share = 8 with [traffic] load
+    mean_packets = 20000
+    weight = 1.0
+
+Per-packet costs can vary: with ``per_byte = [b_1, ..., b_J]`` and a packet
+size distribution ``packet_sizes = [64, 1500]`` (bytes) with
+``packet_size_probs = [0.5, 0.5]``, packet k costs ``cost_j + b_j * size_k``
+at resource j, the linear per-packet + per-byte profile of middlebox functions
+measured in [DRFQ] §2 (forwarding, IPsec, flow monitoring).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources as _res
+from pathlib import Path
+from typing import Any, Mapping
+
+from flows.errors import ScenarioError
+
+#: scheduler names, kept here (not imported from fq) so that loading a scenario
+#: does not compile anything; fq/registry.py asserts the two lists agree.
+SCHEDULER_NAMES = ("drfq", "drfq-dovetail", "pf-sfq", "bmf-wfq", "fifo", "fq-single")
+VIRTUAL_TIMES = ("started", "in-service")
+GAMMA_METHODS = ("little", "completions")
+
+
+def _err(msg: str) -> ScenarioError:
+    return ScenarioError(msg)
+
+
+def _check_keys(where: str, d: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for k in d:
+        if k not in allowed:
+            raise _err(f"{where}: unknown key '{k}'; allowed keys: {', '.join(allowed)}")
+
+
+def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False,
+         hi: float | None = None, hi_open: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _err(f"{where} = {v!r}: must be a number")
+    x = float(v)
+    if not math.isfinite(x):
+        raise _err(f"{where} = {v!r}: must be finite")
+    if lo is not None and (x <= lo if lo_open else x < lo):
+        raise _err(f"{where} = {v!r}: must be {'>' if lo_open else '>='} {lo:g}")
+    if hi is not None and (x >= hi if hi_open else x > hi):
+        raise _err(f"{where} = {v!r}: must be {'<' if hi_open else '<='} {hi:g}")
+    return x
+
+
+def _int(where: str, v: Any, *, lo: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+        raise _err(f"{where} = {v!r}: must be a whole number")
+    x = int(v)
+    if lo is not None and x < lo:
+        raise _err(f"{where} = {v!r}: must be >= {lo}")
+    return x
+
+
+def _vec(where: str, v: Any, n: int, *, allow_none: bool = False) -> tuple[float, ...]:
+    if not isinstance(v, (list, tuple)):
+        raise _err(f"{where} = {v!r}: must be a list of {n} numbers (one per resource)")
+    if len(v) != n:
+        raise _err(f"{where} has {len(v)} entries: must have {n}, one per resource")
+    return tuple(_num(f"{where}[{j}]", x, lo=0.0) for j, x in enumerate(v))
+
+
+@dataclass(frozen=True)
+class PacketSizes:
+    """Discrete packet-size distribution in bytes (constant when one value)."""
+
+    sizes: tuple[float, ...]
+    probs: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return float(sum(s * p for s, p in zip(self.sizes, self.probs)))
+
+
+def _packet_sizes(where: str, d: Mapping[str, Any], J: int) -> tuple[tuple[float, ...], PacketSizes | None]:
+    per_byte = d.get("per_byte")
+    sizes = d.get("packet_sizes")
+    probs = d.get("packet_size_probs")
+    if per_byte is None:
+        if sizes is not None or probs is not None:
+            raise _err(f"{where}: packet_sizes needs per_byte = [...] (cost per byte at each resource)")
+        return (0.0,) * J, None
+    pb = _vec(f"{where}.per_byte", per_byte, J)
+    if sizes is None:
+        raise _err(f"{where}: per_byte needs packet_sizes = [...] (bytes)")
+    if not isinstance(sizes, (list, tuple)) or not sizes:
+        raise _err(f"{where}.packet_sizes = {sizes!r}: must be a non-empty list of sizes in bytes")
+    sz = tuple(_num(f"{where}.packet_sizes[{i}]", s, lo=0.0) for i, s in enumerate(sizes))
+    if probs is None:
+        pr = tuple(1.0 / len(sz) for _ in sz)
+    else:
+        if not isinstance(probs, (list, tuple)) or len(probs) != len(sz):
+            raise _err(f"{where}.packet_size_probs: must be a list of {len(sz)} probabilities, one per size")
+        pr = tuple(_num(f"{where}.packet_size_probs[{i}]", p, lo=0.0) for i, p in enumerate(probs))
+        tot = sum(pr)
+        if not abs(tot - 1.0) < 1e-9:
+            raise _err(f"{where}.packet_size_probs sum to {tot:g}: must sum to 1")
+    return pb, PacketSizes(sz, pr)
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """A static flow: starts at ``start`` and sends ``packets`` (0 = backlogged forever)."""
+
+    name: str
+    cost: tuple[float, ...]
+    weight: float = 1.0
+    start: float = 0.0
+    packets: int = 0
+    per_byte: tuple[float, ...] | None = None
+    packet_sizes: PacketSizes | None = None
+
+    def mean_cost(self) -> tuple[float, ...]:
+        return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    """A traffic class: Poisson flow arrivals of ``rate``, geometric sizes of mean ``mean_packets``."""
+
+    name: str
+    cost: tuple[float, ...]
+    rate: float = 0.0
+    mean_packets: float = 20000.0
+    weight: float = 1.0
+    share: float | None = None
+    per_byte: tuple[float, ...] | None = None
+    packet_sizes: PacketSizes | None = None
+
+    def mean_cost(self) -> tuple[float, ...]:
+        return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
+
+
+def _mean_cost(cost, per_byte, ps) -> tuple[float, ...]:
+    if ps is None or per_byte is None:
+        return tuple(cost)
+    m = ps.mean
+    return tuple(c + b * m for c, b in zip(cost, per_byte))
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    scheduler: str = "drfq"
+    window: int = 30
+    rtt: float = 0.0
+    virtual_time: str = "started"
+    fq_resource: str | None = None
+    idle_reset: bool = False
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    duration: float = 6000.0
+    warmup: float = 0.0
+    seed: int = 1
+    batches: int = 20
+    confidence: float = 0.95
+    gamma_method: str = "little"
+    max_services: int = 0
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario.  Build with :func:`load_scenario`, :func:`load_preset` or :func:`from_dict`."""
+
+    resources: tuple[str, ...]
+    router: RouterConfig = field(default_factory=RouterConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    flows: tuple[FlowSpec, ...] = ()
+    classes: tuple[ClassSpec, ...] = ()
+    load: float | None = None
+    name: str = "scenario"
+
+    # ---- derived quantities -------------------------------------------------
+    @property
+    def n_resources(self) -> int:
+        return len(self.resources)
+
+    def class_resource_loads(self) -> tuple[float, ...]:
+        """Offered load of each resource from the classes: sum_k lambda_k sigma_k E[s_kj]."""
+        loads = [0.0] * self.n_resources
+        for c in self.classes:
+            for j, a in enumerate(c.mean_cost()):
+                loads[j] += c.rate * c.mean_packets * a
+        return tuple(loads)
+
+    def replace(self, **changes: Any) -> "Scenario":
+        """A copy with top-level or nested changes, validated again.
+
+        Nested keys use dots: ``replace(**{"router.scheduler": "pf-sfq", "run.seed": 3})``.
+        """
+        d = to_dict(self)
+        for k, v in changes.items():
+            parts = k.split(".")
+            tgt = d
+            for p in parts[:-1]:
+                tgt = tgt.setdefault(p, {})
+            if v is None:
+                tgt.pop(parts[-1], None)
+            else:
+                tgt[parts[-1]] = v
+        return from_dict(d, name=self.name)
+
+    def with_load(self, load: float) -> "Scenario":
+        """The same scenario with class rates rescaled so the most loaded resource has ``load``."""
+        return self.replace(**{"traffic.load": load})
+
+    def digest(self) -> str:
+        """A stable hash of the whole validated scenario (for result keys)."""
+        blob = json.dumps(to_dict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------
+_TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "description")
+_ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset")
+_RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services")
+_TRAFFIC = ("load",)
+_FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs")
+_CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
+          "packet_size_probs")
+
+
+def _table(where: str, v: Any) -> Mapping[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, Mapping):
+        raise _err(f"{where}: must be a table ([{where}])")
+    return v
+
+
+def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
+    """Validate a parsed TOML document (or an equivalent dict) into a :class:`Scenario`."""
+    if not isinstance(d, Mapping):
+        raise _err("scenario: must be a table")
+    _check_keys("scenario", d, _TOP)
+    res = d.get("resources")
+    if res is None:
+        raise _err('resources: missing; give the service order, e.g. resources = ["cpu", "link"]')
+    if not isinstance(res, (list, tuple)) or not res or not all(isinstance(r, str) and r for r in res):
+        raise _err(f"resources = {res!r}: must be a non-empty list of resource names")
+    if len(set(res)) != len(res):
+        raise _err(f"resources = {list(res)!r}: names must be distinct")
+    J = len(res)
+
+    r = _table("router", d.get("router"))
+    _check_keys("router", r, _ROUTER)
+    sched = r.get("scheduler", "drfq")
+    if sched not in SCHEDULER_NAMES:
+        raise _err(f"router.scheduler = {sched!r}: unknown; choose one of {', '.join(SCHEDULER_NAMES)}")
+    vt = r.get("virtual_time", "started")
+    if vt not in VIRTUAL_TIMES:
+        raise _err(f"router.virtual_time = {vt!r}: choose 'started' ([BR]) or 'in-service' ([DRFQ])")
+    fqr = r.get("fq_resource")
+    if fqr is not None and fqr not in res:
+        raise _err(f"router.fq_resource = {fqr!r}: must be one of the resources {list(res)}")
+    if sched == "fq-single" and fqr is None:
+        fqr = res[-1]
+    idle_reset = r.get("idle_reset", False)
+    if not isinstance(idle_reset, bool):
+        raise _err(f"router.idle_reset = {idle_reset!r}: must be true or false")
+    router = RouterConfig(
+        scheduler=sched,
+        window=_int("router.window", r.get("window", 30), lo=1),
+        rtt=_num("router.rtt", r.get("rtt", 0.0), lo=0.0),
+        virtual_time=vt,
+        fq_resource=fqr,
+        idle_reset=idle_reset,
+    )
+
+    u = _table("run", d.get("run"))
+    _check_keys("run", u, _RUN)
+    duration = _num("run.duration", u.get("duration", 6000.0), lo=0.0, lo_open=True)
+    warmup = _num("run.warmup", u.get("warmup", 0.0), lo=0.0)
+    if warmup >= duration:
+        raise _err(f"run.warmup = {warmup:g}: must be less than run.duration = {duration:g}")
+    seed = _int("run.seed", u.get("seed", 1), lo=0)
+    gm = u.get("gamma_method", "little")
+    if gm not in GAMMA_METHODS:
+        raise _err(f"run.gamma_method = {gm!r}: choose one of {', '.join(GAMMA_METHODS)}")
+    run = RunConfig(
+        duration=duration, warmup=warmup, seed=seed,
+        batches=_int("run.batches", u.get("batches", 20), lo=2),
+        confidence=_num("run.confidence", u.get("confidence", 0.95), lo=0.0, lo_open=True, hi=1.0, hi_open=True),
+        gamma_method=gm,
+        max_services=_int("run.max_services", u.get("max_services", 0), lo=0),
+    )
+
+    names: set[str] = set()
+
+    def _name(where: str, v: Any, default: str) -> str:
+        n = default if v is None else v
+        if not isinstance(n, str) or not n:
+            raise _err(f"{where}.name = {v!r}: must be a non-empty string")
+        if n in names:
+            raise _err(f"{where}.name = {n!r}: already used; flow and class names must be distinct")
+        names.add(n)
+        return n
+
+    def _cost(where: str, v: Any) -> tuple[float, ...]:
+        if v is None:
+            raise _err(f"{where}.cost: missing; give the processing time per packet at each of {list(res)}")
+        return _vec(f"{where}.cost", v, J)
+
+    flows_in = d.get("flow", [])
+    if not isinstance(flows_in, list):
+        raise _err("flow: must be an array of tables ([[flow]])")
+    flows = []
+    for i, f in enumerate(flows_in):
+        w = f"flow[{i}]"
+        f = _table(w, f)
+        _check_keys(w, f, _FLOW)
+        cost = _cost(w, f.get("cost"))
+        pb, ps = _packet_sizes(w, f, J)
+        mc = _mean_cost(cost, pb, ps)
+        if max(mc) <= 0:
+            raise _err(f"{w}.cost = {list(cost)}: at least one resource must have a positive cost")
+        flows.append(FlowSpec(
+            name=_name(w, f.get("name"), f"f{i + 1}"), cost=cost,
+            weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=0.0, lo_open=True),
+            start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0),
+            packets=_int(f"{w}.packets", f.get("packets", 0), lo=0),
+            per_byte=pb if ps is not None else None, packet_sizes=ps,
+        ))
+
+    classes_in = d.get("class", [])
+    if not isinstance(classes_in, list):
+        raise _err("class: must be an array of tables ([[class]])")
+    t = _table("traffic", d.get("traffic"))
+    _check_keys("traffic", t, _TRAFFIC)
+    load = t.get("load")
+    if load is not None:
+        load = _num("traffic.load", load, lo=0.0, lo_open=True, hi=1.0, hi_open=True)
+    raw = []
+    for i, c in enumerate(classes_in):
+        w = f"class[{i}]"
+        c = _table(w, c)
+        _check_keys(w, c, _CLASS)
+        cost = _cost(w, c.get("cost"))
+        pb, ps = _packet_sizes(w, c, J)
+        mc = _mean_cost(cost, pb, ps)
+        if max(mc) <= 0:
+            raise _err(f"{w}.cost = {list(cost)}: at least one resource must have a positive cost")
+        share = c.get("share")
+        rate = c.get("rate")
+        if share is not None:
+            share = _num(f"{w}.share", share, lo=0.0)
+        if rate is not None:
+            rate = _num(f"{w}.rate", rate, lo=0.0)
+        if load is None and rate is None:
+            raise _err(f"{w}.rate: missing; give flow arrivals per time unit, or share = ... with [traffic] load")
+        if load is not None and share is None:
+            raise _err(f"{w}.share: missing; [traffic] load scales class rates by their share of the work")
+        raw.append(dict(
+            name=_name(w, c.get("name"), f"c{i + 1}"), cost=cost, rate=rate or 0.0,
+            mean_packets=_num(f"{w}.mean_packets", c.get("mean_packets", 20000.0), lo=1.0),
+            weight=_num(f"{w}.weight", c.get("weight", 1.0), lo=0.0, lo_open=True),
+            share=share, per_byte=pb if ps is not None else None, packet_sizes=ps,
+        ))
+    if load is not None:
+        if not raw:
+            raise _err("traffic.load: given but there is no [[class]] to scale")
+        # share_k is proportional to rho_k = lambda_k sigma_k max_j E[s_kj] (dominant-time work)
+        tot = sum(c["share"] for c in raw)
+        if tot <= 0:
+            raise _err("class[*].share: at least one share must be positive")
+        unit = [0.0] * J  # resource loads when rho_k = share_k / tot
+        for c in raw:
+            mc = _mean_cost(c["cost"], c["per_byte"], c["packet_sizes"])
+            rho = c["share"] / tot
+            for j in range(J):
+                unit[j] += rho * mc[j] / max(mc)
+        scale = load / max(unit)
+        for c in raw:
+            mc = _mean_cost(c["cost"], c["per_byte"], c["packet_sizes"])
+            c["rate"] = scale * c["share"] / tot / (c["mean_packets"] * max(mc))
+    classes = tuple(ClassSpec(**c) for c in raw)
+    if not flows and not classes:
+        raise _err("scenario: no traffic; add at least one [[flow]] or [[class]]")
+    nm = d.get("name", name)
+    if not isinstance(nm, str):
+        raise _err(f"name = {nm!r}: must be a string")
+    return Scenario(resources=tuple(res), router=router, run=run, flows=tuple(flows),
+                    classes=classes, load=load, name=nm)
+
+
+def to_dict(s: Scenario) -> dict[str, Any]:
+    """The inverse of :func:`from_dict` (a plain dict that validates to the same scenario)."""
+    def spec(x) -> dict[str, Any]:
+        out = {}
+        for f in dataclasses.fields(x):
+            v = getattr(x, f.name)
+            if f.name == "packet_sizes":
+                if v is not None:
+                    out["packet_sizes"] = list(v.sizes)
+                    out["packet_size_probs"] = list(v.probs)
+            elif v is None:
+                continue
+            elif isinstance(v, tuple):
+                out[f.name] = list(v)
+            else:
+                out[f.name] = v
+        return out
+
+    d: dict[str, Any] = {"name": s.name, "resources": list(s.resources),
+                         "router": {k: v for k, v in dataclasses.asdict(s.router).items() if v is not None},
+                         "run": dataclasses.asdict(s.run)}
+    if s.flows:
+        d["flow"] = [spec(f) for f in s.flows]
+    if s.classes:
+        cl = [spec(c) for c in s.classes]
+        if s.load is not None:
+            d["traffic"] = {"load": s.load}
+            for c in cl:
+                c.pop("rate", None)
+        else:
+            for c in cl:
+                c.pop("share", None)
+        d["class"] = cl
+    return d
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a TOML scenario file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _err(f"{p}: no such scenario file (or use --preset NAME; see `mrfq presets`)") from None
+    except OSError as e:
+        raise _err(f"{p}: cannot read ({e.strerror})") from None
+    try:
+        d = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise _err(f"{p}: not valid TOML ({e})") from None
+    return from_dict(d, name=p.stem)
+
+
+def preset_names() -> list[str]:
+    """Names of the scenarios shipped in ``flows/presets``."""
+    return sorted(p.name[:-5] for p in _res.files("flows.presets").iterdir() if p.name.endswith(".toml"))
+
+
+def load_preset(name: str) -> Scenario:
+    """Load a shipped scenario by name (``mrfq presets`` lists them)."""
+    names = preset_names()
+    if name not in names:
+        raise _err(f"--preset {name!r}: unknown; choose one of {', '.join(names)}")
+    text = _res.files("flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
+    return from_dict(tomllib.loads(text), name=name)
+
+
+def preset_description(name: str) -> str:
+    text = _res.files("flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
+    return str(tomllib.loads(text).get("description", ""))
