@@ -1,0 +1,611 @@
+"""The numba event loop: one kernel for every scheduler.
+
+The router model (SPEC §2): resources in series in index order, each a
+non-preemptive server of capacity 1; a packet skips a resource where its
+processing time is 0.  Flow i keeps ``N`` packets (the window) inside the
+router: packet ``k + N`` is admitted when packet ``k`` leaves the last resource,
+``rtt`` time units later.  Static flows start at a given time with a given
+number of packets (0 = backlogged forever); classes bring Poisson flow
+arrivals with geometric sizes; a new flow admits ``min(N, L)`` packets at once.
+
+Event order at one instant ``t`` (SPEC §2, a (choice)):
+
+1. all service completions at ``t``: first every completing packet leaves its
+   server (so queue lengths and the in-service virtual time no longer count
+   it), then, in resource order, each one moves on to the next resource it
+   visits, or leaves the router (admitting the flow's next packet when
+   ``rtt = 0``, or scheduling that admission at ``t + rtt``);
+2. then admissions delayed by ``rtt`` that fall due at ``t``, static flow starts
+   at ``t`` (by flow id) and the Poisson flow arrival at ``t``; every arrival is
+   tagged with the virtual times as they stand *before* any service starts at
+   ``t``;
+3. then every idle resource with waiting packets starts its smallest key, in
+   resource order.
+
+Ties between keys: smallest key, then smallest flow id, then smallest packet
+sequence number.  A flow's packets reach every resource in sequence order
+with non-decreasing keys, so each resource keeps a FIFO per flow and a binary
+min-heap of the flows' head packets (size <= number of flows).
+
+State is structure-of-arrays in flow-table rows ("slots"); dynamic flows reuse
+slots from a free list, and every array doubles when the table is full, so
+memory depends on the number of concurrent flows, never on run length (the
+optional trace is bounded by ``trace_cap``).  All randomness comes from the
+``numpy.random.Generator`` passed in (flow arrivals: class, size, next
+inter-arrival, in that order) and from a counter-based hash of
+``(cost_key, flow id, packet sequence)`` for per-packet sizes, so every
+scheduler sees the same flows and the same packets (common random numbers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fq import dovetail, drfq, fifo, sfq
+from fq._jit import jit
+from fq.registry import P_BMFWFQ, P_DOVETAIL, P_DRFQ, P_FIFO, P_FQSINGLE, P_PFSFQ
+
+INF = np.inf
+M32 = 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------------------
+# scheduler dispatch: every policy has the same three hooks (see fq/drfq.py)
+@jit(inline="always")
+def _admit_key(policy, slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
+    if policy == P_DRFQ:
+        return drfq.admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt)
+    elif policy == P_DOVETAIL:
+        return dovetail.admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt)
+    return 0.0
+
+
+@jit(inline="always")
+def _arrive_key(policy, fq_res, slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
+    if policy == P_DRFQ:
+        return drfq.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+    elif policy == P_DOVETAIL:
+        return dovetail.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+    elif policy == P_PFSFQ:
+        return sfq.arrive_pf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+    elif policy == P_BMFWFQ:
+        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+    elif policy == P_FQSINGLE and j == fq_res:
+        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+    return fifo.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+
+
+@jit(inline="always")
+def _on_start(policy, slot, pos, j, J, vt, pkt):
+    if policy == P_DRFQ:
+        drfq.start(slot, pos, j, J, vt, pkt)
+    elif policy == P_DOVETAIL:
+        dovetail.start(slot, pos, j, J, vt, pkt)
+    else:
+        sfq.start(slot, pos, j, J, vt, pkt)
+
+
+# ---------------------------------------------------------------------------
+# packet costs: counter-based, identical for every scheduler
+@jit(inline="always")
+def hash32(x):
+    """A 32-bit integer mixer (xorshift-multiply); products stay below 2**63."""
+    x = x & M32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & M32
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & M32
+    x ^= x >> 16
+    return x
+
+
+@jit(inline="always")
+def packet_uniform(cost_key, uid, seq):
+    """Uniform in [0, 1) for packet ``seq`` of flow ``uid``: ``h(h(h(key ^ uid) + seq))``."""
+    h = hash32(hash32(hash32(cost_key ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
+    return h / 4294967296.0
+
+
+# ---------------------------------------------------------------------------
+# per-resource binary min-heap of flow heads, ordered by (key, flow id)
+@jit(inline="always")
+def _less(k1, u1, k2, u2):
+    return k1 < k2 or (k1 == k2 and u1 < u2)
+
+
+@jit(inline="always")
+def _heap_push(hk, hu, hs, hn, j, key, uid, slot):
+    i = hn[j]
+    hn[j] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _less(key, uid, hk[j, p], hu[j, p]):
+            break
+        hk[j, i] = hk[j, p]
+        hu[j, i] = hu[j, p]
+        hs[j, i] = hs[j, p]
+        i = p
+    hk[j, i] = key
+    hu[j, i] = uid
+    hs[j, i] = slot
+
+
+@jit(inline="always")
+def _heap_sift_root(hk, hu, hs, n, j, key, uid, slot):
+    """Place (key, uid, slot) at the vacant root of a heap of size n."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(hk[j, c + 1], hu[j, c + 1], hk[j, c], hu[j, c]):
+            c += 1
+        if not _less(hk[j, c], hu[j, c], key, uid):
+            break
+        hk[j, i] = hk[j, c]
+        hu[j, i] = hu[j, c]
+        hs[j, i] = hs[j, c]
+        i = c
+    hk[j, i] = key
+    hu[j, i] = uid
+    hs[j, i] = slot
+
+
+@jit(inline="always")
+def _heap_pop(hk, hu, hs, hn, j):
+    n = hn[j] - 1
+    hn[j] = n
+    if n > 0:
+        _heap_sift_root(hk, hu, hs, n, j, hk[j, n], hu[j, n], hs[j, n])
+
+
+# ---------------------------------------------------------------------------
+@jit(inline="always")
+def _area(area, x, K, t0, t1, warmup, T, B):
+    """Add x_k * |[t0, t1] ∩ batch b| to area[k, b] (batches split [warmup, T])."""
+    if t1 <= warmup or t0 >= T or t1 <= t0:
+        return
+    blen = (T - warmup) / B
+    lo = t0 if t0 > warmup else warmup
+    b = int((lo - warmup) / blen)
+    if b >= B:
+        b = B - 1
+    while b < B:
+        b_lo = warmup + b * blen
+        b_hi = T if b == B - 1 else warmup + (b + 1) * blen
+        if b_lo >= t1:
+            break
+        a = t0 if t0 > b_lo else b_lo
+        e = t1 if t1 < b_hi else b_hi
+        if e > a:
+            for k in range(K):
+                area[k, b] += x[k] * (e - a)
+        b += 1
+
+
+@jit(inline="always")
+def _batch(t, warmup, T, B):
+    if t < warmup or t > T:
+        return -1
+    b = int((t - warmup) / ((T - warmup) / B))
+    if b >= B:
+        b = B - 1
+    return b
+
+
+# flow-table integer columns
+I_UID, I_SPEC, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_SIZE, I_PENDING, I_DEPPOST, I_DONE = range(10)
+N_ICOLS = 10
+# flow-table float columns
+F_F, F_ARRIVE, F_WEIGHT, F_DONE_T = range(4)
+N_FCOLS = 4
+
+
+@jit(inline="always")
+def _enqueue(policy, fq_res, s, seq, pos, j, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+             hk, hu, hs, hn, admitted_j):
+    """Packet ``seq`` of the flow in row ``s`` joins resource j at time t: tag it, queue it."""
+    Q[s, j] += 1
+    admitted_j[j] += 1
+    key = _arrive_key(policy, fq_res, s, pos, j, J, t, weight, Q[s, j], vt, flow_Fj, pkt)
+    cnt = qc[s, j]
+    qring[s, j, (qh[s, j] + cnt) % N] = seq
+    qc[s, j] = cnt + 1
+    if cnt == 0:
+        _heap_push(hk, hu, hs, hn, j, key, uid, s)
+
+
+@jit(inline="always")
+def _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+           hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key):
+    """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
+    seq = slot_i[s, I_NEXTSEQ]
+    slot_i[s, I_NEXTSEQ] = seq + 1
+    pos = seq % N
+    sp = slot_i[s, I_SPEC]
+    uid = slot_i[s, I_UID]
+    if sp_nz[sp] > 1:
+        u = packet_uniform(cost_key, uid, seq)
+        z = 0
+        while z < sp_nz[sp] - 1 and u >= sp_cdf[sp, z]:
+            z += 1
+        size = sp_sizes[sp, z]
+    else:
+        size = sp_sizes[sp, 0]
+    for jj in range(J):
+        pkt[s, pos, jj] = sp_cost[sp, jj] + sp_pb[sp, jj] * size
+    slot_i[s, I_INFLIGHT] += 1
+    weight = slot_f[s, F_WEIGHT]
+    _admit_key(policy, s, pos, J, weight, vt, flow_F, flow_Fj, pkt)
+    j0 = 0
+    while pkt[s, pos, j0] <= 0.0:
+        j0 += 1
+    _enqueue(policy, fq_res, s, seq, pos, j0, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+             hk, hu, hs, hn, admitted_j)
+
+
+@jit
+def _grow2(a, n):
+    out = np.empty((n,) + a.shape[1:], a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@jit
+def _grow_heap(a, n):
+    out = np.empty((a.shape[0], n), a.dtype)
+    out[:, : a.shape[1]] = a
+    return out
+
+
+@jit
+def simulate_kernel(
+    policy, fq_res, vt_in_service, idle_reset, J, N, rtt,
+    T, warmup, B, max_services, trace_cap,
+    sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
+    n_static, st_start, st_packets, st_order,
+    K, cls_spec, cls_cdf, lam_total, cls_p,
+    rng, cost_key,
+):
+    """Run the router until time T (or ``max_services`` services); see the module docstring.
+
+    Units: time units; costs ``sp_cost[s, j]`` time units per packet,
+    ``sp_pb[s, j]`` per byte; ``lam_total`` flows per time unit.
+    Returns flat arrays (see :func:`router.run.simulate`).
+    """
+    C = n_static + 64
+    slot_i = np.zeros((C, N_ICOLS), np.int64)
+    slot_f = np.zeros((C, N_FCOLS), np.float64)
+    flow_F = np.zeros(C, np.float64)
+    flow_Fj = np.zeros((C, J), np.float64)
+    Q = np.zeros((C, J), np.int64)
+    qh = np.zeros((C, J), np.int64)
+    qc = np.zeros((C, J), np.int64)
+    qring = np.zeros((C, J, N), np.int64)
+    pkt = np.zeros((C, N, 2 * J + 2), np.float64)
+    hk = np.zeros((J, C), np.float64)
+    hu = np.zeros((J, C), np.int64)
+    hs = np.zeros((J, C), np.int64)
+    hn = np.zeros(J, np.int64)
+    free = np.zeros(C, np.int64)
+    n_free = 0
+    for s in range(C - 1, n_static - 1, -1):
+        free[n_free] = s
+        n_free += 1
+
+    busy_slot = np.full(J, -1, np.int64)
+    busy_seq = np.zeros(J, np.int64)
+    busy_key = np.zeros(J, np.float64)
+    fin = np.full(J, INF)
+    vt = np.zeros(J + 2, np.float64)
+    maxfin_j = np.zeros(J, np.float64)
+    comp_j = np.zeros(J, np.int64)
+    comp_slot = np.zeros(J, np.int64)
+    comp_seq = np.zeros(J, np.int64)
+
+    # delayed admissions (rtt > 0): FIFO ring of (time, slot), times non-decreasing
+    acap = 64
+    adm_t = np.zeros(acap, np.float64)
+    adm_s = np.zeros(acap, np.int64)
+    adm_head = 0
+    adm_n = 0
+
+    # outputs
+    admitted_j = np.zeros(J, np.int64)
+    served_j = np.zeros(J, np.int64)
+    busy_post = np.zeros(J, np.float64)
+    st_dep_post = np.zeros(max(n_static, 1), np.int64)
+    st_done_t = np.full(max(n_static, 1), np.nan)
+    st_admitted = np.zeros(max(n_static, 1), np.int64)
+    Kc = max(K, 1)
+    x = np.zeros(Kc, np.float64)
+    area = np.zeros((Kc, B), np.float64)
+    dep_pk = np.zeros((Kc, B), np.float64)
+    done_n = np.zeros((Kc, B), np.float64)
+    done_pk = np.zeros((Kc, B), np.float64)
+    done_fct = np.zeros((Kc, B), np.float64)
+    cls_arrived = np.zeros(Kc, np.int64)
+    cls_completed = np.zeros(Kc, np.int64)
+    tr_t = np.zeros(trace_cap, np.float64)
+    tr_end = np.zeros(trace_cap, np.float64)
+    tr_res = np.zeros(trace_cap, np.int64)
+    tr_uid = np.zeros(trace_cap, np.int64)
+    tr_seq = np.zeros(trace_cap, np.int64)
+    tr_n = 0
+    pk_admitted = 0
+    pk_departed = 0
+    services = 0
+    next_uid = n_static
+    max_active = 0
+    n_active = 0
+
+    # static flows own slots 0..n_static-1
+    for i in range(n_static):
+        slot_i[i, I_UID] = i
+        slot_i[i, I_SPEC] = i
+        slot_i[i, I_CLASS] = -1
+        slot_f[i, F_WEIGHT] = sp_w[i]
+    st_ptr = 0
+    next_static = st_start[st_order[0]] if n_static > 0 else INF
+    next_arr = INF
+    if K > 0 and lam_total > 0.0:
+        next_arr = rng.exponential(1.0 / lam_total)
+
+    t = 0.0
+    t_last_area = 0.0
+    stopped = False
+    while True:
+        # ---- next event instant: scan the few candidate times
+        t = next_static
+        if next_arr < t:
+            t = next_arr
+        if adm_n > 0 and adm_t[adm_head] < t:
+            t = adm_t[adm_head]
+        for j in range(J):
+            if fin[j] < t:
+                t = fin[j]
+        if t > T or t == INF:
+            break
+        if max_services > 0 and services >= max_services:
+            stopped = True
+            break
+
+        # ---- phase 1a: completing packets leave their servers
+        nc = 0
+        for j in range(J):
+            if fin[j] == t:
+                s = busy_slot[j]
+                comp_j[nc] = j
+                comp_slot[nc] = s
+                comp_seq[nc] = busy_seq[j]
+                nc += 1
+                Q[s, j] -= 1
+                served_j[j] += 1
+                services += 1
+                busy_slot[j] = -1
+                fin[j] = INF
+        if vt_in_service and nc > 0:
+            drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
+
+        # ---- phase 1b: move each on, or let it leave (resource order)
+        for c in range(nc):
+            j = comp_j[c]
+            s = comp_slot[c]
+            seq = comp_seq[c]
+            pos = seq % N
+            nj = j + 1
+            while nj < J and pkt[s, pos, nj] <= 0.0:
+                nj += 1
+            if nj < J:
+                _enqueue(policy, fq_res, s, seq, pos, nj, t, J, N, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
+                         flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, admitted_j)
+                continue
+            # departure from the router
+            pk_departed += 1
+            slot_i[s, I_INFLIGHT] -= 1
+            k = slot_i[s, I_CLASS]
+            if t > warmup:
+                if k < 0:
+                    slot_i[s, I_DEPPOST] += 1
+                else:
+                    b = _batch(t, warmup, T, B)
+                    if b >= 0:
+                        dep_pk[k, b] += 1.0
+            if slot_i[s, I_REMAIN] != 0:
+                if slot_i[s, I_REMAIN] > 0:
+                    slot_i[s, I_REMAIN] -= 1
+                if rtt > 0.0:
+                    if adm_n == acap:
+                        na_t = np.zeros(2 * acap, np.float64)
+                        na_s = np.zeros(2 * acap, np.int64)
+                        for q in range(adm_n):
+                            na_t[q] = adm_t[(adm_head + q) % acap]
+                            na_s[q] = adm_s[(adm_head + q) % acap]
+                        adm_t = na_t
+                        adm_s = na_s
+                        adm_head = 0
+                        acap = 2 * acap
+                    adm_t[(adm_head + adm_n) % acap] = t + rtt
+                    adm_s[(adm_head + adm_n) % acap] = s
+                    adm_n += 1
+                    slot_i[s, I_PENDING] += 1
+                else:
+                    _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                           hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
+                    pk_admitted += 1
+            elif slot_i[s, I_INFLIGHT] == 0 and slot_i[s, I_PENDING] == 0:
+                # ---- flow completion
+                n_active -= 1
+                if k < 0:
+                    st_done_t[s] = t
+                    slot_i[s, I_DONE] = 1
+                else:
+                    _area(area, x, K, t_last_area, t, warmup, T, B)
+                    t_last_area = t
+                    x[k] -= 1.0
+                    cls_completed[k] += 1
+                    t_arr = slot_f[s, F_ARRIVE]
+                    if t_arr >= warmup:
+                        b = _batch(t, warmup, T, B)
+                        if b >= 0:
+                            done_n[k, b] += 1.0
+                            done_pk[k, b] += slot_i[s, I_SIZE]
+                            done_fct[k, b] += t - t_arr
+                    free[n_free] = s
+                    n_free += 1
+
+        # ---- phase 2: delayed admissions, static starts, Poisson arrival at t
+        while adm_n > 0 and adm_t[adm_head] == t:
+            s = adm_s[adm_head]
+            adm_head = (adm_head + 1) % acap
+            adm_n -= 1
+            slot_i[s, I_PENDING] -= 1
+            _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                   hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
+            pk_admitted += 1
+
+        while next_static == t or next_arr == t:
+            if next_static == t:
+                s = st_order[st_ptr]
+                st_ptr += 1
+                next_static = st_start[st_order[st_ptr]] if st_ptr < n_static else INF
+                size_total = st_packets[s]
+                k = -1
+            else:
+                # class, size, next inter-arrival: in this order, for every scheduler
+                u = rng.random()
+                k = 0
+                while k < K - 1 and u >= cls_cdf[k]:
+                    k += 1
+                size_total = rng.geometric(cls_p[k])
+                next_arr = t + rng.exponential(1.0 / lam_total)
+                if n_free == 0:
+                    C2 = 2 * C
+                    slot_i = _grow2(slot_i, C2)
+                    slot_f = _grow2(slot_f, C2)
+                    flow_F = _grow2(flow_F, C2)
+                    flow_Fj = _grow2(flow_Fj, C2)
+                    Q = _grow2(Q, C2)
+                    qh = _grow2(qh, C2)
+                    qc = _grow2(qc, C2)
+                    qring = _grow2(qring, C2)
+                    pkt = _grow2(pkt, C2)
+                    hk = _grow_heap(hk, C2)
+                    hu = _grow_heap(hu, C2)
+                    hs = _grow_heap(hs, C2)
+                    free = np.zeros(C2, np.int64)
+                    for s2 in range(C2 - 1, C - 1, -1):
+                        free[n_free] = s2
+                        n_free += 1
+                    C = C2
+                n_free -= 1
+                s = free[n_free]
+                slot_i[s, I_UID] = next_uid
+                next_uid += 1
+                slot_i[s, I_SPEC] = cls_spec[k]
+                slot_i[s, I_CLASS] = k
+                slot_f[s, F_WEIGHT] = sp_w[cls_spec[k]]
+                cls_arrived[k] += 1
+                _area(area, x, K, t_last_area, t, warmup, T, B)
+                t_last_area = t
+                x[k] += 1.0
+            # ---- a flow starts: reset its row, admit min(N, L) packets
+            slot_i[s, I_SIZE] = size_total
+            slot_i[s, I_REMAIN] = size_total if size_total > 0 else -1
+            slot_i[s, I_INFLIGHT] = 0
+            slot_i[s, I_NEXTSEQ] = 1
+            slot_i[s, I_PENDING] = 0
+            slot_i[s, I_DEPPOST] = 0
+            slot_f[s, F_ARRIVE] = t
+            flow_F[s] = 0.0
+            for jj in range(J):
+                flow_Fj[s, jj] = 0.0
+                Q[s, jj] = 0
+                qh[s, jj] = 0
+                qc[s, jj] = 0
+            n_active += 1
+            if n_active > max_active:
+                max_active = n_active
+            n0 = N
+            if size_total > 0 and size_total < N:
+                n0 = size_total
+            for _ in range(n0):
+                if slot_i[s, I_REMAIN] > 0:
+                    slot_i[s, I_REMAIN] -= 1
+                _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                       hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
+                pk_admitted += 1
+
+        # ---- phase 3: idle resources start their smallest key
+        for j in range(J):
+            if busy_slot[j] >= 0:
+                continue
+            if hn[j] == 0:
+                if idle_reset:
+                    vt[j] = maxfin_j[j]
+                continue
+            s = hs[j, 0]
+            h = qh[s, j]
+            seq = qring[s, j, h]
+            h = (h + 1) % N
+            qh[s, j] = h
+            cnt = qc[s, j] - 1
+            qc[s, j] = cnt
+            if cnt > 0:
+                seqn = qring[s, j, h]
+                _heap_sift_root(hk, hu, hs, hn[j], j, pkt[s, seqn % N, 2 * J], hu[j, 0], s)
+            else:
+                _heap_pop(hk, hu, hs, hn, j)
+            pos = seq % N
+            _on_start(policy, s, pos, j, J, vt, pkt)
+            f = pkt[s, pos, 2 * J + 1]
+            if f > maxfin_j[j]:
+                maxfin_j[j] = f
+            busy_slot[j] = s
+            busy_seq[j] = seq
+            busy_key[j] = pkt[s, pos, 2 * J]
+            end = t + pkt[s, pos, j]
+            fin[j] = end
+            lo = t if t > warmup else warmup
+            hi = end if end < T else T
+            if hi > lo:
+                busy_post[j] += hi - lo
+            if tr_n < trace_cap:
+                tr_t[tr_n] = t
+                tr_end[tr_n] = end
+                tr_res[tr_n] = j
+                tr_uid[tr_n] = slot_i[s, I_UID]
+                tr_seq[tr_n] = seq
+                tr_n += 1
+        if vt_in_service:
+            drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
+
+    t_end = t if stopped else T
+    if stopped:
+        # busy time was booked to the end of each service: trim what lies after t_end
+        for j in range(J):
+            if busy_slot[j] >= 0 and fin[j] > t_end:
+                hi = fin[j] if fin[j] < T else T
+                lo = t_end if t_end > warmup else warmup
+                if hi > lo:
+                    busy_post[j] -= hi - lo
+    _area(area, x, K, t_last_area, t_end, warmup, T, B)
+
+    # ---- conservation: admitted = served + in system, per resource and overall
+    in_sys_j = np.zeros(J, np.int64)
+    for s in range(C):
+        for j in range(J):
+            in_sys_j[j] += Q[s, j]
+    in_router = 0
+    for s in range(C):
+        in_router += slot_i[s, I_INFLIGHT] if slot_i[s, I_INFLIGHT] > 0 else 0
+    for s in range(n_static):
+        st_dep_post[s] = slot_i[s, I_DEPPOST]
+        st_admitted[s] = slot_i[s, I_NEXTSEQ] - 1 if slot_i[s, I_NEXTSEQ] > 0 else 0
+    return (
+        t_end, services, served_j, admitted_j, in_sys_j, pk_admitted, pk_departed, in_router,
+        busy_post, st_dep_post, st_done_t, st_admitted,
+        area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x,
+        tr_t[:tr_n], tr_end[:tr_n], tr_res[:tr_n], tr_uid[:tr_n], tr_seq[:tr_n],
+        next_uid, max_active,
+    )

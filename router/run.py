@@ -1,0 +1,254 @@
+"""The typed wrapper around the numba engine: validate, convert, run, check, tabulate.
+
+:func:`simulate` is the one entry point: it turns a validated
+:class:`flows.Scenario` into contiguous float64/int64 arrays, spawns the random
+streams from one :class:`numpy.random.SeedSequence`, runs
+:func:`router.engine.simulate_kernel`, checks conservation (admitted = served
++ in system, per resource and for the router) and returns a flat
+:class:`RunResult`.
+
+Random streams (``SeedSequence(seed).spawn(2)``): child 0 drives flow
+arrivals (class, size, inter-arrival), child 1 gives the key of the
+counter-based hash that draws per-packet sizes.  Neither depends on the
+scheduler, so two schedulers run with the same seed see exactly the same flows
+and packets (common random numbers).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.batch_stats import ratio_ci
+from flows.errors import MrfqError
+from flows.scenario import Scenario
+from fq.registry import SCHEDULERS
+
+
+class ConservationError(RuntimeError):
+    """The engine lost or invented packets: a bug, never bad input."""
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    name: str
+    rate: float            # packets per time unit after warm-up
+    packets: int           # packets that left the router after warm-up
+    completion_time: float | None  # finite flows: time from start to last departure
+
+
+@dataclass(frozen=True)
+class ClassResult:
+    name: str
+    gamma: float           # mean service rate, packets per time unit
+    ci: tuple[float, float]
+    completed: int         # flows completed over the whole run
+    arrived: int
+    mean_flows: float      # time-average number of flows in the system after warm-up
+    throughput: float      # packets per time unit after warm-up
+    method: str
+
+
+@dataclass(frozen=True)
+class ResourceResult:
+    name: str
+    utilization: float
+    services: int
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Service starts, in order: start, end, resource index, flow id, packet sequence (1-based)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    resource: np.ndarray
+    flow: np.ndarray
+    seq: np.ndarray
+
+    def rows(self, flow_names=None, resource=None):
+        """``[(start, flow, seq), ...]`` for one resource (or ``(start, resource, flow, seq)`` for all)."""
+        out = []
+        for i in range(len(self.start)):
+            f = int(self.flow[i])
+            name = flow_names[f] if flow_names is not None and f < len(flow_names) else f
+            if resource is None:
+                out.append((float(self.start[i]), int(self.resource[i]), name, int(self.seq[i])))
+            elif self.resource[i] == resource:
+                out.append((float(self.start[i]), name, int(self.seq[i])))
+        return out
+
+
+@dataclass(frozen=True)
+class RunResult:
+    scenario: Scenario
+    scheduler: str
+    virtual_time: str
+    seed: int
+    t_end: float
+    services: int
+    flows: list[FlowResult]
+    classes: list[ClassResult]
+    resources: list[ResourceResult]
+    wall_seconds: float
+    flows_started: int
+    max_active_flows: int
+    trace: Trace | None = None
+    batches: dict = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict:
+        nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
+        return {
+            "scenario": self.scenario.name,
+            "scheduler": self.scheduler,
+            "virtual_time": self.virtual_time,
+            "seed": self.seed,
+            "duration": self.t_end,
+            "warmup": self.scenario.run.warmup,
+            "flows": [{"name": f.name, "rate": f.rate, "packets": f.packets,
+                       "completion_time": nan(f.completion_time)} for f in self.flows],
+            "classes": [{"name": c.name, "gamma": nan(c.gamma), "ci": [nan(c.ci[0]), nan(c.ci[1])],
+                         "completed": c.completed, "arrived": c.arrived, "mean_flows": c.mean_flows,
+                         "throughput": c.throughput, "method": c.method} for c in self.classes],
+            "resources": [{"name": r.name, "utilization": r.utilization, "services": r.services}
+                          for r in self.resources],
+            "services": self.services,
+            "flows_started": self.flows_started,
+            "max_active_flows": self.max_active_flows,
+            "wall_seconds": self.wall_seconds,
+        }
+
+
+def _spec_arrays(specs, J):
+    S = len(specs)
+    Z = max([1] + [len(s.packet_sizes.sizes) for s in specs if s.packet_sizes is not None])
+    cost = np.zeros((max(S, 1), J))
+    pb = np.zeros((max(S, 1), J))
+    sizes = np.zeros((max(S, 1), Z))
+    cdf = np.ones((max(S, 1), Z))
+    nz = np.ones(max(S, 1), np.int64)
+    w = np.ones(max(S, 1))
+    for i, s in enumerate(specs):
+        cost[i] = s.cost
+        w[i] = s.weight
+        if s.packet_sizes is not None:
+            pb[i] = s.per_byte
+            n = len(s.packet_sizes.sizes)
+            nz[i] = n
+            sizes[i, :n] = s.packet_sizes.sizes
+            cdf[i, :n] = np.cumsum(s.packet_sizes.probs)
+            cdf[i, n - 1] = 1.0
+    return cost, pb, sizes, cdf, nz, w
+
+
+def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
+             seed: int | None = None, duration: float | None = None, trace: int = 0,
+             max_services: int | None = None) -> RunResult:
+    """Run one scenario through the numba engine.
+
+    Keyword overrides replace the scenario's own settings (and are validated
+    like them).  ``trace`` bounds the number of service starts recorded.
+    """
+    changes = {}
+    if scheduler is not None:
+        changes["router.scheduler"] = scheduler
+    if virtual_time is not None:
+        changes["router.virtual_time"] = virtual_time
+    if seed is not None:
+        changes["run.seed"] = seed
+    if duration is not None:
+        changes["run.duration"] = duration
+    if max_services is not None:
+        changes["run.max_services"] = max_services
+    sc = scenario.replace(**changes) if changes else scenario
+    if trace < 0:
+        raise MrfqError(f"trace = {trace}: must be >= 0 (number of service starts to record)")
+
+    J = sc.n_resources
+    N = sc.router.window
+    info = SCHEDULERS[sc.router.scheduler]
+    fq_res = sc.resources.index(sc.router.fq_resource) if sc.router.fq_resource else J - 1
+    specs = list(sc.flows) + list(sc.classes)
+    sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w = _spec_arrays(specs, J)
+    nF = len(sc.flows)
+    st_start = np.array([f.start for f in sc.flows] or [0.0], dtype=np.float64)
+    st_packets = np.array([f.packets for f in sc.flows] or [0], dtype=np.int64)
+    st_order = np.array(sorted(range(nF), key=lambda i: (sc.flows[i].start, i)) or [0], dtype=np.int64)
+    K = len(sc.classes)
+    rates = np.array([c.rate for c in sc.classes] or [0.0])
+    lam_total = float(rates.sum()) if K else 0.0
+    cls_cdf = np.cumsum(rates) / lam_total if lam_total > 0 else np.ones(max(K, 1))
+    if K:
+        cls_cdf[-1] = 1.0
+    cls_spec = np.arange(nF, nF + max(K, 1), dtype=np.int64)
+    cls_p = np.array([1.0 / c.mean_packets for c in sc.classes] or [1.0])
+
+    arrivals_ss, costs_ss = np.random.SeedSequence(sc.run.seed).spawn(2)
+    rng = np.random.Generator(np.random.PCG64(arrivals_ss))
+    cost_key = int(costs_ss.generate_state(1, np.uint32)[0])
+    B = sc.run.batches
+    T = sc.run.duration
+    warmup = sc.run.warmup
+
+    from router.engine import simulate_kernel
+
+    w0 = time.perf_counter()
+    out = simulate_kernel(
+        info.code, fq_res, sc.router.virtual_time == "in-service", sc.router.idle_reset, J, N,
+        float(sc.router.rtt), float(T), float(warmup), B, sc.run.max_services, int(trace),
+        sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
+        nF, st_start, st_packets, st_order,
+        K, cls_spec, cls_cdf, lam_total, cls_p,
+        rng, cost_key,
+    )
+    wall = time.perf_counter() - w0
+    (t_end, services, served_j, admitted_j, in_sys_j, pk_adm, pk_dep, in_router,
+     busy_post, st_dep_post, st_done_t, st_admitted,
+     area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x_end,
+     tr_t, tr_end, tr_res, tr_uid, tr_seq, n_uid, max_active) = out
+
+    for j in range(J):
+        if admitted_j[j] != served_j[j] + in_sys_j[j]:
+            raise ConservationError(
+                f"resource {sc.resources[j]!r}: admitted {admitted_j[j]} != served {served_j[j]} "
+                f"+ in system {in_sys_j[j]}")
+    if pk_adm != pk_dep + in_router:
+        raise ConservationError(f"router: admitted {pk_adm} != departed {pk_dep} + inside {in_router}")
+    if int(served_j.sum()) != services:
+        raise ConservationError(f"services {services} != sum of per-resource services {served_j.sum()}")
+
+    span = float(t_end) - warmup
+    flows = []
+    for i, f in enumerate(sc.flows):
+        done = float(st_done_t[i])
+        flows.append(FlowResult(
+            name=f.name, rate=float(st_dep_post[i]) / span if span > 0 else math.nan,
+            packets=int(st_dep_post[i]),
+            completion_time=(done - f.start) if not math.isnan(done) else None))
+    classes = []
+    for k, c in enumerate(sc.classes):
+        if sc.run.gamma_method == "little":
+            g, lo, hi = ratio_ci(dep_pk[k], area[k], sc.run.confidence)
+            method = f"little: class packets served / integral of flows in system, {B} batch means, " \
+                     f"t-interval {sc.run.confidence:g}"
+        else:
+            g, lo, hi = ratio_ci(done_pk[k], done_fct[k], sc.run.confidence)
+            method = f"completions: sum of sizes / sum of completion times of flows arrived after warm-up, " \
+                     f"{B} batch means, t-interval {sc.run.confidence:g}"
+        classes.append(ClassResult(
+            name=c.name, gamma=g, ci=(lo, hi), completed=int(cls_completed[k]), arrived=int(cls_arrived[k]),
+            mean_flows=float(area[k].sum()) / span if span > 0 else math.nan,
+            throughput=float(dep_pk[k].sum()) / span if span > 0 else math.nan, method=method))
+    resources = [ResourceResult(name=r, utilization=float(busy_post[j]) / span if span > 0 else math.nan,
+                                services=int(served_j[j])) for j, r in enumerate(sc.resources)]
+    tr = Trace(tr_t, tr_end, tr_res, tr_uid, tr_seq) if trace else None
+    return RunResult(
+        scenario=sc, scheduler=sc.router.scheduler, virtual_time=sc.router.virtual_time, seed=sc.run.seed,
+        t_end=float(t_end), services=int(services), flows=flows, classes=classes, resources=resources,
+        wall_seconds=wall, flows_started=int(n_uid), max_active_flows=int(max_active), trace=tr,
+        batches={"area": area[:K], "departed": dep_pk[:K], "done_n": done_n[:K], "done_packets": done_pk[:K],
+                 "done_time": done_fct[:K]},
+    )
