@@ -20,6 +20,7 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     virtual_time = "started"             # drfq only: "started" [BR] or "in-service" [DRFQ]
     fq_resource = "link"                 # fq-single only: the fair-queued resource
     idle_reset = false                   # per-resource SFQ: reset V_j at the end of a busy period
+    increment = "cost"                   # per-resource SFQ: "cost" (s_ij) or "packet" (1): SPEC 4.5 control
     [run]
     duration = 6000.0
     warmup = 1000.0
@@ -65,6 +66,7 @@ from flows.errors import ScenarioError
 SCHEDULER_NAMES = ("drfq", "drfq-dovetail", "pf-sfq", "bmf-wfq", "fifo", "fq-single")
 VIRTUAL_TIMES = ("started", "in-service")
 GAMMA_METHODS = ("little", "completions")
+INCREMENTS = ("cost", "packet")
 
 
 def _err(msg: str) -> ScenarioError:
@@ -179,6 +181,17 @@ class ClassSpec:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
 
 
+def _check_positive(where: str, cost, per_byte, ps) -> None:
+    """Every packet must take time somewhere, or a backlogged flow would loop forever at one instant."""
+    sizes = ps.sizes if ps is not None else (0.0,)
+    pb = per_byte if ps is not None else (0.0,) * len(cost)
+    for z in sizes:
+        if max(c + b * z for c, b in zip(cost, pb)) <= 0:
+            extra = f" for packet size {z:g}" if ps is not None else ""
+            raise _err(f"{where}.cost = {list(cost)}: every packet needs a positive processing time at "
+                       f"some resource{extra}")
+
+
 def _mean_cost(cost, per_byte, ps) -> tuple[float, ...]:
     if ps is None or per_byte is None:
         return tuple(cost)
@@ -194,6 +207,7 @@ class RouterConfig:
     virtual_time: str = "started"
     fq_resource: str | None = None
     idle_reset: bool = False
+    increment: str = "cost"
 
 
 @dataclass(frozen=True)
@@ -261,7 +275,7 @@ class Scenario:
 
 # ---------------------------------------------------------------------------
 _TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "description")
-_ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset")
+_ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment")
 _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services")
 _TRAFFIC = ("load",)
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs")
@@ -307,6 +321,10 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
     idle_reset = r.get("idle_reset", False)
     if not isinstance(idle_reset, bool):
         raise _err(f"router.idle_reset = {idle_reset!r}: must be true or false")
+    inc = r.get("increment", "cost")
+    if inc not in INCREMENTS:
+        raise _err(f"router.increment = {inc!r}: choose 'cost' (s_ij, the schedulers of [BR]) or 'packet' "
+                   "(1 per packet: the negative control of SPEC 4.5)")
     router = RouterConfig(
         scheduler=sched,
         window=_int("router.window", r.get("window", 30), lo=1),
@@ -314,6 +332,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
         virtual_time=vt,
         fq_resource=fqr,
         idle_reset=idle_reset,
+        increment=inc,
     )
 
     u = _table("run", d.get("run"))
@@ -360,9 +379,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
         _check_keys(w, f, _FLOW)
         cost = _cost(w, f.get("cost"))
         pb, ps = _packet_sizes(w, f, J)
-        mc = _mean_cost(cost, pb, ps)
-        if max(mc) <= 0:
-            raise _err(f"{w}.cost = {list(cost)}: at least one resource must have a positive cost")
+        _check_positive(w, cost, pb, ps)
         flows.append(FlowSpec(
             name=_name(w, f.get("name"), f"f{i + 1}"), cost=cost,
             weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=0.0, lo_open=True),
@@ -386,9 +403,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
         _check_keys(w, c, _CLASS)
         cost = _cost(w, c.get("cost"))
         pb, ps = _packet_sizes(w, c, J)
-        mc = _mean_cost(cost, pb, ps)
-        if max(mc) <= 0:
-            raise _err(f"{w}.cost = {list(cost)}: at least one resource must have a positive cost")
+        _check_positive(w, cost, pb, ps)
         share = c.get("share")
         rate = c.get("rate")
         if share is not None:

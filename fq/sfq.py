@@ -13,6 +13,10 @@ Independently at each resource j, when packet k of flow i joins j (time A)::
   flow i waiting or in service at j *including the arriving one* (SPEC §6.2);
   window conservation (eq. 4) turns queue lengths into PF's KKT prices.
 
+Option ``increment = "packet"`` replaces ``s_ij`` by 1 (packet-count
+increments): the negative control of SPEC §4.5, which must *not* realise
+PF/BMF (it converges to DRF-like rates).
+
 ``V_j`` is the start tag of the last packet to begin service at j.  With the
 option ``idle_reset`` (classic SFQ) ``V_j`` jumps to the largest finish tag
 served at j when j goes idle; off by default (SPEC §4.3 as written).
@@ -31,12 +35,12 @@ def admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
 
 
 @jit(inline="always")
-def arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
-    """[BR] eq. (7): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / w_i``."""
+def arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
+    """[BR] eq. (7): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / w_i`` (``1 / w_i`` when ``unit``)."""
     start_tag = vt[j]
     if flow_Fj[slot, j] > start_tag:
         start_tag = flow_Fj[slot, j]
-    finish_tag = start_tag + pkt[slot, pos, j] / weight
+    finish_tag = start_tag + (1.0 if unit else pkt[slot, pos, j]) / weight
     flow_Fj[slot, j] = finish_tag
     pkt[slot, pos, 2 * J] = start_tag
     pkt[slot, pos, 2 * J + 1] = finish_tag
@@ -44,12 +48,12 @@ def arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
 
 
 @jit(inline="always")
-def arrive_pf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
-    """[BR] eq. (5): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / (w_i Q_ij)``."""
+def arrive_pf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
+    """[BR] eq. (5): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / (w_i Q_ij)`` (``1 / (w_i Q_ij)`` when ``unit``)."""
     start_tag = vt[j]
     if flow_Fj[slot, j] > start_tag:
         start_tag = flow_Fj[slot, j]
-    finish_tag = start_tag + pkt[slot, pos, j] / (weight * q_ij)
+    finish_tag = start_tag + (1.0 if unit else pkt[slot, pos, j]) / (weight * q_ij)
     flow_Fj[slot, j] = finish_tag
     pkt[slot, pos, 2 * J] = start_tag
     pkt[slot, pos, 2 * J + 1] = finish_tag

@@ -61,17 +61,17 @@ def _admit_key(policy, slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
 
 
 @jit(inline="always")
-def _arrive_key(policy, fq_res, slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
+def _arrive_key(policy, fq_res, unit, slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
     if policy == P_DRFQ:
         return drfq.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
     elif policy == P_DOVETAIL:
         return dovetail.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
     elif policy == P_PFSFQ:
-        return sfq.arrive_pf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+        return sfq.arrive_pf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
     elif policy == P_BMFWFQ:
-        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
     elif policy == P_FQSINGLE and j == fq_res:
-        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
     return fifo.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
 
 
@@ -202,12 +202,12 @@ N_FCOLS = 4
 
 
 @jit(inline="always")
-def _enqueue(policy, fq_res, s, seq, pos, j, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+def _enqueue(policy, fq_res, unit, s, seq, pos, j, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
              hk, hu, hs, hn, admitted_j):
     """Packet ``seq`` of the flow in row ``s`` joins resource j at time t: tag it, queue it."""
     Q[s, j] += 1
     admitted_j[j] += 1
-    key = _arrive_key(policy, fq_res, s, pos, j, J, t, weight, Q[s, j], vt, flow_Fj, pkt)
+    key = _arrive_key(policy, fq_res, unit, s, pos, j, J, t, weight, Q[s, j], vt, flow_Fj, pkt)
     cnt = qc[s, j]
     qring[s, j, (qh[s, j] + cnt) % N] = seq
     qc[s, j] = cnt + 1
@@ -216,7 +216,7 @@ def _enqueue(policy, fq_res, s, seq, pos, j, t, J, N, uid, weight, vt, flow_Fj, 
 
 
 @jit(inline="always")
-def _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+def _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
            hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     seq = slot_i[s, I_NEXTSEQ]
@@ -240,7 +240,7 @@ def _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, q
     j0 = 0
     while pkt[s, pos, j0] <= 0.0:
         j0 += 1
-    _enqueue(policy, fq_res, s, seq, pos, j0, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+    _enqueue(policy, fq_res, unit, s, seq, pos, j0, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
              hk, hu, hs, hn, admitted_j)
 
 
@@ -258,117 +258,69 @@ def _grow_heap(a, n):
     return out
 
 
+# scalar state carried between calls of the inner loop
+(S_T, S_NEXT_ARR, S_NEXT_STATIC, S_T_AREA) = range(4)
+N_SF = 4
+(S_SERVICES, S_NFREE, S_ADM_HEAD, S_ADM_N, S_ST_PTR, S_PK_ADM, S_PK_DEP, S_NEXT_UID, S_ACTIVE,
+ S_MAX_ACTIVE, S_TR_N, S_STOPPED) = range(12)
+N_SI = 12
+DONE, GROW_FLOWS, GROW_ADM = 0, 1, 2
+
+
 @jit
-def simulate_kernel(
-    policy, fq_res, vt_in_service, idle_reset, J, N, rtt,
-    T, warmup, B, max_services, trace_cap,
+def _loop(
+    policy, fq_res, unit, vt_in_service, idle_reset, J, N, rtt, T, warmup, B, max_services, trace_cap,
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
-    n_static, st_start, st_packets, st_order,
-    K, cls_spec, cls_cdf, lam_total, cls_p,
-    rng, cost_key,
+    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
+    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
+    busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s,
+    admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
+    cls_arrived, cls_completed, tr_t, tr_end, tr_res, tr_uid, tr_seq,
 ):
-    """Run the router until time T (or ``max_services`` services); see the module docstring.
-
-    Units: time units; costs ``sp_cost[s, j]`` time units per packet,
-    ``sp_pb[s, j]`` per byte; ``lam_total`` flows per time unit.
-    Returns flat arrays (see :func:`router.run.simulate`).
-    """
-    C = n_static + 64
-    slot_i = np.zeros((C, N_ICOLS), np.int64)
-    slot_f = np.zeros((C, N_FCOLS), np.float64)
-    flow_F = np.zeros(C, np.float64)
-    flow_Fj = np.zeros((C, J), np.float64)
-    Q = np.zeros((C, J), np.int64)
-    qh = np.zeros((C, J), np.int64)
-    qc = np.zeros((C, J), np.int64)
-    qring = np.zeros((C, J, N), np.int64)
-    pkt = np.zeros((C, N, 2 * J + 2), np.float64)
-    hk = np.zeros((J, C), np.float64)
-    hu = np.zeros((J, C), np.int64)
-    hs = np.zeros((J, C), np.int64)
-    hn = np.zeros(J, np.int64)
-    free = np.zeros(C, np.int64)
-    n_free = 0
-    for s in range(C - 1, n_static - 1, -1):
-        free[n_free] = s
-        n_free += 1
-
-    busy_slot = np.full(J, -1, np.int64)
-    busy_seq = np.zeros(J, np.int64)
-    busy_key = np.zeros(J, np.float64)
-    fin = np.full(J, INF)
-    vt = np.zeros(J + 2, np.float64)
-    maxfin_j = np.zeros(J, np.float64)
-    comp_j = np.zeros(J, np.int64)
-    comp_slot = np.zeros(J, np.int64)
-    comp_seq = np.zeros(J, np.int64)
-
-    # delayed admissions (rtt > 0): FIFO ring of (time, slot), times non-decreasing
-    acap = 64
-    adm_t = np.zeros(acap, np.float64)
-    adm_s = np.zeros(acap, np.int64)
-    adm_head = 0
-    adm_n = 0
-
-    # outputs
-    admitted_j = np.zeros(J, np.int64)
-    served_j = np.zeros(J, np.int64)
-    busy_post = np.zeros(J, np.float64)
-    st_dep_post = np.zeros(max(n_static, 1), np.int64)
-    st_done_t = np.full(max(n_static, 1), np.nan)
-    st_admitted = np.zeros(max(n_static, 1), np.int64)
-    Kc = max(K, 1)
-    x = np.zeros(Kc, np.float64)
-    area = np.zeros((Kc, B), np.float64)
-    dep_pk = np.zeros((Kc, B), np.float64)
-    done_n = np.zeros((Kc, B), np.float64)
-    done_pk = np.zeros((Kc, B), np.float64)
-    done_fct = np.zeros((Kc, B), np.float64)
-    cls_arrived = np.zeros(Kc, np.int64)
-    cls_completed = np.zeros(Kc, np.int64)
-    tr_t = np.zeros(trace_cap, np.float64)
-    tr_end = np.zeros(trace_cap, np.float64)
-    tr_res = np.zeros(trace_cap, np.int64)
-    tr_uid = np.zeros(trace_cap, np.int64)
-    tr_seq = np.zeros(trace_cap, np.int64)
-    tr_n = 0
-    pk_admitted = 0
-    pk_departed = 0
-    services = 0
-    next_uid = n_static
-    max_active = 0
-    n_active = 0
-
-    # static flows own slots 0..n_static-1
-    for i in range(n_static):
-        slot_i[i, I_UID] = i
-        slot_i[i, I_SPEC] = i
-        slot_i[i, I_CLASS] = -1
-        slot_f[i, F_WEIGHT] = sp_w[i]
-    st_ptr = 0
-    next_static = st_start[st_order[0]] if n_static > 0 else INF
-    next_arr = INF
-    if K > 0 and lam_total > 0.0:
-        next_arr = rng.exponential(1.0 / lam_total)
-
-    t = 0.0
-    t_last_area = 0.0
-    stopped = False
+    """The event loop proper.  Arrays are never reassigned here (so numba can
+    drop reference counting from the hot path); when the flow table or the
+    admission ring is full it returns GROW_* *before* touching the instant, and
+    :func:`simulate_kernel` enlarges the arrays and calls it again."""
+    C = slot_i.shape[0]
+    acap = adm_t.shape[0]
+    t = sf[S_T]
+    next_arr = sf[S_NEXT_ARR]
+    next_static = sf[S_NEXT_STATIC]
+    t_last_area = sf[S_T_AREA]
+    services = si[S_SERVICES]
+    n_free = si[S_NFREE]
+    adm_head = si[S_ADM_HEAD]
+    adm_n = si[S_ADM_N]
+    st_ptr = si[S_ST_PTR]
+    pk_admitted = si[S_PK_ADM]
+    pk_departed = si[S_PK_DEP]
+    next_uid = si[S_NEXT_UID]
+    n_active = si[S_ACTIVE]
+    max_active = si[S_MAX_ACTIVE]
+    tr_n = si[S_TR_N]
+    code = DONE
     while True:
         # ---- next event instant: scan the few candidate times
-        t = next_static
-        if next_arr < t:
-            t = next_arr
-        if adm_n > 0 and adm_t[adm_head] < t:
-            t = adm_t[adm_head]
+        tn = next_static
+        if next_arr < tn:
+            tn = next_arr
+        if adm_n > 0 and adm_t[adm_head] < tn:
+            tn = adm_t[adm_head]
         for j in range(J):
-            if fin[j] < t:
-                t = fin[j]
-        if t > T or t == INF:
+            if fin[j] < tn:
+                tn = fin[j]
+        if tn > T or tn == INF:
             break
         if max_services > 0 and services >= max_services:
-            stopped = True
+            si[S_STOPPED] = 1
             break
+        if next_arr == tn and n_free == 0:
+            code = GROW_FLOWS
+            break
+        if rtt > 0.0 and adm_n + J > acap:
+            code = GROW_ADM
+            break
+        t = tn
 
         # ---- phase 1a: completing packets leave their servers
         nc = 0
@@ -397,7 +349,7 @@ def simulate_kernel(
             while nj < J and pkt[s, pos, nj] <= 0.0:
                 nj += 1
             if nj < J:
-                _enqueue(policy, fq_res, s, seq, pos, nj, t, J, N, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
+                _enqueue(policy, fq_res, unit, s, seq, pos, nj, t, J, N, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
                          flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, admitted_j)
                 continue
             # departure from the router
@@ -415,22 +367,12 @@ def simulate_kernel(
                 if slot_i[s, I_REMAIN] > 0:
                     slot_i[s, I_REMAIN] -= 1
                 if rtt > 0.0:
-                    if adm_n == acap:
-                        na_t = np.zeros(2 * acap, np.float64)
-                        na_s = np.zeros(2 * acap, np.int64)
-                        for q in range(adm_n):
-                            na_t[q] = adm_t[(adm_head + q) % acap]
-                            na_s[q] = adm_s[(adm_head + q) % acap]
-                        adm_t = na_t
-                        adm_s = na_s
-                        adm_head = 0
-                        acap = 2 * acap
                     adm_t[(adm_head + adm_n) % acap] = t + rtt
                     adm_s[(adm_head + adm_n) % acap] = s
                     adm_n += 1
                     slot_i[s, I_PENDING] += 1
                 else:
-                    _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                    _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
                            hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
                     pk_admitted += 1
             elif slot_i[s, I_INFLIGHT] == 0 and slot_i[s, I_PENDING] == 0:
@@ -460,7 +402,7 @@ def simulate_kernel(
             adm_head = (adm_head + 1) % acap
             adm_n -= 1
             slot_i[s, I_PENDING] -= 1
-            _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+            _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
                    hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
             pk_admitted += 1
 
@@ -470,7 +412,6 @@ def simulate_kernel(
                 st_ptr += 1
                 next_static = st_start[st_order[st_ptr]] if st_ptr < n_static else INF
                 size_total = st_packets[s]
-                k = -1
             else:
                 # class, size, next inter-arrival: in this order, for every scheduler
                 u = rng.random()
@@ -479,25 +420,6 @@ def simulate_kernel(
                     k += 1
                 size_total = rng.geometric(cls_p[k])
                 next_arr = t + rng.exponential(1.0 / lam_total)
-                if n_free == 0:
-                    C2 = 2 * C
-                    slot_i = _grow2(slot_i, C2)
-                    slot_f = _grow2(slot_f, C2)
-                    flow_F = _grow2(flow_F, C2)
-                    flow_Fj = _grow2(flow_Fj, C2)
-                    Q = _grow2(Q, C2)
-                    qh = _grow2(qh, C2)
-                    qc = _grow2(qc, C2)
-                    qring = _grow2(qring, C2)
-                    pkt = _grow2(pkt, C2)
-                    hk = _grow_heap(hk, C2)
-                    hu = _grow_heap(hu, C2)
-                    hs = _grow_heap(hs, C2)
-                    free = np.zeros(C2, np.int64)
-                    for s2 in range(C2 - 1, C - 1, -1):
-                        free[n_free] = s2
-                        n_free += 1
-                    C = C2
                 n_free -= 1
                 s = free[n_free]
                 slot_i[s, I_UID] = next_uid
@@ -532,7 +454,7 @@ def simulate_kernel(
             for _ in range(n0):
                 if slot_i[s, I_REMAIN] > 0:
                     slot_i[s, I_REMAIN] -= 1
-                _admit(policy, fq_res, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
                        hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
                 pk_admitted += 1
 
@@ -580,7 +502,157 @@ def simulate_kernel(
         if vt_in_service:
             drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
 
-    t_end = t if stopped else T
+    sf[S_T] = t
+    sf[S_NEXT_ARR] = next_arr
+    sf[S_NEXT_STATIC] = next_static
+    sf[S_T_AREA] = t_last_area
+    si[S_SERVICES] = services
+    si[S_NFREE] = n_free
+    si[S_ADM_HEAD] = adm_head
+    si[S_ADM_N] = adm_n
+    si[S_ST_PTR] = st_ptr
+    si[S_PK_ADM] = pk_admitted
+    si[S_PK_DEP] = pk_departed
+    si[S_NEXT_UID] = next_uid
+    si[S_ACTIVE] = n_active
+    si[S_MAX_ACTIVE] = max_active
+    si[S_TR_N] = tr_n
+    return code
+
+
+@jit
+def simulate_kernel(
+    policy, fq_res, unit, vt_in_service, idle_reset, J, N, rtt,
+    T, warmup, B, max_services, trace_cap,
+    sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
+    n_static, st_start, st_packets, st_order,
+    K, cls_spec, cls_cdf, lam_total, cls_p,
+    rng, cost_key,
+):
+    """Run the router until time T (or ``max_services`` services); see the module docstring.
+
+    Units: time units; costs ``sp_cost[s, j]`` time units per packet,
+    ``sp_pb[s, j]`` per byte; ``lam_total`` flows per time unit.
+    Allocates the state, runs :func:`_loop` (enlarging the flow table and the
+    admission ring when it asks), then counts what is left in the system for
+    the conservation check.  Returns flat arrays (see :func:`router.run.simulate`).
+    """
+    C = n_static + 64
+    slot_i = np.zeros((C, N_ICOLS), np.int64)
+    slot_f = np.zeros((C, N_FCOLS), np.float64)
+    flow_F = np.zeros(C, np.float64)
+    flow_Fj = np.zeros((C, J), np.float64)
+    Q = np.zeros((C, J), np.int64)
+    qh = np.zeros((C, J), np.int64)
+    qc = np.zeros((C, J), np.int64)
+    qring = np.zeros((C, J, N), np.int64)
+    pkt = np.zeros((C, N, 2 * J + 2), np.float64)
+    hk = np.zeros((J, C), np.float64)
+    hu = np.zeros((J, C), np.int64)
+    hs = np.zeros((J, C), np.int64)
+    hn = np.zeros(J, np.int64)
+    free = np.zeros(C, np.int64)
+    sf = np.zeros(N_SF, np.float64)
+    si = np.zeros(N_SI, np.int64)
+    n_free = 0
+    for s in range(C - 1, n_static - 1, -1):
+        free[n_free] = s
+        n_free += 1
+    si[S_NFREE] = n_free
+
+    busy_slot = np.full(J, -1, np.int64)
+    busy_seq = np.zeros(J, np.int64)
+    busy_key = np.zeros(J, np.float64)
+    fin = np.full(J, INF)
+    vt = np.zeros(J + 2, np.float64)
+    maxfin_j = np.zeros(J, np.float64)
+    comp_j = np.zeros(J, np.int64)
+    comp_slot = np.zeros(J, np.int64)
+    comp_seq = np.zeros(J, np.int64)
+    adm_t = np.zeros(64, np.float64)
+    adm_s = np.zeros(64, np.int64)
+
+    admitted_j = np.zeros(J, np.int64)
+    served_j = np.zeros(J, np.int64)
+    busy_post = np.zeros(J, np.float64)
+    st_dep_post = np.zeros(max(n_static, 1), np.int64)
+    st_done_t = np.full(max(n_static, 1), np.nan)
+    st_admitted = np.zeros(max(n_static, 1), np.int64)
+    Kc = max(K, 1)
+    x = np.zeros(Kc, np.float64)
+    area = np.zeros((Kc, B), np.float64)
+    dep_pk = np.zeros((Kc, B), np.float64)
+    done_n = np.zeros((Kc, B), np.float64)
+    done_pk = np.zeros((Kc, B), np.float64)
+    done_fct = np.zeros((Kc, B), np.float64)
+    cls_arrived = np.zeros(Kc, np.int64)
+    cls_completed = np.zeros(Kc, np.int64)
+    tr_t = np.zeros(trace_cap, np.float64)
+    tr_end = np.zeros(trace_cap, np.float64)
+    tr_res = np.zeros(trace_cap, np.int64)
+    tr_uid = np.zeros(trace_cap, np.int64)
+    tr_seq = np.zeros(trace_cap, np.int64)
+
+    # static flows own rows 0..n_static-1 (flow id = row)
+    for i in range(n_static):
+        slot_i[i, I_UID] = i
+        slot_i[i, I_SPEC] = i
+        slot_i[i, I_CLASS] = -1
+        slot_f[i, F_WEIGHT] = sp_w[i]
+    si[S_NEXT_UID] = n_static
+    sf[S_NEXT_STATIC] = st_start[st_order[0]] if n_static > 0 else INF
+    sf[S_NEXT_ARR] = INF
+    if K > 0 and lam_total > 0.0:
+        sf[S_NEXT_ARR] = rng.exponential(1.0 / lam_total)
+
+    while True:
+        code = _loop(
+            policy, fq_res, unit, vt_in_service, idle_reset, J, N, rtt, T, warmup, B, max_services, trace_cap,
+            sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
+            n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
+            sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
+            busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s,
+            admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
+            cls_arrived, cls_completed, tr_t, tr_end, tr_res, tr_uid, tr_seq,
+        )
+        if code == DONE:
+            break
+        if code == GROW_FLOWS:
+            C2 = 2 * C
+            slot_i = _grow2(slot_i, C2)
+            slot_f = _grow2(slot_f, C2)
+            flow_F = _grow2(flow_F, C2)
+            flow_Fj = _grow2(flow_Fj, C2)
+            Q = _grow2(Q, C2)
+            qh = _grow2(qh, C2)
+            qc = _grow2(qc, C2)
+            qring = _grow2(qring, C2)
+            pkt = _grow2(pkt, C2)
+            hk = _grow_heap(hk, C2)
+            hu = _grow_heap(hu, C2)
+            hs = _grow_heap(hs, C2)
+            free = np.zeros(C2, np.int64)
+            n_free = 0
+            for s2 in range(C2 - 1, C - 1, -1):
+                free[n_free] = s2
+                n_free += 1
+            si[S_NFREE] = n_free
+            C = C2
+        else:
+            acap = adm_t.shape[0]
+            head = si[S_ADM_HEAD]
+            n = si[S_ADM_N]
+            na_t = np.zeros(2 * acap, np.float64)
+            na_s = np.zeros(2 * acap, np.int64)
+            for q in range(n):
+                na_t[q] = adm_t[(head + q) % acap]
+                na_s[q] = adm_s[(head + q) % acap]
+            adm_t = na_t
+            adm_s = na_s
+            si[S_ADM_HEAD] = 0
+
+    stopped = si[S_STOPPED] == 1
+    t_end = sf[S_T] if stopped else T
     if stopped:
         # busy time was booked to the end of each service: trim what lies after t_end
         for j in range(J):
@@ -589,23 +661,24 @@ def simulate_kernel(
                 lo = t_end if t_end > warmup else warmup
                 if hi > lo:
                     busy_post[j] -= hi - lo
-    _area(area, x, K, t_last_area, t_end, warmup, T, B)
+    _area(area, x, K, sf[S_T_AREA], t_end, warmup, T, B)
 
     # ---- conservation: admitted = served + in system, per resource and overall
     in_sys_j = np.zeros(J, np.int64)
+    in_router = 0
     for s in range(C):
         for j in range(J):
             in_sys_j[j] += Q[s, j]
-    in_router = 0
-    for s in range(C):
-        in_router += slot_i[s, I_INFLIGHT] if slot_i[s, I_INFLIGHT] > 0 else 0
+        if slot_i[s, I_INFLIGHT] > 0:
+            in_router += slot_i[s, I_INFLIGHT]
     for s in range(n_static):
         st_dep_post[s] = slot_i[s, I_DEPPOST]
         st_admitted[s] = slot_i[s, I_NEXTSEQ] - 1 if slot_i[s, I_NEXTSEQ] > 0 else 0
+    tr_n = si[S_TR_N]
     return (
-        t_end, services, served_j, admitted_j, in_sys_j, pk_admitted, pk_departed, in_router,
+        t_end, si[S_SERVICES], served_j, admitted_j, in_sys_j, si[S_PK_ADM], si[S_PK_DEP], in_router,
         busy_post, st_dep_post, st_done_t, st_admitted,
         area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x,
         tr_t[:tr_n], tr_end[:tr_n], tr_res[:tr_n], tr_uid[:tr_n], tr_seq[:tr_n],
-        next_uid, max_active,
+        si[S_NEXT_UID], si[S_MAX_ACTIVE],
     )

@@ -197,7 +197,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
 
     w0 = time.perf_counter()
     out = simulate_kernel(
-        info.code, fq_res, sc.router.virtual_time == "in-service", sc.router.idle_reset, J, N,
+        info.code, fq_res, sc.router.increment == "packet", sc.router.virtual_time == "in-service", sc.router.idle_reset, J, N,
         float(sc.router.rtt), float(T), float(warmup), B, sc.run.max_services, int(trace),
         sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
         nF, st_start, st_packets, st_order,

@@ -1,0 +1,166 @@
+"""`mrfq run` and the scenario gate: output shape, determinism, every bad-input path."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import flows
+from router.cli import main
+
+pytestmark = pytest.mark.nojit
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_run_json_has_the_documented_keys(capsys):
+    code, out, err = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "60000", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    for key in ("scheduler", "seed", "flows", "classes", "resources", "services", "wall_seconds"):
+        assert key in d
+    assert [c["name"] for c in d["classes"]] == ["c1", "c2", "c3"]
+    for c in d["classes"]:
+        assert set(("name", "gamma", "ci", "completed")) <= set(c)
+        assert c["ci"][0] <= c["gamma"] <= c["ci"][1]
+    assert [r["name"] for r in d["resources"]] == ["cpu", "link"]
+    assert d["services"] == sum(r["services"] for r in d["resources"])
+
+
+def test_same_seed_same_json_bit_for_bit(capsys):
+    outs = []
+    for _ in range(2):
+        code, out, _ = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "50000",
+                               "--scheduler", "pf-sfq", "--seed", "7", "--json")
+        d = json.loads(out)
+        d.pop("wall_seconds")
+        outs.append(d)
+    assert outs[0] == outs[1]
+    code, out, _ = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "50000",
+                           "--scheduler", "pf-sfq", "--seed", "8", "--json")
+    d = json.loads(out)
+    d.pop("wall_seconds")
+    assert d != outs[0]
+
+
+def test_common_random_numbers_across_schedulers():
+    from router.run import simulate
+
+    sc = flows.load_preset("dynamic-small").replace(**{"run.duration": 50000.0})
+    a = simulate(sc, scheduler="drfq")
+    b = simulate(sc, scheduler="bmf-wfq")
+    assert [c.arrived for c in a.classes] == [c.arrived for c in b.classes]
+    assert a.flows_started == b.flows_started
+
+
+def test_table_output_and_trace_file(capsys, tmp_path):
+    f = tmp_path / "trace.csv"
+    code, out, err = run_cli(capsys, "run", "--preset", "oracle-drfq-trace", "--trace", str(f))
+    assert code == 0, err
+    assert "utilization" in out and "f1" in out
+    lines = f.read_text().splitlines()
+    assert lines[0] == "start,end,resource,flow,flow_id,seq"
+    assert lines[1] == "0.0,1.0,cpu,f1,0,1"
+    assert lines[2] == "1.0,1.5,cpu,f2,1,1"
+
+
+def test_scenario_file_roundtrip(capsys, tmp_path):
+    p = tmp_path / "s.toml"
+    p.write_text('resources = ["cpu", "link"]\n[router]\nscheduler = "bmf-wfq"\n[run]\nduration = 2000.0\n'
+                 '[[flow]]\nname = "a"\ncost = [0.6666666666666666, 1.0]\n[[flow]]\nname = "b"\ncost = [1.0, 0.5]\n')
+    code, out, err = run_cli(capsys, "run", str(p), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["scheduler"] == "bmf-wfq"
+    assert [f["name"] for f in d["flows"]] == ["a", "b"]
+
+
+BAD = [
+    (["run", "--preset", "oracle-rates", "--scheduler", "wfq2"], "--scheduler"),
+    (["run", "--preset", "nope"], "--preset 'nope'"),
+    (["run"], "no scenario"),
+    (["run", "/nonexistent/s.toml"], "no such scenario file"),
+    (["run", "--preset", "oracle-rates", "--duration", "-5"], "run.duration"),
+    (["run", "--preset", "oracle-rates", "--seed", "-1"], "run.seed"),
+    (["run", "--preset", "br-unbalanced", "--load", "1.2"], "traffic.load"),
+    (["run", "--preset", "br-unbalanced", "--load", "1.0"], "traffic.load"),
+    (["run", "--preset", "oracle-rates", "--load", "0.5"], "--load"),
+    (["run", "--preset", "oracle-rates", "--window", "0"], "router.window"),
+    (["run", "--preset", "oracle-rates", "--fq-resource", "gpu"], "router.fq_resource"),
+    (["frobnicate"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("argv,needle", BAD)
+def test_bad_input_one_line_exit_2(capsys, argv, needle):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("mrfq: error: ")
+    assert needle in err
+    assert "Traceback" not in err
+
+
+BAD_TOML = [
+    ('resources = ["cpu"]\n[[flow]]\ncost = [-1.0]\n', "flow[0].cost[0]"),
+    ('resources = ["cpu"]\n[[flow]]\ncost = [1.0, 2.0]\n', "flow[0].cost has 2 entries"),
+    ('resources = ["cpu"]\n', "no traffic"),
+    ('[[flow]]\ncost = [1.0]\n', "resources: missing"),
+    ('resources = ["cpu"]\n[router]\nscheduler = "wfq"\n[[flow]]\ncost = [1.0]\n', "router.scheduler"),
+    ('resources = ["cpu"]\n[[class]]\ncost = [1.0]\nrate = -0.1\n', "class[0].rate"),
+    ('resources = ["cpu"]\n[[class]]\ncost = [1.0]\n', "class[0].rate: missing"),
+    ('resources = ["cpu"]\n[[flow]]\ncost = [1.0]\nwieght = 2\n', "unknown key 'wieght'"),
+    ('resources = ["cpu"]\n[[flow]]\ncost = [1.0]\nweight = 0\n', "flow[0].weight"),
+    ('resources = ["cpu"\n', "not valid TOML"),
+    ('resources = ["cpu"]\n[run]\nwarmup = 10.0\nduration = 5.0\n[[flow]]\ncost = [1.0]\n', "run.warmup"),
+    ('resources = ["cpu", "cpu"]\n[[flow]]\ncost = [1.0, 1.0]\n', "distinct"),
+    ('resources = ["cpu"]\n[[flow]]\ncost = [1.0]\nper_byte = [0.1]\npacket_sizes = [10, 20]\n'
+     'packet_size_probs = [0.5, 0.6]\n', "packet_size_probs sum"),
+]
+
+
+@pytest.mark.parametrize("text,needle", BAD_TOML)
+def test_bad_scenarios(capsys, tmp_path, text, needle):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    code, out, err = run_cli(capsys, "run", str(p))
+    assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_bad_trace_folder_keeps_nothing_half_written(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "run", "--preset", "oracle-drfq-trace", "--trace", str(tmp_path / "no" / "t.csv"))
+    assert code == 2 and "does not exist" in err
+
+
+def test_existing_trace_file_untouched_on_error(capsys, tmp_path):
+    f = tmp_path / "t.csv"
+    f.write_text("keep me\n")
+    code, out, err = run_cli(capsys, "run", "--preset", "oracle-rates", "--window", "-3", "--trace", str(f))
+    assert code == 2
+    assert f.read_text() == "keep me\n"
+
+
+def test_console_script_exit_code_and_no_traceback():
+    p = subprocess.run([sys.executable, "-m", "router.cli", "run", "--preset", "oracle-rates", "--scheduler", "x"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_presets_all_load():
+    for n in flows.preset_names():
+        sc = flows.load_preset(n)
+        assert sc.flows or sc.classes
+    assert {"oracle-drfq-trace", "oracle-memoryless", "oracle-rates", "br-balanced", "br-unbalanced",
+            "dynamic-small", "middlebox-mix"} <= set(flows.preset_names())
+
+
+def test_load_scaling_hits_the_target():
+    sc = flows.load_preset("br-unbalanced").with_load(0.6)
+    loads = sc.class_resource_loads()
+    assert max(loads) == pytest.approx(0.6)
+    assert loads[0] < loads[1] / 2  # resource 1 carries less than half of resource 2's load
