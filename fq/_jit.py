@@ -31,3 +31,19 @@ def jit(fn=None, **kwargs):
     if fn is None:
         return njit(**opts)
     return njit(**opts)(fn)
+
+
+def jit_no_refcount(fn):
+    """njit for a hot loop that allocates nothing: compiled without numba's
+    runtime (NRT), so no atomic reference counting of the arrays it is passed.
+
+    In the engine's event loop that counting cost ~80 % of the time (numba
+    cannot prune the incref/decref pairs that inlined helpers with array
+    arguments leave across branches).  The function must not allocate
+    (compilation fails loudly if it does).  ``_nrt`` is a numba-internal
+    flag: if a numba release drops it we fall back to plain ``jit``.
+    """
+    try:
+        return njit(cache=CACHE, fastmath=False, _nrt=False)(fn)
+    except TypeError:  # pragma: no cover - numba without the flag
+        return jit(fn)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from fq import dovetail, drfq, fifo, sfq
-from fq._jit import jit
+from fq._jit import jit, jit_no_refcount
 from fq.registry import P_BMFWFQ, P_DOVETAIL, P_DRFQ, P_FIFO, P_FQSINGLE, P_PFSFQ
 
 INF = np.inf
@@ -267,7 +267,7 @@ N_SI = 12
 DONE, GROW_FLOWS, GROW_ADM = 0, 1, 2
 
 
-@jit
+@jit_no_refcount
 def _loop(
     policy, fq_res, unit, vt_in_service, idle_reset, J, N, rtt, T, warmup, B, max_services, trace_cap,
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
