@@ -1,0 +1,299 @@
+"""Packet vs fluid: every scheduler over a range of loads, beside the Markov model.
+
+For each (scheduler, load) the packet emulator runs independent replications
+of the flow-arrival scenario (same seeds for every scheduler: common random
+numbers), and the flow-level Markov model of the matching objective gives the
+fluid value (drfq, drfq-dovetail -> DRF; pf-sfq -> PF; bmf-wfq -> BMF).
+
+Statistics (documented in the README):
+
+* **Warm-up removal**: each replication starts empty; the first
+  ``warmup_fraction`` (10 %) of its simulated time is discarded.
+* **Estimator**: ``gamma_k = (class-k packets served) / (integral of the number
+  of class-k flows in the system)`` over the measurement window (Little's law,
+  ``gamma_k = rho_k / E[x_k]``), which uses every flow, including those still
+  in progress at the end, so long flows are not censored.
+* **Confidence interval**: each replication's window is cut into
+  ``batches`` batch means; the batches of all replications of a point are
+  pooled and the ratio estimator's interval comes from the batch residuals
+  (delta method) with a Student t quantile (:mod:`analysis.batch_stats`),
+  at ``confidence`` (95 %).
+* **Stopping rule**: start with ``replications`` replications; while some
+  class's half-width exceeds ``target`` (2 % of gamma) and fewer than
+  ``max_replications`` have run, double the replications of that point.
+  High loads, whose flows live long, so get the samples they need.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from analysis.batch_stats import ratio_ci
+from analysis.sweep import Point, ResultStore, execute
+from flows.errors import MrfqError
+from flows.scenario import Scenario, to_dict
+from fq.registry import SCHEDULERS
+
+#: fluid objective each scheduler is compared with
+OBJECTIVE = {name: info.objective for name, info in SCHEDULERS.items()}
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    schedulers: tuple[str, ...] = ("drfq", "drfq-dovetail", "pf-sfq", "bmf-wfq")
+    loads: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    replications: int = 2
+    max_replications: int = 32
+    target: float = 0.02
+    flows_per_replication: float = 2000.0
+    warmup_fraction: float = 0.1
+    batches: int = 10
+    confidence: float = 0.95
+    seed: int = 1
+
+    @staticmethod
+    def quick(**kw) -> "CompareConfig":
+        d = dict(replications=2, max_replications=4, target=0.05, flows_per_replication=400.0)
+        d.update(kw)
+        return CompareConfig(**d)
+
+
+@dataclass
+class Row:
+    scheduler: str
+    load: float
+    cls: str
+    gamma_packet: float
+    ci: tuple[float, float]
+    gamma_fluid: float | None
+    rel_error: float | None
+    inside: bool | None
+    replications: int
+    completed: int
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["class"] = d.pop("cls")
+        d["ci"] = list(self.ci)
+        return d
+
+
+@dataclass
+class CompareResult:
+    scenario: str
+    rows: list[Row]
+    wall_seconds: float
+    points_run: int
+    points_reused: int
+    services: int
+    results_file: str
+    fluid: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"scenario": self.scenario, "rows": [r.to_json() for r in self.rows],
+                "wall_seconds": self.wall_seconds, "points_run": self.points_run,
+                "points_reused": self.points_reused, "services": self.services,
+                "results_file": self.results_file}
+
+
+def point_scenario(base: Scenario, scheduler: str, load: float, cfg: CompareConfig) -> Scenario:
+    """The fully specified scenario of one point (its digest keys the stored result)."""
+    sc = base.with_load(load)
+    lam = sum(c.rate for c in sc.classes)
+    duration = cfg.flows_per_replication / lam
+    return sc.replace(**{"router.scheduler": scheduler, "run.duration": duration,
+                         "run.warmup": cfg.warmup_fraction * duration, "run.batches": cfg.batches,
+                         "run.confidence": cfg.confidence, "run.seed": cfg.seed})
+
+
+def fluid_gammas(base: Scenario, objective: str, load: float, store: ResultStore | None) -> dict:
+    """gamma_k of the flow-level Markov model (cached in the store)."""
+    from analysis import markov
+
+    sc = base.with_load(load)
+    key = f"{sc.digest()}|{objective}"
+    if store is not None:
+        got = store.fluid_get(key)
+        if got is not None:
+            return got
+    res = markov.solve(sc, objective)
+    payload = {"gamma": [float(g) for g in res.gamma], "truncation": res.truncation,
+               "boundary_mass": float(res.boundary_mass), "method": res.method}
+    if store is not None:
+        store.fluid_put(key, sc.digest(), objective, load, payload)
+    return payload
+
+
+def pooled(payloads: list[dict], k: int, confidence: float) -> tuple[float, float, float, int]:
+    y = np.concatenate([np.asarray(p["departed"][k]) for p in payloads])
+    x = np.concatenate([np.asarray(p["area"][k]) for p in payloads])
+    g, lo, hi = ratio_ci(y, x, confidence)
+    return g, lo, hi, int(sum(p["completed"][k] for p in payloads))
+
+
+def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor: str = "local",
+            workers: int | None = None, progress: bool = True, fluid: bool = True) -> CompareResult:
+    """Run the sweep (resuming from ``store``), then tabulate packet vs fluid."""
+    if not base.classes:
+        raise MrfqError(f"scenario {base.name}: compare needs flow arrivals ([[class]]) to measure gamma")
+    if base.load is None:
+        raise MrfqError(f"scenario {base.name}: compare needs [traffic] load with class shares to sweep the load")
+    for s in cfg.schedulers:
+        if s not in SCHEDULERS:
+            raise MrfqError(f"--schedulers: unknown scheduler {s!r}; choose from {', '.join(SCHEDULERS)}")
+    t0 = time.perf_counter()
+    name = base.name
+    reps = {(s, load): cfg.replications for s in cfg.schedulers for load in cfg.loads}
+    done: dict[tuple[str, float], dict[int, dict]] = {key: {} for key in reps}
+    stats = {"run": 0, "reused": 0, "services": 0}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=0, unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
+
+    def points_for(s, load, r_from, r_to):
+        sc = point_scenario(base, s, load, cfg)
+        d = to_dict(sc)
+        h = sc.digest()
+        return [(Point(h, s, load, r, cfg.seed + r, sc.run.duration), d) for r in range(r_from, r_to)]
+
+    pending = {key: (0, reps[key]) for key in reps}
+    while pending:
+        tasks = []
+        for (s, load), (a, b) in pending.items():
+            for p, d in points_for(s, load, a, b):
+                got = store.get(p.key)
+                if got is not None:
+                    done[(s, load)][p.replication] = got
+                    stats["reused"] += 1
+                else:
+                    tasks.append((p, d, name))
+        if bar is not None:
+            bar.total += len(tasks)
+            bar.refresh()
+
+        def on_done(p: Point, payload: dict) -> None:
+            store.put(p, name, payload)
+            done[(p.scheduler, p.load)][p.replication] = payload
+            stats["run"] += 1
+            stats["services"] += payload["services"]
+            if bar is not None:
+                bar.update(1)
+
+        # longest points first keeps the workers busy to the end
+        tasks.sort(key=lambda t: -t[0].load)
+        execute(tasks, on_done, executor=executor, workers=workers)
+        # stopping rule: double the replications of points whose interval is still too wide
+        pending = {}
+        for key, got in done.items():
+            payloads = [got[r] for r in sorted(got)]
+            worst = 0.0
+            for k in range(len(base.classes)):
+                g, lo, hi, _ = pooled(payloads, k, cfg.confidence)
+                hw = (hi - lo) / 2 / g if g and not math.isnan(g) else math.inf
+                worst = max(worst, hw)
+            n = len(payloads)
+            if worst > cfg.target and n < cfg.max_replications:
+                pending[key] = (n, min(2 * n, cfg.max_replications))
+    if bar is not None:
+        bar.close()
+
+    rows = []
+    fl: dict = {}
+    for s in cfg.schedulers:
+        obj = OBJECTIVE[s]
+        for load in cfg.loads:
+            got = done[(s, load)]
+            payloads = [got[r] for r in sorted(got)]
+            fg = None
+            if fluid and obj is not None:
+                if (obj, load) not in fl:
+                    fl[(obj, load)] = fluid_gammas(base, obj, load, store)
+                fg = fl[(obj, load)]["gamma"]
+            for k, c in enumerate(base.classes):
+                g, lo, hi, comp = pooled(payloads, k, cfg.confidence)
+                gf = fg[k] if fg is not None else None
+                rows.append(Row(
+                    scheduler=s, load=load, cls=c.name, gamma_packet=g, ci=(lo, hi), gamma_fluid=gf,
+                    rel_error=(g - gf) / gf if gf else None,
+                    inside=(lo <= gf <= hi) if gf is not None else None,
+                    replications=len(payloads), completed=comp))
+    return CompareResult(scenario=name, rows=rows, wall_seconds=time.perf_counter() - t0,
+                         points_run=stats["run"], points_reused=stats["reused"], services=stats["services"],
+                         results_file=str(store.path), fluid={f"{o}@{l}": v for (o, l), v in fl.items()})
+
+
+def format_table(res: CompareResult) -> str:
+    out = []
+    classes = []
+    for r in res.rows:
+        if r.cls not in classes:
+            classes.append(r.cls)
+    for c in classes:
+        out.append(f"class {c}")
+        out.append(f"  {'scheduler':<14} {'load':>5} {'gamma packet':>12} {'95% CI':>19} {'gamma fluid':>11} "
+                   f"{'rel err':>8} {'in CI':>5} {'reps':>4} {'flows':>6}")
+        for r in res.rows:
+            if r.cls != c:
+                continue
+            gf = "-" if r.gamma_fluid is None else f"{r.gamma_fluid:.4f}"
+            re = "-" if r.rel_error is None else f"{100 * r.rel_error:+.1f}%"
+            ins = "-" if r.inside is None else ("yes" if r.inside else "NO")
+            out.append(f"  {r.scheduler:<14} {r.load:>5.2f} {r.gamma_packet:>12.4f} "
+                       f"[{r.ci[0]:.4f}, {r.ci[1]:.4f}] {gf:>11} {re:>8} {ins:>5} {r.replications:>4} "
+                       f"{r.completed:>6}")
+        out.append("")
+    out.append(f"{res.points_run} runs ({res.services:,} packet services), {res.points_reused} reused from "
+               f"{res.results_file}; {res.wall_seconds:.1f} s")
+    return "\n".join(out)
+
+
+def plot_comparison(rows: list[Row] | list[dict], title: str = ""):
+    """[BR] Fig. 3: one panel per scheduler; fluid lines, packet points with error bars, one colour per class."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    rs = [r if isinstance(r, dict) else r.to_json() for r in rows]
+    scheds = list(dict.fromkeys(r["scheduler"] for r in rs))
+    classes = list(dict.fromkeys(r["class"] for r in rs))
+    n = len(scheds)
+    ncol = 2 if n > 1 else 1
+    nrow = math.ceil(n / ncol)
+    fig = Figure(figsize=(5.2 * ncol, 3.8 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False, sharey=True)
+    colours = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    for i, s in enumerate(scheds):
+        ax = axes[i // ncol][i % ncol]
+        obj = OBJECTIVE.get(s)
+        for k, c in enumerate(classes):
+            sub = sorted((r for r in rs if r["scheduler"] == s and r["class"] == c), key=lambda r: r["load"])
+            col = colours[k % len(colours)]
+            x = [r["load"] for r in sub]
+            if all(r["gamma_fluid"] is not None for r in sub):
+                ax.plot(x, [r["gamma_fluid"] for r in sub], "-", color=col, lw=1.5,
+                        label=f"{c} fluid ({obj.upper()})" if obj else None)
+            g = np.array([r["gamma_packet"] for r in sub])
+            lo = np.array([r["ci"][0] for r in sub])
+            hi = np.array([r["ci"][1] for r in sub])
+            ax.errorbar(x, g, yerr=[g - lo, hi - g], fmt="o", ms=4, color=col, capsize=2,
+                        label=f"{c} packet")
+        ax.set_title(s)
+        ax.set_xlabel("load of the most loaded resource")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        if i % ncol == 0:
+            ax.set_ylabel("mean service rate γ (packets / time unit)")
+        ax.legend(fontsize=7)
+    for j in range(n, nrow * ncol):
+        axes[j // ncol][j % ncol].set_visible(False)
+    if title:
+        fig.suptitle(title)
+    return fig
