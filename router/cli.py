@@ -77,7 +77,8 @@ def _format_run(r) -> str:
              + f", seed {r.seed}, window {r.scenario.router.window}, rtt {r.scenario.router.rtt:g}",
              f"simulated {r.t_end:g} time units (warm-up {r.scenario.run.warmup:g}), "
              f"{r.services:,} services in {r.wall_seconds:.2f} s "
-             f"({r.services / max(r.wall_seconds, 1e-9) / 1e6:.1f} M services/s)", ""]
+             f"({r.services / max(r.wall_seconds, 1e-9) / 1e6:.1f} M services/s"
+             + (f"; compiling took {r.compile_seconds:.1f} s" if r.compile_seconds > 0.05 else "") + ")", ""]
     if r.flows:
         lines.append(f"{'flow':<12} {'cost':<22} {'weight':>6} {'rate':>10} {'packets':>11} {'completion':>11}")
         for spec, f in zip(r.scenario.flows, r.flows):
@@ -172,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trace", metavar="FILE", help="write the service trace as CSV")
     r.add_argument("--trace-limit", type=int, default=1_000_000, help="most service starts to record")
     r.set_defaults(func=cmd_run)
+
+    b = sub.add_parser("bench", help="speed: the numba engine vs the C yardstick (prints figures)")
+    from router import bench as _bench
+
+    _bench.add_arguments(b)
+    b.set_defaults(func=lambda a: _bench.run(a))
 
     pr = sub.add_parser("presets", help="list the shipped scenarios")
     pr.set_defaults(func=cmd_presets)

@@ -202,26 +202,26 @@ N_FCOLS = 4
 
 
 @jit(inline="always")
-def _enqueue(policy, fq_res, unit, s, seq, pos, j, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+def _enqueue(policy, fq_res, unit, s, seq, pos, j, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
              hk, hu, hs, hn, admitted_j):
     """Packet ``seq`` of the flow in row ``s`` joins resource j at time t: tag it, queue it."""
     Q[s, j] += 1
     admitted_j[j] += 1
     key = _arrive_key(policy, fq_res, unit, s, pos, j, J, t, weight, Q[s, j], vt, flow_Fj, pkt)
     cnt = qc[s, j]
-    qring[s, j, (qh[s, j] + cnt) % N] = seq
+    qring[s, j, (qh[s, j] + cnt) & RM] = seq
     qc[s, j] = cnt + 1
     if cnt == 0:
         _heap_push(hk, hu, hs, hn, j, key, uid, s)
 
 
 @jit(inline="always")
-def _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
            hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     seq = slot_i[s, I_NEXTSEQ]
     slot_i[s, I_NEXTSEQ] = seq + 1
-    pos = seq % N
+    pos = seq & RM
     sp = slot_i[s, I_SPEC]
     uid = slot_i[s, I_UID]
     if sp_nz[sp] > 1:
@@ -240,7 +240,7 @@ def _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q,
     j0 = 0
     while pkt[s, pos, j0] <= 0.0:
         j0 += 1
-    _enqueue(policy, fq_res, unit, s, seq, pos, j0, t, J, N, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+    _enqueue(policy, fq_res, unit, s, seq, pos, j0, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
              hk, hu, hs, hn, admitted_j)
 
 
@@ -269,7 +269,7 @@ DONE, GROW_FLOWS, GROW_ADM = 0, 1, 2
 
 @jit_no_refcount
 def _loop(
-    policy, fq_res, unit, vt_in_service, idle_reset, J, N, rtt, T, warmup, B, max_services, trace_cap,
+    policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
     n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
     sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
@@ -344,12 +344,12 @@ def _loop(
             j = comp_j[c]
             s = comp_slot[c]
             seq = comp_seq[c]
-            pos = seq % N
+            pos = seq & RM
             nj = j + 1
             while nj < J and pkt[s, pos, nj] <= 0.0:
                 nj += 1
             if nj < J:
-                _enqueue(policy, fq_res, unit, s, seq, pos, nj, t, J, N, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
+                _enqueue(policy, fq_res, unit, s, seq, pos, nj, t, J, RM, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
                          flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, admitted_j)
                 continue
             # departure from the router
@@ -372,7 +372,7 @@ def _loop(
                     adm_n += 1
                     slot_i[s, I_PENDING] += 1
                 else:
-                    _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                    _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
                            hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
                     pk_admitted += 1
             elif slot_i[s, I_INFLIGHT] == 0 and slot_i[s, I_PENDING] == 0:
@@ -402,7 +402,7 @@ def _loop(
             adm_head = (adm_head + 1) % acap
             adm_n -= 1
             slot_i[s, I_PENDING] -= 1
-            _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+            _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
                    hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
             pk_admitted += 1
 
@@ -454,7 +454,7 @@ def _loop(
             for _ in range(n0):
                 if slot_i[s, I_REMAIN] > 0:
                     slot_i[s, I_REMAIN] -= 1
-                _admit(policy, fq_res, unit, s, t, J, N, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
                        hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
                 pk_admitted += 1
 
@@ -469,16 +469,16 @@ def _loop(
             s = hs[j, 0]
             h = qh[s, j]
             seq = qring[s, j, h]
-            h = (h + 1) % N
+            h = (h + 1) & RM
             qh[s, j] = h
             cnt = qc[s, j] - 1
             qc[s, j] = cnt
             if cnt > 0:
                 seqn = qring[s, j, h]
-                _heap_sift_root(hk, hu, hs, hn[j], j, pkt[s, seqn % N, 2 * J], hu[j, 0], s)
+                _heap_sift_root(hk, hu, hs, hn[j], j, pkt[s, seqn & RM, 2 * J], hu[j, 0], s)
             else:
                 _heap_pop(hk, hu, hs, hn, j)
-            pos = seq % N
+            pos = seq & RM
             _on_start(policy, s, pos, j, J, vt, pkt)
             f = pkt[s, pos, 2 * J + 1]
             if f > maxfin_j[j]:
@@ -538,6 +538,11 @@ def simulate_kernel(
     the conservation check.  Returns flat arrays (see :func:`router.run.simulate`).
     """
     C = n_static + 64
+    # per-flow rings of NR >= N slots, NR a power of two: positions are seq & RM
+    NR = 1
+    while NR < N:
+        NR *= 2
+    RM = NR - 1
     slot_i = np.zeros((C, N_ICOLS), np.int64)
     slot_f = np.zeros((C, N_FCOLS), np.float64)
     flow_F = np.zeros(C, np.float64)
@@ -545,8 +550,8 @@ def simulate_kernel(
     Q = np.zeros((C, J), np.int64)
     qh = np.zeros((C, J), np.int64)
     qc = np.zeros((C, J), np.int64)
-    qring = np.zeros((C, J, N), np.int64)
-    pkt = np.zeros((C, N, 2 * J + 2), np.float64)
+    qring = np.zeros((C, J, NR), np.int64)
+    pkt = np.zeros((C, NR, 2 * J + 2), np.float64)
     hk = np.zeros((J, C), np.float64)
     hu = np.zeros((J, C), np.int64)
     hs = np.zeros((J, C), np.int64)
@@ -607,7 +612,7 @@ def simulate_kernel(
 
     while True:
         code = _loop(
-            policy, fq_res, unit, vt_in_service, idle_reset, J, N, rtt, T, warmup, B, max_services, trace_cap,
+            policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
             sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,

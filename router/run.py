@@ -94,6 +94,8 @@ class RunResult:
     classes: list[ClassResult]
     resources: list[ResourceResult]
     wall_seconds: float
+    cpu_seconds: float
+    compile_seconds: float
     flows_started: int
     max_active_flows: int
     trace: Trace | None = None
@@ -142,6 +144,18 @@ def _spec_arrays(specs, J):
             cdf[i, :n] = np.cumsum(s.packet_sizes.probs)
             cdf[i, n - 1] = 1.0
     return cost, pb, sizes, cdf, nz, w
+
+
+def _ensure_compiled(kernel, args) -> float:
+    """Compile (or load from numba's cache) the kernel for these argument types; seconds spent."""
+    if not hasattr(kernel, "typeof_pyval"):  # NUMBA_DISABLE_JIT=1: a plain function
+        return 0.0
+    sig = tuple(kernel.typeof_pyval(a) for a in args)
+    if sig in kernel.overloads:
+        return 0.0
+    t0 = time.perf_counter()
+    kernel.compile(sig)
+    return time.perf_counter() - t0
 
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
@@ -195,15 +209,20 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
 
     from router.engine import simulate_kernel
 
-    w0 = time.perf_counter()
-    out = simulate_kernel(
-        info.code, fq_res, sc.router.increment == "packet", sc.router.virtual_time == "in-service", sc.router.idle_reset, J, N,
+    args = (
+        info.code, fq_res, sc.router.increment == "packet", sc.router.virtual_time == "in-service",
+        sc.router.idle_reset, J, N,
         float(sc.router.rtt), float(T), float(warmup), B, sc.run.max_services, int(trace),
         sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
         nF, st_start, st_packets, st_order,
         K, cls_spec, cls_cdf, lam_total, cls_p,
         rng, cost_key,
     )
+    compile_seconds = _ensure_compiled(simulate_kernel, args)
+    w0 = time.perf_counter()
+    c0 = time.process_time()
+    out = simulate_kernel(*args)
+    cpu = time.process_time() - c0
     wall = time.perf_counter() - w0
     (t_end, services, served_j, admitted_j, in_sys_j, pk_adm, pk_dep, in_router,
      busy_post, st_dep_post, st_done_t, st_admitted,
@@ -248,7 +267,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     return RunResult(
         scenario=sc, scheduler=sc.router.scheduler, virtual_time=sc.router.virtual_time, seed=sc.run.seed,
         t_end=float(t_end), services=int(services), flows=flows, classes=classes, resources=resources,
-        wall_seconds=wall, flows_started=int(n_uid), max_active_flows=int(max_active), trace=tr,
+        wall_seconds=wall, cpu_seconds=cpu, compile_seconds=compile_seconds, flows_started=int(n_uid), max_active_flows=int(max_active), trace=tr,
         batches={"area": area[:K], "departed": dep_pk[:K], "done_n": done_n[:K], "done_packets": done_pk[:K],
                  "done_time": done_fct[:K]},
     )
