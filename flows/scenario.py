@@ -182,14 +182,25 @@ class ClassSpec:
 
 
 def _check_positive(where: str, cost, per_byte, ps) -> None:
-    """Every packet must take time somewhere, or a backlogged flow would loop forever at one instant."""
+    """Every packet must take time somewhere (or a backlogged flow would loop forever at one
+    instant), and all packets of a flow must visit the same resources: a packet that skips a
+    resource its predecessor uses could overtake it, which the window model (packet k + N
+    enters when packet k leaves) and per-flow FIFO order at each resource exclude."""
     sizes = ps.sizes if ps is not None else (0.0,)
     pb = per_byte if ps is not None else (0.0,) * len(cost)
+    visits = None
     for z in sizes:
-        if max(c + b * z for c, b in zip(cost, pb)) <= 0:
+        s = [c + b * z for c, b in zip(cost, pb)]
+        if max(s) <= 0:
             extra = f" for packet size {z:g}" if ps is not None else ""
             raise _err(f"{where}.cost = {list(cost)}: every packet needs a positive processing time at "
                        f"some resource{extra}")
+        v = tuple(x > 0 for x in s)
+        if visits is not None and v != visits:
+            raise _err(f"{where}.packet_sizes: packets of size {z:g} and {sizes[0]:g} would visit different "
+                       "resources (a zero cost somewhere); give every resource either a positive cost or a "
+                       "zero cost for all packet sizes")
+        visits = v
 
 
 def _mean_cost(cost, per_byte, ps) -> tuple[float, ...]:

@@ -246,14 +246,14 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q
 
 @jit
 def _grow2(a, n):
-    out = np.empty((n,) + a.shape[1:], a.dtype)
+    out = np.zeros((n,) + a.shape[1:], a.dtype)
     out[: a.shape[0]] = a
     return out
 
 
 @jit
 def _grow_heap(a, n):
-    out = np.empty((a.shape[0], n), a.dtype)
+    out = np.zeros((a.shape[0], n), a.dtype)
     out[:, : a.shape[1]] = a
     return out
 
@@ -480,7 +480,10 @@ def _loop(
                 _heap_pop(hk, hu, hs, hn, j)
             pos = seq & RM
             _on_start(policy, s, pos, j, J, vt, pkt)
-            f = pkt[s, pos, 2 * J + 1]
+            if policy == P_DOVETAIL:  # finish tag at j, not the largest over resources
+                f = pkt[s, pos, J + j] + pkt[s, pos, j] / slot_f[s, F_WEIGHT]
+            else:
+                f = pkt[s, pos, 2 * J + 1]
             if f > maxfin_j[j]:
                 maxfin_j[j] = f
             busy_slot[j] = s

@@ -1,0 +1,559 @@
+"""A SimPy model of the router: readable, slow, obviously correct — the test oracle.
+
+It models exactly what :mod:`router.engine` models (SPEC §2–§4), in the plainest
+terms available: a :class:`simpy.Environment` keeps time, every primary event is
+a SimPy timeout in its own process (a service completion, a Poisson flow
+arrival, a static flow start, an admission delayed by the round-trip time),
+queues are Python lists searched with :func:`min`, and the tag rules of every
+scheduler in :data:`fq.registry.SCHEDULERS` are written out again in plain
+Python below (:class:`DRFQTags`, :class:`DovetailTags`,
+:class:`PerResourceTags`).  STYLE practice 4: the engine must reproduce this
+model's service trace bit for bit.
+
+Simultaneous events (SPEC §2, the engine's module docstring).  A primary event
+at time ``t`` does nothing but post itself on the notice board of instant
+``t``; the first one to post also starts the *coordinator* of that instant,
+which waits on ``env.timeout(0)``.  Every primary event at ``t`` was scheduled
+before ``t`` (service times, the round-trip time and inter-arrival times are
+positive), so SimPy (which runs same-time events in scheduling order) runs the
+coordinator after all of them.  The coordinator then handles the instant in
+the documented phase order:
+
+1a. every completing packet leaves its server (queue lengths and the
+    in-service virtual time stop counting it);
+1b. in resource order, each moves on to the next resource it visits, or leaves
+    the router: the flow's next packet is admitted at once (``rtt = 0``) or
+    ``rtt`` later;
+2.  admissions delayed by ``rtt`` due now (in the order they were scheduled),
+    static flow starts now (by start time, then flow index) and the Poisson
+    flow arrival now; all are tagged with the virtual times as they stand
+    before any service starts at ``t``;
+3.  each idle resource, in resource order, starts its waiting packet of
+    smallest ``(key, flow id, packet sequence)``; an idle resource with an
+    empty queue ends its busy period (``idle_reset``).
+
+Randomness, as in :func:`router.run.simulate`: ``SeedSequence(seed).spawn(2)``;
+child 0 drives a :class:`numpy.random.Generator` (PCG64) for flow arrivals
+(first inter-arrival at the start, then per arrival: class, geometric size,
+next inter-arrival), child 1 gives ``cost_key`` for :func:`packet_uniform`,
+the counter-based hash that picks each packet's size.
+
+Units: time units; costs in time units per packet (plus per byte).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from flows.scenario import Scenario
+
+M32 = 0xFFFFFFFF
+
+
+# ---------------------------------------------------------------------------
+# packet sizes: plain-Python twin of router.engine.packet_uniform
+def hash32(x: int) -> int:
+    """The engine's 32-bit xorshift-multiply mixer, on Python ints."""
+    x &= M32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & M32
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & M32
+    x ^= x >> 16
+    return x
+
+
+def packet_uniform(cost_key: int, uid: int, seq: int) -> float:
+    """Uniform in [0, 1) for packet ``seq`` of flow ``uid``: ``h(h(h(key ^ uid) + seq) + uid >> 32)``."""
+    h = hash32(hash32(hash32(cost_key ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
+    return h / 4294967296.0
+
+
+# ---------------------------------------------------------------------------
+# the model's objects
+@dataclass(frozen=True)
+class Profile:
+    """What every packet of a flow (or of a class's flows) costs."""
+
+    cost: tuple[float, ...]
+    per_byte: tuple[float, ...]
+    sizes: tuple[float, ...]        # bytes; (0.0,) when packet sizes are not modelled
+    cdf: tuple[float, ...]          # cumulative probabilities of ``sizes``, last = 1
+    weight: float
+
+    @classmethod
+    def of(cls, spec, J: int) -> "Profile":
+        if spec.packet_sizes is None:
+            return cls(tuple(spec.cost), (0.0,) * J, (0.0,), (1.0,), spec.weight)
+        cdf = [float(x) for x in np.cumsum(spec.packet_sizes.probs)]   # as router.run._spec_arrays
+        cdf[-1] = 1.0
+        return cls(tuple(spec.cost), tuple(spec.per_byte), tuple(spec.packet_sizes.sizes), tuple(cdf),
+                   spec.weight)
+
+    def packet_costs(self, cost_key: int, uid: int, seq: int) -> tuple[float, ...]:
+        """``s_j = cost_j + per_byte_j * size``, the size drawn by the counter-based hash."""
+        size = self.sizes[0]
+        if len(self.sizes) > 1:
+            u = packet_uniform(cost_key, uid, seq)
+            z = 0
+            while z < len(self.sizes) - 1 and u >= self.cdf[z]:
+                z += 1
+            size = self.sizes[z]
+        return tuple(c + b * size for c, b in zip(self.cost, self.per_byte))
+
+
+@dataclass(eq=False)
+class Flow:
+    uid: int                        # flow id: static flows 0..n-1, then Poisson flows in arrival order
+    name: str
+    profile: Profile
+    static: int | None              # index in scenario.flows, or None
+    klass: int | None               # index in scenario.classes, or None
+    arrived: float
+    size: int                       # packets; 0 = backlogged forever
+    J: int
+    to_admit: int = 0               # packets not yet admitted (-1: forever)
+    next_seq: int = 1
+    in_router: int = 0              # admitted, not yet departed
+    pending: int = 0                # admissions waiting out the rtt
+    departed_post: int = 0          # departures after warm-up
+    done_at: float | None = None
+    F: float = 0.0                  # router finish tag of the last packet (memoryless DRFQ)
+    Fj: list[float] = field(default_factory=list)   # per-resource finish tags
+    Q: list[int] = field(default_factory=list)      # packets at each resource, waiting or in service
+
+    def __post_init__(self):
+        self.Fj = [0.0] * self.J
+        self.Q = [0] * self.J
+        self.to_admit = self.size if self.size > 0 else -1
+
+
+@dataclass(eq=False)
+class Packet:
+    flow: Flow
+    seq: int
+    s: tuple[float, ...]            # processing time at each resource
+    route: list[int]                # the resources it visits (s_j > 0), in order
+    hop: int = 0                    # index into route
+    key: float = 0.0                # scheduling key at its current resource
+    finish: float = 0.0             # finish tag that goes with the key
+    S: dict = field(default_factory=dict)   # dovetailing: per-resource start tags
+    Fin: dict = field(default_factory=dict)  # dovetailing: per-resource finish tags
+
+    def order(self):
+        """SPEC §2 ties: smallest key, then smallest flow id, then smallest sequence number."""
+        return (self.key, self.flow.uid, self.seq)
+
+
+# ---------------------------------------------------------------------------
+# tag rules, one class per family; every method is one equation of SPEC §4
+class DRFQTags:
+    """Memoryless DRFQ ([BR] eq. 2): ``S = max(V, F_prev)``, ``F = S + max_j s_j / w``, one key everywhere."""
+
+    def __init__(self, router: "ReferenceRouter", virtual_time: str):
+        self.router = router
+        self.in_service_rule = virtual_time == "in-service"
+        self.max_started = 0.0          # largest start tag that has begun service anywhere
+        self.max_started_finish = 0.0   # largest finish tag that has begun service anywhere
+
+    def V(self) -> float:
+        if not self.in_service_rule:
+            return self.max_started
+        keys = [p.key for p in self.router.serving if p is not None]
+        return max(keys) if keys else self.max_started_finish
+
+    def admit(self, p: Packet) -> None:
+        f = p.flow
+        p.key = max(self.V(), f.F)
+        p.finish = p.key + max(p.s) / f.profile.weight
+        f.F = p.finish
+
+    def arrive(self, p: Packet, j: int, t: float) -> None:
+        pass
+
+    def start(self, p: Packet, j: int) -> None:
+        self.max_started = max(self.max_started, p.key)
+        self.max_started_finish = max(self.max_started_finish, p.finish)
+
+    def idle(self, j: int) -> None:
+        pass
+
+
+class DovetailTags:
+    """Dovetailing DRFQ ([DRFQ] §4): per-resource ``S_j = max(V_j, F_j)``, key = max over visited j.
+
+    Resources the packet skips take no part (fq/dovetail.py's (choice)).  ``V_j`` = largest ``S_j`` that
+    has begun service at j; with ``idle_reset`` it jumps, as for per-resource SFQ (fq/sfq.py), to the
+    largest finish tag *at j* (``F_j``) served at j.
+    """
+
+    def __init__(self, J: int, idle_reset: bool):
+        self.Vj = [0.0] * J
+        self.idle_reset = idle_reset
+        self.max_finish_started = [0.0] * J   # for idle_reset
+
+    def admit(self, p: Packet) -> None:
+        f = p.flow
+        for j in p.route:
+            p.S[j] = max(self.Vj[j], f.Fj[j])
+            p.Fin[j] = p.S[j] + p.s[j] / f.profile.weight
+            f.Fj[j] = p.Fin[j]
+        p.key = max(p.S.values())
+        p.finish = max(p.Fin.values())
+
+    def arrive(self, p: Packet, j: int, t: float) -> None:
+        pass
+
+    def start(self, p: Packet, j: int) -> None:
+        self.Vj[j] = max(self.Vj[j], p.S[j])
+        self.max_finish_started[j] = max(self.max_finish_started[j], p.Fin[j])
+
+    def idle(self, j: int) -> None:
+        if self.idle_reset:
+            self.Vj[j] = self.max_finish_started[j]
+
+
+class PerResourceTags:
+    """Independent tags at each resource j, by ``rule[j]``:
+
+    * ``"bmf"`` ([BR] eq. 7): ``S = max(V_j, F_ij)``, ``F_ij = S + s_j / w``;
+    * ``"pf"``  ([BR] eq. 5): ``F_ij = S + s_j / (w Q_ij)``, ``Q_ij`` counting the arriving packet;
+    * ``"fifo"``: key = arrival time at j.
+
+    ``V_j`` = key of the last packet to begin service at j; with ``idle_reset``
+    it jumps to the largest finish tag served at j when j goes idle.  With
+    ``increment = "packet"`` (the negative control of SPEC §4.5) every packet
+    adds 1 instead of ``s_j`` to the numerator.
+    """
+
+    def __init__(self, rules: list[str], idle_reset: bool, increment: str = "cost"):
+        self.rule = rules
+        self.idle_reset = idle_reset
+        self.per_packet = increment == "packet"
+        self.Vj = [0.0] * len(rules)
+        self.max_finish_started = [0.0] * len(rules)
+
+    def admit(self, p: Packet) -> None:
+        pass
+
+    def arrive(self, p: Packet, j: int, t: float) -> None:
+        f = p.flow
+        if self.rule[j] == "fifo":
+            p.key = p.finish = t
+            return
+        rate = f.profile.weight * f.Q[j] if self.rule[j] == "pf" else f.profile.weight
+        p.key = max(self.Vj[j], f.Fj[j])
+        p.finish = p.key + (1.0 if self.per_packet else p.s[j]) / rate
+        f.Fj[j] = p.finish
+
+    def start(self, p: Packet, j: int) -> None:
+        self.Vj[j] = p.key
+        self.max_finish_started[j] = max(self.max_finish_started[j], p.finish)
+
+    def idle(self, j: int) -> None:
+        if self.idle_reset:
+            self.Vj[j] = self.max_finish_started[j]
+
+
+def make_tags(sc: Scenario, router: "ReferenceRouter"):
+    name, J, reset = sc.router.scheduler, sc.n_resources, sc.router.idle_reset
+    increment = getattr(sc.router, "increment", "cost")
+    if name == "drfq":
+        return DRFQTags(router, sc.router.virtual_time)
+    if name == "drfq-dovetail":
+        return DovetailTags(J, reset)
+    if name == "pf-sfq":
+        return PerResourceTags(["pf"] * J, reset, increment)
+    if name == "bmf-wfq":
+        return PerResourceTags(["bmf"] * J, reset, increment)
+    if name == "fifo":
+        return PerResourceTags(["fifo"] * J, reset)
+    if name == "fq-single":
+        fq = sc.resources.index(sc.router.fq_resource) if sc.router.fq_resource else J - 1
+        return PerResourceTags(["bmf" if j == fq else "fifo" for j in range(J)], reset, increment)
+    raise ValueError(f"scheduler {name!r}: the reference model does not know it")
+
+
+# ---------------------------------------------------------------------------
+# results
+@dataclass(frozen=True)
+class ReferenceFlow:
+    name: str
+    rate: float                     # packets per time unit after warm-up
+    packets: int                    # departures after warm-up
+    completion_time: float | None   # finite flows: last departure - start
+    admitted: int                   # packets admitted over the whole run
+
+
+@dataclass(frozen=True)
+class ReferenceResult:
+    t_end: float
+    services: int                   # completed services, all resources
+    served: tuple[int, ...]         # completed services per resource
+    admitted: tuple[int, ...]       # packet arrivals per resource
+    flows: list[ReferenceFlow]      # static flows, in scenario order
+    class_arrived: tuple[int, ...]
+    class_completed: tuple[int, ...]
+    class_departed: tuple[int, ...]  # class packets that left after warm-up
+    flows_started: int              # flow ids handed out (static + Poisson)
+    max_active_flows: int           # most flows (static + Poisson) in the router at once
+    trace: list[tuple[float, float, int, int, int]]   # (start, end, resource, flow id, seq)
+
+    def rows(self, resource: int | None = None, names=None):
+        """Like :meth:`router.run.Trace.rows`: ``(start, flow, seq)`` on one resource or ``(start, j, flow, seq)``."""
+        name = (lambda u: names[u] if names is not None and u < len(names) else u)
+        if resource is None:
+            return [(t, j, name(u), k) for t, _, j, u, k in self.trace]
+        return [(t, name(u), k) for t, _, j, u, k in self.trace if j == resource]
+
+
+def trace_tuples(trace) -> list[tuple[float, float, int, int, int]]:
+    """A :class:`router.run.Trace` as the reference's list of ``(start, end, resource, flow, seq)``."""
+    return [(float(a), float(b), int(j), int(u), int(k))
+            for a, b, j, u, k in zip(trace.start, trace.end, trace.resource, trace.flow, trace.seq)]
+
+
+# ---------------------------------------------------------------------------
+class ReferenceRouter:
+    """The router as SimPy processes plus one coordinator per event instant."""
+
+    def __init__(self, sc: Scenario, trace_cap: int | None):
+        self.sc = sc
+        self.J = J = sc.n_resources
+        self.N = sc.router.window
+        self.rtt = float(sc.router.rtt)
+        self.T = float(sc.run.duration)
+        self.warmup = float(sc.run.warmup)
+        self.max_services = sc.run.max_services
+        self.trace_cap = trace_cap
+        self.env = simpy.Environment()
+        self.tags = make_tags(sc, self)
+
+        self.queue: list[list[Packet]] = [[] for _ in range(J)]   # waiting, not in service
+        self.serving: list[Packet | None] = [None] * J
+        self.static = [Flow(i, f.name, Profile.of(f, J), i, None, f.start, f.packets, J)
+                       for i, f in enumerate(sc.flows)]
+        self.class_profiles = [Profile.of(c, J) for c in sc.classes]
+        self.next_uid = len(sc.flows)
+        self.active = 0
+        self.max_active = 0
+
+        # counters
+        self.services = 0
+        self.served = [0] * J
+        self.admitted = [0] * J
+        self.class_arrived = [0] * len(sc.classes)
+        self.class_completed = [0] * len(sc.classes)
+        self.class_departed = [0] * len(sc.classes)
+        self.trace: list[tuple[float, float, int, int, int]] = []
+        self.stopped_at: float | None = None
+
+        # the notice board of the current instant
+        self.board_time: float | None = None
+        self.completions: list[int] = []          # resources whose service ends now
+        self.due_admissions: list[Flow] = []      # in the order they were scheduled
+        self.static_starts: list[Flow] = []
+        self.poisson_arrivals: list[tuple[int, int]] = []   # (class, size)
+
+        ss_arrivals, ss_costs = np.random.SeedSequence(sc.run.seed).spawn(2)
+        self.rng = np.random.Generator(np.random.PCG64(ss_arrivals))
+        self.cost_key = int(ss_costs.generate_state(1, np.uint32)[0])
+
+        for f in self.static:
+            self.env.process(self._static_start(f))
+        # the same float arithmetic as router.run.simulate (numpy sums), so that draws map to classes identically
+        rates = np.array([c.rate for c in sc.classes], dtype=np.float64)
+        self.lam_total = float(rates.sum()) if sc.classes else 0.0
+        if sc.classes and self.lam_total > 0:
+            cdf = [float(x) for x in np.cumsum(rates) / self.lam_total]
+            cdf[-1] = 1.0
+            self.class_cdf = cdf
+            self.env.process(self._poisson_source())
+
+    # ---- primary events: each only posts itself for its instant ------------
+    def _post(self) -> None:
+        if self.board_time != self.env.now:
+            self.board_time = self.env.now
+            self.env.process(self._coordinator())
+
+    def _static_start(self, f: Flow):
+        yield self.env.timeout(f.arrived)
+        self.static_starts.append(f)
+        self._post()
+
+    def _poisson_source(self):
+        yield self.env.timeout(self.rng.exponential(1.0 / self.lam_total))
+        K = len(self.class_cdf)
+        while True:
+            u = self.rng.random()
+            k = 0
+            while k < K - 1 and u >= self.class_cdf[k]:
+                k += 1
+            size = int(self.rng.geometric(1.0 / self.sc.classes[k].mean_packets))
+            self.poisson_arrivals.append((k, size))
+            self._post()
+            yield self.env.timeout(self.rng.exponential(1.0 / self.lam_total))
+
+    def _service(self, j: int, p: Packet):
+        yield self.env.timeout(p.s[j])
+        self.completions.append(j)
+        self._post()
+
+    def _delayed_admission(self, f: Flow):
+        yield self.env.timeout(self.rtt)
+        self.due_admissions.append(f)
+        self._post()
+
+    # ---- the coordinator of one instant -------------------------------------
+    def _coordinator(self):
+        yield self.env.timeout(0)   # after every primary event of this instant
+        t = self.env.now
+        completions = sorted(self.completions)
+        due, starts, arrivals = self.due_admissions, self.static_starts, self.poisson_arrivals
+        self.completions, self.due_admissions, self.static_starts, self.poisson_arrivals = [], [], [], []
+        self.board_time = None
+
+        # phase 1a: completing packets leave their servers
+        done = []
+        for j in completions:
+            p = self.serving[j]
+            self.serving[j] = None
+            p.flow.Q[j] -= 1
+            self.served[j] += 1
+            self.services += 1
+            done.append((j, p))
+        # phase 1b: in resource order, move on or leave the router
+        for j, p in done:
+            p.hop += 1
+            if p.hop < len(p.route):
+                self._enqueue(p, p.route[p.hop], t)
+            else:
+                self._depart(p, t)
+        # phase 2: delayed admissions, static starts, the Poisson arrival
+        for f in due:
+            f.pending -= 1
+            self._admit(f, t)
+        for f in sorted(starts, key=lambda f: (f.arrived, f.uid)):
+            self._start_flow(f, t)
+        for k, size in arrivals:
+            f = Flow(self.next_uid, f"{self.sc.classes[k].name}#{self.next_uid}", self.class_profiles[k],
+                     None, k, t, size, self.J)
+            self.next_uid += 1
+            self.class_arrived[k] += 1
+            self._start_flow(f, t)
+        # phase 3: idle resources start their smallest (key, flow id, seq)
+        for j in range(self.J):
+            if self.serving[j] is not None:
+                continue
+            if not self.queue[j]:
+                self.tags.idle(j)
+                continue
+            p = min(self.queue[j], key=Packet.order)
+            self.queue[j].remove(p)
+            self.tags.start(p, j)
+            self.serving[j] = p
+            if self.trace_cap is None or len(self.trace) < self.trace_cap:
+                self.trace.append((float(t), float(t + p.s[j]), j, p.flow.uid, p.seq))
+            self.env.process(self._service(j, p))
+        # ``max_services``: the run ends with the instant at which that many services have completed
+        if self.max_services > 0 and self.services >= self.max_services:
+            self.stopped_at = t
+
+    # ---- packet and flow life cycle ------------------------------------------
+    def _start_flow(self, f: Flow, t: float) -> None:
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        n0 = self.N if f.size == 0 or f.size >= self.N else f.size
+        for _ in range(n0):
+            if f.to_admit > 0:
+                f.to_admit -= 1
+            self._admit(f, t)
+
+    def _admit(self, f: Flow, t: float) -> None:
+        seq = f.next_seq
+        f.next_seq += 1
+        s = f.profile.packet_costs(self.cost_key, f.uid, seq)
+        route = [j for j in range(self.J) if s[j] > 0.0]
+        if not route:
+            raise ValueError(f"packet {seq} of flow {f.name!r} costs nothing at every resource "
+                             f"(s = {list(s)}): the router model leaves such a packet undefined")
+        p = Packet(f, seq, s, route)
+        f.in_router += 1
+        self.tags.admit(p)
+        self._enqueue(p, route[0], t)
+
+    def _enqueue(self, p: Packet, j: int, t: float) -> None:
+        p.flow.Q[j] += 1
+        self.admitted[j] += 1
+        self.tags.arrive(p, j, t)
+        self.queue[j].append(p)
+
+    def _depart(self, p: Packet, t: float) -> None:
+        f = p.flow
+        f.in_router -= 1
+        if t > self.warmup:
+            if f.static is not None:
+                f.departed_post += 1
+            else:
+                self.class_departed[f.klass] += 1
+        if f.to_admit != 0:
+            if f.to_admit > 0:
+                f.to_admit -= 1
+            if self.rtt > 0.0:
+                f.pending += 1
+                self.env.process(self._delayed_admission(f))
+            else:
+                self._admit(f, t)
+        elif f.in_router == 0 and f.pending == 0:
+            f.done_at = t
+            self.active -= 1
+            if f.klass is not None:
+                self.class_completed[f.klass] += 1
+
+    # ---- run -------------------------------------------------------------------
+    def run(self) -> ReferenceResult:
+        env = self.env
+        while self.stopped_at is None and env.peek() <= self.T:   # instants t <= duration
+            env.step()
+        t_end = self.stopped_at if self.stopped_at is not None else self.T
+        # conservation (STYLE practice 7): admitted = served + waiting + in service
+        for j in range(self.J):
+            inside = len(self.queue[j]) + (self.serving[j] is not None)
+            assert self.admitted[j] == self.served[j] + inside, f"resource {j}: conservation broken"
+        span = t_end - self.warmup
+        flows = [ReferenceFlow(
+            name=f.name, rate=f.departed_post / span if span > 0 else math.nan, packets=f.departed_post,
+            completion_time=None if f.done_at is None else f.done_at - f.arrived, admitted=f.next_seq - 1)
+            for f in self.static]
+        return ReferenceResult(
+            t_end=float(t_end), services=self.services, served=tuple(self.served), admitted=tuple(self.admitted),
+            flows=flows, class_arrived=tuple(self.class_arrived), class_completed=tuple(self.class_completed),
+            class_departed=tuple(self.class_departed), flows_started=self.next_uid,
+            max_active_flows=self.max_active, trace=self.trace)
+
+
+def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
+                       seed: int | None = None, duration: float | None = None, trace: int | None = None,
+                       max_services: int | None = None) -> ReferenceResult:
+    """Run ``scenario`` through the SimPy reference model.
+
+    Keyword overrides as in :func:`router.run.simulate`; ``trace`` bounds the
+    number of service starts recorded (``None``: all of them).
+    """
+    changes = {}
+    if scheduler is not None:
+        changes["router.scheduler"] = scheduler
+    if virtual_time is not None:
+        changes["router.virtual_time"] = virtual_time
+    if seed is not None:
+        changes["run.seed"] = seed
+    if duration is not None:
+        changes["run.duration"] = duration
+    if max_services is not None:
+        changes["run.max_services"] = max_services
+    sc = scenario.replace(**changes) if changes else scenario
+    return ReferenceRouter(sc, trace).run()
