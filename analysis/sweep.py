@@ -52,9 +52,16 @@ def run_point(scenario_dict: dict, name: str, point: Point) -> dict:
     import flows
     from router.run import simulate
 
+    from analysis.fluid_path import fluid_path
+    from fq.registry import SCHEDULERS
+
     sc = flows.from_dict(scenario_dict, name=name)
     r = simulate(sc, scheduler=point.scheduler, seed=point.seed, duration=point.duration)
+    objective = SCHEDULERS[point.scheduler].objective
+    cv = fluid_path(r.scenario, objective, point.seed, batches=r.scenario.run.batches) if objective else None
     return {
+        "objective": objective,
+        "cv": cv,
         "classes": [c.name for c in r.scenario.classes],
         "area": r.batches["area"].tolist(),
         "departed": r.batches["departed"].tolist(),

@@ -1,0 +1,184 @@
+"""The fluid flow-level model driven by a given arrival sample path (a control variate).
+
+The packet emulator's flow arrivals (times, classes, sizes) depend only on the
+seed, never on the scheduler (:func:`arrival_path` regenerates them exactly).
+Feeding the *same* arrivals to the fluid model of [BR] §4.1 — every class-k
+flow served at the per-flow rate ``phi_k(x)`` of the objective, processor
+sharing within the class — gives a number-in-system process that moves with
+the packet system's.  Its mean service rate has a known expectation (the
+Markov model's gamma_k, computed exactly by :mod:`analysis.markov`), so
+
+    gamma_hat = gamma_markov + (gamma_packet_path - gamma_fluid_path)
+
+is a control-variate estimator of the packet system's gamma_k: unbiased as
+the paths get long, with a variance set by how much the packet and fluid
+systems *differ* rather than by the (very large) variance of the arrival
+process near saturation.  Batch sums are accumulated on the same batches as
+the engine's (``[warmup, T]`` cut into ``B`` equal pieces).
+
+Within class k all flows drain at the same rate, so a class keeps a virtual
+time ``V_k = integral of phi_k dt`` and a min-heap of the flows' finish
+virtual times ``V_k(arrival) + size``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.state_rates import bmf_state, drf_state, pf2_state
+from fq._jit import jit
+
+CODES = {"drf": 0, "pf": 1, "bmf": 2}
+
+
+def arrival_path(scenario, seed: int, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times, classes, sizes) of every flow arrival in [0, T], exactly as the engine draws them.
+
+    Mirrors :func:`router.run.simulate`: ``SeedSequence(seed).spawn(2)[0]`` drives a PCG64
+    generator; the first arrival is ``exponential(1/Lambda)``; then per arrival ``u = random()``
+    picks the class by cumulative rate, ``geometric(1/mean)`` the size and
+    ``exponential(1/Lambda)`` the next inter-arrival.
+    """
+    rates = np.array([c.rate for c in scenario.classes], dtype=np.float64)
+    lam = float(rates.sum())
+    cdf = np.cumsum(rates) / lam
+    cdf[-1] = 1.0
+    p = np.array([1.0 / c.mean_packets for c in scenario.classes])
+    ss = np.random.SeedSequence(seed).spawn(2)[0]
+    rng = np.random.Generator(np.random.PCG64(ss))
+    times, classes, sizes = [], [], []
+    t = rng.exponential(1.0 / lam)
+    K = len(rates)
+    while t <= T:
+        u = rng.random()
+        k = 0
+        while k < K - 1 and u >= cdf[k]:
+            k += 1
+        sizes.append(rng.geometric(p[k]))
+        classes.append(k)
+        times.append(t)
+        t = t + rng.exponential(1.0 / lam)
+    return (np.array(times, dtype=np.float64), np.array(classes, dtype=np.int64),
+            np.array(sizes, dtype=np.float64))
+
+
+@jit
+def _heap_push(h, n, v):
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        if h[p] <= v:
+            break
+        h[i] = h[p]
+        i = p
+    h[i] = v
+
+
+@jit
+def _heap_pop(h, n):
+    """Remove the root of a heap of size n (returns nothing; size becomes n - 1)."""
+    n -= 1
+    v = h[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and h[c + 1] < h[c]:
+            c += 1
+        if h[c] >= v:
+            break
+        h[i] = h[c]
+        i = c
+    h[i] = v
+
+
+@jit
+def fluid_path_kernel(code, a, w, norm, times, classes, sizes, warmup, T, B, area, served):
+    """Event-driven fluid model on a given arrival path; fills area[k, b] (integral of x_k)
+    and served[k, b] (integral of x_k phi_k: packets served) over batches of [warmup, T]."""
+    K = a.shape[0]
+    n = times.shape[0]
+    heaps = np.zeros((K, n + 1))
+    hn = np.zeros(K, np.int64)
+    V = np.zeros(K)
+    x = np.zeros(K)
+    phi = np.zeros(K)
+    blen = (T - warmup) / B
+    t = 0.0
+    i = 0
+    while True:
+        # per-flow rates in the current state
+        for k in range(K):
+            phi[k] = 0.0
+        if x.sum() > 0:
+            if code == 0:
+                drf_state(x, a, w, norm, phi)
+            elif code == 1:
+                pf2_state(x, a, w, phi)
+            else:
+                bmf_state(x, a, w, phi)
+        # next event: an arrival or the first class-level completion
+        tn = times[i] if i < n else T
+        kc = -1
+        for k in range(K):
+            if hn[k] > 0 and phi[k] > 0:
+                tc = t + (heaps[k, 0] - V[k]) / phi[k]
+                if tc < tn:
+                    tn = tc
+                    kc = k
+        if tn > T:
+            tn = T
+            kc = -2
+        # integrate over [t, tn] on the batches
+        if tn > warmup and tn > t:
+            lo = t if t > warmup else warmup
+            b = int((lo - warmup) / blen)
+            if b >= B:
+                b = B - 1
+            while b < B:
+                b_lo = warmup + b * blen
+                b_hi = T if b == B - 1 else warmup + (b + 1) * blen
+                if b_lo >= tn:
+                    break
+                s = lo if lo > b_lo else b_lo
+                e = tn if tn < b_hi else b_hi
+                if e > s:
+                    for k in range(K):
+                        area[k, b] += x[k] * (e - s)
+                        served[k, b] += x[k] * phi[k] * (e - s)
+                b += 1
+        for k in range(K):
+            V[k] += phi[k] * (tn - t)
+        t = tn
+        if kc == -2 or (i >= n and kc == -1):
+            break
+        if kc >= 0:
+            _heap_pop(heaps[kc], hn[kc])
+            hn[kc] -= 1
+            x[kc] -= 1.0
+        else:
+            k = classes[i]
+            _heap_push(heaps[k], hn[k], V[k] + sizes[i])
+            hn[k] += 1
+            x[k] += 1.0
+            i += 1
+
+
+def fluid_path(scenario, objective: str, seed: int, *, batches: int) -> dict | None:
+    """Batch sums of the fluid model on the engine's arrival path for this seed, or None
+    where no per-state kernel exists (PF/BMF with three or more resources)."""
+    if objective not in CODES or not scenario.classes:
+        return None
+    a = np.ascontiguousarray([c.mean_cost() for c in scenario.classes], dtype=np.float64)
+    if objective != "drf" and a.shape[1] > 2:
+        return None
+    w = np.ascontiguousarray([c.weight for c in scenario.classes], dtype=np.float64)
+    T, warmup = scenario.run.duration, scenario.run.warmup
+    times, classes, sizes = arrival_path(scenario, seed, T)
+    K = a.shape[0]
+    area = np.zeros((K, batches))
+    served = np.zeros((K, batches))
+    fluid_path_kernel(CODES[objective], a, w, np.ascontiguousarray(a.max(axis=1)), times, classes, sizes,
+                      float(warmup), float(T), batches, area, served)
+    return {"area": area.tolist(), "departed": served.tolist()}
