@@ -279,11 +279,13 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                 g, (lo, hi) = st["gamma"], st["ci"]
                 gf = fd["gamma"][k] if fd is not None else None
                 rows.append(Row(
-                    scheduler=s, load=load, cls=c.name, gamma_packet=g, ci=(lo, hi), gamma_fluid=gf,
-                    rel_error=(g - gf) / gf if gf else None,
-                    inside=(lo <= gf <= hi) if gf is not None else None,
-                    replications=len(payloads), completed=st["completed"],
-                    gamma_raw=st["raw"], ci_raw=st["raw_ci"], estimator=st["estimator"]))
+                    scheduler=s, load=load, cls=c.name, gamma_packet=float(g), ci=(float(lo), float(hi)),
+                    gamma_fluid=None if gf is None else float(gf),
+                    rel_error=float((g - gf) / gf) if gf else None,
+                    inside=bool(lo <= gf <= hi) if gf is not None else None,
+                    replications=len(payloads), completed=int(st["completed"]),
+                    gamma_raw=float(st["raw"]), ci_raw=(float(st["raw_ci"][0]), float(st["raw_ci"][1])),
+                    estimator=st["estimator"]))
     return CompareResult(scenario=name, rows=rows, wall_seconds=time.perf_counter() - t0,
                          points_run=stats["run"], points_reused=stats["reused"], services=stats["services"],
                          results_file=str(store.path), fluid={f"{o}@{l}": v for (o, l), v in fl.items()})
