@@ -1,0 +1,21 @@
+"""Fluid models and analysis: static allocations (DRF, PF, BMF, asset fairness, CEEI),
+per-state allocations, the flow-level Markov model of [BR] §4.1, CLI handlers and plots.
+
+Only the numpy-based static allocations are imported here; ``analysis.state_rates``
+and ``analysis.markov`` (numba, scipy.sparse) and ``analysis.plots`` (matplotlib) are
+imported on demand.
+"""
+
+from analysis.allocations import (
+    OBJECTIVES,
+    Allocation,
+    allocate,
+    asset_fairness,
+    bmf,
+    ceei,
+    drf,
+    is_bmf,
+    pf,
+)
+
+__all__ = ["OBJECTIVES", "Allocation", "allocate", "asset_fairness", "bmf", "ceei", "drf", "is_bmf", "pf"]

@@ -1,0 +1,303 @@
+"""``mrfq alloc`` and ``mrfq fluid``: the static allocations and the flow-level Markov model.
+
+:func:`register` adds both subcommands to an ``argparse`` subparsers object;
+each sets ``func`` to a handler ``handler(args) -> int``.  Handlers raise
+:class:`flows.errors.MrfqError` on bad input (the dispatcher prints it and
+exits 2) and never call ``sys.exit``.  ``mrfq alloc`` imports numpy only;
+numba, scipy and matplotlib are imported lazily by ``mrfq fluid``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from flows.errors import MrfqError
+
+ALLOC_OBJECTIVES = ("drf", "pf", "bmf", "asset", "ceei")
+FLUID_OBJECTIVES = ("drf", "pf", "bmf")
+
+
+def register(subparsers) -> None:
+    """Add the ``alloc`` and ``fluid`` subcommands."""
+    p = subparsers.add_parser(
+        "alloc", help="static DRF/PF/BMF/asset/CEEI allocations for given cost vectors",
+        description="Rates of transactions sharing resources of capacity 1 (SPEC §1). Each --cost is one "
+                    "transaction's usage of each resource per unit rate (e.g. processing time per packet).")
+    p.add_argument("--cost", action="append", default=[], metavar="A1,A2,...",
+                   help="one transaction's cost vector (repeat per transaction)")
+    p.add_argument("--weight", action="append", default=[], metavar="W",
+                   help="weight of each transaction, in --cost order (repeat; default all 1)")
+    p.add_argument("--objective", default="all", metavar="NAME",
+                   help="drf, pf, bmf, asset, ceei or all (default all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object, one key per objective")
+    p.set_defaults(func=alloc_handler)
+
+    q = subparsers.add_parser(
+        "fluid", help="flow-level Markov model ([BR] §4.1): mean flow throughput gamma_k per class",
+        description="gamma_k = lambda_k sigma_k / E[x_k] (packets per time unit) for the scenario's "
+                    "classes under DRF, PF and BMF, by an exact truncated solve or a simulation.")
+    q.add_argument("scenario", nargs="?", metavar="SCENARIO.toml", help="scenario file with [[class]] tables")
+    q.add_argument("--preset", metavar="NAME", help="a shipped scenario instead of a file")
+    q.add_argument("--load", metavar="X", help="load of the most loaded resource, in (0, 1)")
+    q.add_argument("--loads", metavar="START:STOP:STEP", help="a range of loads (inclusive), e.g. 0.05:0.95:0.05")
+    q.add_argument("--objective", default="all", metavar="NAME", help="drf, pf, bmf or all (default all)")
+    q.add_argument("--method", default="exact", metavar="M",
+                   help="exact (default), simulate, or auto (exact unless the truncation would exceed "
+                        "2e6 states, then simulate)")
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.add_argument("--plot", metavar="FILE.png", help="draw gamma against load ([BR] Figs. 1-2)")
+    q.add_argument("--seed", metavar="N", help="simulate: seed (default: the scenario's run.seed)")
+    q.add_argument("--events", metavar="N", default="4000000", help="simulate: events (default 4000000)")
+    q.add_argument("--tol-boundary", metavar="P", default="1e-6",
+                   help="exact: grow the truncation until P(some x_k = X_k) < P (default 1e-6)")
+    q.set_defaults(func=fluid_handler)
+
+
+# ---------------------------------------------------------------------------
+# parsing helpers (all errors are one-line MrfqErrors)
+# ---------------------------------------------------------------------------
+def _float(field: str, text: str) -> float:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise MrfqError(f"{field} = {text!r}: not a number") from None
+    if not math.isfinite(v):
+        raise MrfqError(f"{field} = {text!r}: must be finite")
+    return v
+
+
+def parse_costs(costs: list[str]) -> list[list[float]]:
+    if not costs:
+        raise MrfqError("--cost: missing; give one --cost A1,A2,... per transaction, e.g. --cost 0.5,1 --cost 1,0.5")
+    out = []
+    for i, c in enumerate(costs):
+        parts = [s.strip() for s in str(c).split(",")]
+        if not parts or any(s == "" for s in parts):
+            raise MrfqError(f"--cost #{i + 1} = {c!r}: must be comma-separated numbers, one per resource, e.g. 0.5,1")
+        row = []
+        for s in parts:
+            try:
+                v = float(s)
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                raise MrfqError(f"--cost #{i + 1} = {c!r}: {s!r} is not a finite number; "
+                                "give comma-separated numbers, one per resource")
+            row.append(v)
+        if any(v < 0 for v in row):
+            raise MrfqError(f"--cost #{i + 1} = {c!r}: costs must be >= 0")
+        if max(row) <= 0:
+            raise MrfqError(f"--cost #{i + 1} = {c!r}: at least one cost must be > 0")
+        if out and len(row) != len(out[0]):
+            raise MrfqError(f"--cost #{i + 1} = {c!r}: has {len(row)} resources; --cost #1 has {len(out[0])}; "
+                            "every --cost needs one number per resource")
+        out.append(row)
+    return out
+
+
+def parse_weights(weights: list[str], n: int) -> list[float] | None:
+    if not weights:
+        return None
+    if len(weights) != n:
+        raise MrfqError(f"--weight: given {len(weights)} times for {n} --cost vectors; give one per --cost or none")
+    ws = [_float(f"--weight #{i + 1}", w) for i, w in enumerate(weights)]
+    for i, w in enumerate(ws):
+        if w <= 0:
+            raise MrfqError(f"--weight #{i + 1} = {weights[i]!r}: must be > 0")
+    return ws
+
+
+def _objectives(text: str, allowed: tuple[str, ...]) -> list[str]:
+    if text == "all":
+        return list(allowed)
+    names = [s.strip() for s in str(text).split(",")]
+    for s in names:
+        if s not in allowed:
+            raise MrfqError(f"--objective {text!r}: unknown; choose one of {', '.join(allowed)} or all")
+    return names
+
+
+def parse_loads(text: str) -> list[float]:
+    parts = str(text).split(":")
+    if len(parts) != 3:
+        raise MrfqError(f"--loads {text!r}: must be START:STOP:STEP, e.g. 0.05:0.95:0.05")
+    a, b, s = (_float("--loads", p) for p in parts)
+    if s <= 0:
+        raise MrfqError(f"--loads {text!r}: STEP must be > 0")
+    if a > b:
+        raise MrfqError(f"--loads {text!r}: START must be <= STOP")
+    n = int(math.floor((b - a) / s + 1e-9)) + 1
+    if n > 1000:
+        raise MrfqError(f"--loads {text!r}: {n} loads; at most 1000")
+    loads = [round(a + i * s, 12) for i in range(n)]
+    for x in loads:
+        _check_load("--loads", x)
+    return loads
+
+
+def _check_load(field: str, x: float) -> float:
+    if x <= 0:
+        raise MrfqError(f"{field}: load {x:g} must be > 0")
+    if x >= 1:
+        raise MrfqError(f"{field}: load {x:g} >= 1; the Markov model needs every resource load < 1")
+    return x
+
+
+# ---------------------------------------------------------------------------
+# mrfq alloc
+# ---------------------------------------------------------------------------
+def alloc_handler(args) -> int:
+    from analysis import allocations as al
+
+    costs = parse_costs(args.cost)
+    w = parse_weights(args.weight, len(costs))
+    objs = _objectives(args.objective, ALLOC_OBJECTIVES)
+    results = {o: al.allocate(o, costs, w) for o in objs}
+    if args.json:
+        print(json.dumps({o: r.to_dict() for o, r in results.items()}))
+        return 0
+    n, J = len(costs), len(costs[0])
+    head = ["objective", "unique", "saturated"] + [f"phi_{i + 1}" for i in range(n)]
+    rows = []
+    for o, r in results.items():
+        row = [o, "yes" if r.unique else "no (one point)",
+               ",".join(str(j + 1) for j in r.saturated) or "-"] + [f"{v:.6g}" for v in r.phi]
+        if r.prices is not None:
+            row.append("prices " + " ".join(f"{v:.6g}" for v in r.prices))
+        rows.append(row)
+    print(f"{n} transactions, {J} resources of capacity 1 (resources numbered from 1)")
+    _print_table(head, rows)
+    return 0
+
+
+def _print_table(head, rows, out=None) -> None:
+    out = out or sys.stdout
+    widths = [max(len(str(r[i])) for r in [head] + [r[:len(head)] for r in rows]) for i in range(len(head))]
+    print("  ".join(h.ljust(wd) for h, wd in zip(head, widths)).rstrip(), file=out)
+    for r in rows:
+        cells = [str(c).ljust(wd) for c, wd in zip(r, widths)] + [str(c) for c in r[len(head):]]
+        print("  ".join(cells).rstrip(), file=out)
+
+
+# ---------------------------------------------------------------------------
+# mrfq fluid
+# ---------------------------------------------------------------------------
+def _scenario(args):
+    import flows
+
+    if args.scenario and args.preset:
+        raise MrfqError("fluid: give a SCENARIO.toml or --preset NAME, not both")
+    if not args.scenario and not args.preset:
+        raise MrfqError("fluid: missing scenario; give SCENARIO.toml or --preset NAME (e.g. --preset br-unbalanced)")
+    return flows.load_preset(args.preset) if args.preset else flows.load_scenario(args.scenario)
+
+
+def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_000,
+                tol_boundary=1e-6) -> dict:
+    """One per-load entry: {load, resource_loads, truncation, boundary_mass, objectives: {...}}."""
+    import numpy as np
+
+    from analysis import markov
+
+    m = markov.model_from(sc, load=load)
+    entry = {"load": round(m.max_load, 12),
+             "resource_loads": {r: float(v) for r, v in zip(m.resources, m.resource_loads())}}
+    res = {}
+    for i, o in enumerate(objectives):
+        r = None
+        if method in ("exact", "auto"):
+            try:
+                r = markov.solve(m, o, method="exact", tol_boundary=tol_boundary)
+            except markov.TruncationTooLarge:
+                if method == "exact":
+                    raise
+        if r is None:
+            rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(len(objectives))[i])
+            r = markov.solve(m, o, method="simulate", rng=rng, events=events)
+        res[o] = r
+    exact = [r for r in res.values() if r.method == "exact"]
+    if exact:
+        K = len(m.names)
+        entry["truncation"] = [max(r.truncation[k] for r in exact) for k in range(K)]
+        entry["boundary_mass"] = max(r.boundary_mass for r in exact)
+    else:
+        entry["truncation"] = None
+        entry["boundary_mass"] = None
+    entry["objectives"] = {o: r.to_dict() for o, r in res.items()}
+    return entry
+
+
+def fluid_handler(args) -> int:
+    sc = _scenario(args)
+    objs = _objectives(args.objective, FLUID_OBJECTIVES)
+    method = args.method
+    if method not in ("exact", "simulate", "auto"):
+        raise MrfqError(f"--method {method!r}: unknown; choose exact, simulate or auto")
+    if args.load is not None and args.loads is not None:
+        raise MrfqError("fluid: give --load X or --loads START:STOP:STEP, not both")
+    tol_b = _float("--tol-boundary", args.tol_boundary)
+    if not 0 < tol_b < 1:
+        raise MrfqError(f"--tol-boundary = {args.tol_boundary!r}: must be in (0, 1)")
+    events = _float("--events", args.events)
+    if events < 1000 or events != int(events):
+        raise MrfqError(f"--events = {args.events!r}: must be a whole number >= 1000")
+    seed = sc.run.seed if args.seed is None else _float("--seed", args.seed)
+    if seed < 0 or seed != int(seed):
+        raise MrfqError(f"--seed = {args.seed!r}: must be a whole number >= 0")
+    kw = dict(method=method, seed=int(seed), events=int(events), tol_boundary=tol_b)
+    if args.loads is not None:
+        loads = parse_loads(args.loads)
+    elif args.load is not None:
+        loads = [_check_load("--load", _float("--load", args.load))]
+    else:
+        loads = [None]
+    entries = [fluid_entry(sc, x, objs, **kw) for x in loads]
+    if args.plot:
+        from analysis.plots import plot_gamma_vs_load
+
+        fig = plot_gamma_vs_load(entries, title=f"{sc.name}: flow throughput vs load ({method})")
+        try:
+            fig.savefig(args.plot, dpi=120)
+        except (OSError, ValueError) as e:
+            raise MrfqError(f"--plot {args.plot!r}: cannot write ({e})") from None
+    if args.json:
+        if args.loads is not None:
+            print(json.dumps({"scenario": sc.name, "method": method, "loads": entries}))
+        else:
+            print(json.dumps(entries[0]))
+        return 0
+    for e in entries:
+        _print_entry(sc.name, e)
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def _print_entry(name, e) -> None:
+    rl = ", ".join(f"{r} {v:.4g}" for r, v in e["resource_loads"].items())
+    print(f"{name}: load {e['load']:.4g} (resource loads: {rl})")
+    objs = list(e["objectives"])
+    classes = [c["name"] for c in e["objectives"][objs[0]]["classes"]]
+    head = ["class"] + [f"gamma {o.upper()}" for o in objs]
+    rows = []
+    for ci, c in enumerate(classes):
+        row = [c]
+        for o in objs:
+            cl = e["objectives"][o]["classes"][ci]
+            s = f"{cl['gamma']:.5f}"
+            if "gamma_low" in cl:
+                hi = cl["gamma_high"]
+                s += f" [{cl['gamma_low']:.4f}, {hi:.4f}]" if hi is not None else f" [{cl['gamma_low']:.4f}, inf]"
+            row.append(s)
+        rows.append(row)
+    _print_table(head, rows)
+    for o in objs:
+        r = e["objectives"][o]
+        if r["method"] == "exact":
+            print(f"  {o}: truncation {r['truncation']}, boundary mass {r['boundary_mass']:.2g}, "
+                  f"{r['n_states']} states, {r['solve_seconds']:.2f} s")
+        else:
+            print(f"  {o}: {r['events']} events, {100 * r['confidence']:.0f}% confidence intervals, "
+                  f"{r['solve_seconds']:.2f} s")

@@ -1,0 +1,626 @@
+"""The flow-level Markov model of [BR] §4.1 (SPEC §5): exact truncated solve and simulation.
+
+Units are packets.  Class k has requirement vector ``a_k`` (time units per
+packet at each resource, the scenario's mean per-packet cost), Poisson flow
+arrivals of rate ``lambda_k`` (flows per time unit) and geometric/exponential
+flow sizes of mean ``sigma_k`` packets.  In state ``x`` (flows per class) every
+class-k flow is served at the per-flow packet rate ``phi_k(x)`` of the chosen
+objective (DRF, PF or BMF, :mod:`analysis.state_rates`), so the death rate of
+class k is ``x_k phi_k(x) / sigma_k``.  Stable iff every resource load
+``sum_k lambda_k sigma_k a_kj < 1`` ([BR] eq. (8)).
+
+The metric is the mean flow throughput ``gamma_k = lambda_k sigma_k / E[x_k]``
+(packets per time unit, Little's law); in light traffic
+``gamma_k -> 1 / max_j a_kj``.
+
+Exact method.  Truncate ``x_k <= X_k`` (arrivals of class k blocked at its cap),
+build the sparse transposed generator ``Q^T`` (7 non-zeros per row for K = 3),
+set ``pi_0 = 1`` and drop the balance equation of state 0 (the system stays as
+sparse as ``Q``; replacing a row by ones would not).  The reduced system is
+solved by GMRES(100) right-preconditioned with ILU(0) (numba kernels:
+``-A`` is a column diagonally dominant M-matrix, so ILU(0) exists and is
+effective; about 35 iterations for 2e5 states); SuperLU is the fallback.  Caps
+grow (per class, extrapolating the geometric tail of each marginal) until the
+boundary mass ``P(some x_k = X_k)`` is below ``tol_boundary`` and gamma moved by
+less than ``tol_gamma`` (relative) since the previous truncation.  The caps are
+per class ((choice): the spec's single X for every class is the special case
+``caps=(X,) * K``; per-class caps make the unbalanced presets several times
+cheaper).
+
+Simulation.  An event-driven (Gillespie) simulation of the same chain in numba,
+with randomness from a ``numpy.random.Generator`` passed in.  Time averages use
+the expected holding time ``1 / R(x)`` of each visited state instead of a
+sampled exponential (conditional Monte Carlo: unbiased, less variance).
+Confidence intervals by batch means (equal numbers of events per batch, ratio
+estimator).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.state_rates import bmf_state, drf_state, pf2_state
+from flows.errors import MrfqError
+from fq._jit import jit
+
+MARKOV_OBJECTIVES = ("drf", "pf", "bmf")
+
+
+class TruncationTooLarge(MrfqError):
+    """The exact solve would need more than ``max_states`` states (use the simulation)."""
+
+METHODS = ("exact", "simulate")
+
+
+# ---------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class FluidModel:
+    """Validated class data for the Markov model (arrays of float64)."""
+
+    names: tuple[str, ...]
+    a: np.ndarray          # (K, J) time units per packet
+    lam: np.ndarray        # (K,) flow arrivals per time unit
+    sigma: np.ndarray      # (K,) mean flow size, packets
+    w: np.ndarray          # (K,) weights
+    resources: tuple[str, ...]
+
+    @property
+    def rho(self) -> np.ndarray:
+        """Offered packets per time unit of each class, lambda_k sigma_k."""
+        return self.lam * self.sigma
+
+    def resource_loads(self) -> np.ndarray:
+        return self.rho @ self.a
+
+    @property
+    def max_load(self) -> float:
+        return float(self.resource_loads().max())
+
+    def light_traffic_gamma(self) -> np.ndarray:
+        return 1.0 / self.a.max(axis=1)
+
+
+def model_from(src, *, load: float | None = None, resources=None) -> FluidModel:
+    """Build a :class:`FluidModel` from a Scenario or a sequence of class specs.
+
+    A class spec needs ``.name``, ``.mean_cost()`` (or ``.cost``), ``.rate``,
+    ``.mean_packets`` and ``.weight`` (``flows.ClassSpec`` has them).  With ``load``
+    the rates are rescaled so the most loaded resource has that load (a Scenario
+    with ``[traffic] load`` uses :meth:`Scenario.with_load`).  Refuses unstable loads.
+    """
+    if load is not None:
+        if isinstance(load, bool) or not isinstance(load, (int, float)) or not math.isfinite(load) or load <= 0:
+            raise MrfqError(f"load = {load!r}: must be a number in (0, 1)")
+        if load >= 1:
+            raise MrfqError(f"load = {load:g}: must be < 1; the Markov model needs every resource load < 1")
+    classes = src
+    if hasattr(src, "classes") and hasattr(src, "resources"):
+        if not src.classes:
+            raise MrfqError(f"scenario {getattr(src, 'name', '')!r}: has no [[class]]; the fluid model needs "
+                            "Poisson classes (static [[flow]]s: use `mrfq alloc`)")
+        if load is not None and getattr(src, "load", None) is not None:
+            src = src.with_load(float(load))
+            load = None
+        resources = tuple(src.resources) if resources is None else resources
+        classes = src.classes
+    classes = list(classes)
+    if not classes:
+        raise MrfqError("classes: none given; the Markov model needs at least one class")
+    names, a, lam, sig, w = [], [], [], [], []
+    for i, c in enumerate(classes):
+        cost = c.mean_cost() if hasattr(c, "mean_cost") else c.cost
+        names.append(str(getattr(c, "name", f"c{i + 1}")))
+        a.append([float(v) for v in cost])
+        lam.append(float(c.rate))
+        sig.append(float(getattr(c, "mean_packets", 1.0)))
+        w.append(float(getattr(c, "weight", 1.0)))
+    J = len(a[0])
+    for i, row in enumerate(a):
+        if len(row) != J:
+            raise MrfqError(f"class[{i}].cost: has {len(row)} entries; must have {J}, one per resource")
+        if any((not math.isfinite(v)) or v < 0 for v in row) or max(row) <= 0:
+            raise MrfqError(f"class[{i}].cost = {row}: entries must be >= 0 with at least one > 0")
+        if not (math.isfinite(lam[i]) and lam[i] > 0):
+            raise MrfqError(f"class[{i}].rate = {lam[i]:g}: must be > 0 for the Markov model")
+        if not (math.isfinite(sig[i]) and sig[i] > 0):
+            raise MrfqError(f"class[{i}].mean_packets = {sig[i]:g}: must be > 0")
+        if not (math.isfinite(w[i]) and w[i] > 0):
+            raise MrfqError(f"class[{i}].weight = {w[i]:g}: must be > 0")
+    A = np.ascontiguousarray(a, dtype=np.float64)
+    lam_a = np.array(lam)
+    if load is not None:
+        cur = (lam_a * np.array(sig)) @ A
+        lam_a = lam_a * (float(load) / cur.max())
+    if resources is None:
+        resources = tuple(f"r{j + 1}" for j in range(J))
+    m = FluidModel(names=tuple(names), a=A, lam=lam_a, sigma=np.array(sig), w=np.array(w),
+                   resources=tuple(resources))
+    check_stable(m)
+    return m
+
+
+def check_stable(m: FluidModel) -> None:
+    """Refuse a load at or above capacity on any resource ([BR] eq. (8))."""
+    loads = m.resource_loads()
+    for j, r in enumerate(loads):
+        if r >= 1.0:
+            raise MrfqError(f"load: resource '{m.resources[j]}' has load {r:.4g} >= 1; "
+                            "the Markov model needs every resource load < 1")
+
+
+# ---------------------------------------------------------------------------
+# results
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class MarkovResult:
+    """gamma_k per class (packets per time unit) and how it was obtained."""
+
+    objective: str
+    names: tuple[str, ...]
+    gamma: np.ndarray
+    mean_flows: np.ndarray
+    method: str                         # "exact" or "simulate"
+    solve_seconds: float
+    resource_loads: tuple[float, ...]
+    truncation: tuple[int, ...] | None = None   # exact: cap X_k of each class
+    boundary_mass: float | None = None          # exact: P(some x_k = X_k)
+    gamma_change: float | None = None           # exact: relative change since the previous truncation
+    n_states: int | None = None
+    iterations: int | None = None               # exact: truncations solved
+    gamma_low: np.ndarray | None = None         # simulate: confidence interval
+    gamma_high: np.ndarray | None = None
+    events: int | None = None
+    confidence: float | None = None
+    history: tuple = field(default=())          # exact: (caps, boundary, gamma) per truncation
+
+    def to_dict(self) -> dict:
+        d = {"objective": self.objective, "method": self.method,
+             "solve_seconds": round(self.solve_seconds, 4),
+             "classes": [{"name": n, "gamma": float(g), "mean_flows": float(e)}
+                         for n, g, e in zip(self.names, self.gamma, self.mean_flows)]}
+        if self.method == "exact":
+            d.update(truncation=list(self.truncation), boundary_mass=self.boundary_mass,
+                     gamma_change=self.gamma_change, n_states=self.n_states)
+        else:
+            for c, lo, hi in zip(d["classes"], self.gamma_low, self.gamma_high):
+                c["gamma_low"] = float(lo)
+                c["gamma_high"] = float(hi) if math.isfinite(hi) else None
+            d.update(events=self.events, confidence=self.confidence)
+        return d
+
+
+# ---------------------------------------------------------------------------
+# numba kernels: CSR matvec, ILU(0), GMRES, Gillespie
+# ---------------------------------------------------------------------------
+@jit
+def csr_mv(indptr, indices, data, x, out):
+    for i in range(out.shape[0]):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * x[indices[p]]
+        out[i] = s
+
+@jit
+def ilu0(indptr, indices, data):
+    """ILU(0) of a CSR matrix with sorted indices and a full diagonal (IKJ variant)."""
+    n = indptr.shape[0] - 1
+    lu = data.copy()
+    diag = np.empty(n, np.int64)
+    marker = np.full(n, -1, np.int64)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            marker[indices[p]] = p
+        for p in range(indptr[i], indptr[i + 1]):
+            k = indices[p]
+            if k >= i:
+                break
+            lu[p] /= lu[diag[k]]
+            lik = lu[p]
+            for q in range(diag[k] + 1, indptr[k + 1]):
+                mm = marker[indices[q]]
+                if mm >= 0:
+                    lu[mm] -= lik * lu[q]
+        d = -1
+        for p in range(indptr[i], indptr[i + 1]):
+            if indices[p] == i:
+                d = p
+            marker[indices[p]] = -1
+        diag[i] = d
+    return lu, diag
+
+@jit
+def ilu_apply(indptr, indices, lu, diag, r, z):
+    n = r.shape[0]
+    for i in range(n):
+        s = r[i]
+        for p in range(indptr[i], diag[i]):
+            s -= lu[p] * z[indices[p]]
+        z[i] = s
+    for i in range(n - 1, -1, -1):
+        s = z[i]
+        for p in range(diag[i] + 1, indptr[i + 1]):
+            s -= lu[p] * z[indices[p]]
+        z[i] = s / lu[diag[i]]
+
+@jit
+def gmres(indptr, indices, data, lu, diag, b, x, restart, maxiter, rtol):
+    """Restarted GMRES(restart), right-preconditioned by ILU(0); x is the start and the result.
+
+    Returns (iterations, final relative residual ||b - A x|| / ||b||).
+    """
+    n = b.shape[0]
+    V = np.zeros((restart + 1, n))
+    H = np.zeros((restart + 1, restart))
+    cs = np.zeros(restart)
+    sn = np.zeros(restart)
+    g = np.zeros(restart + 1)
+    w = np.zeros(n)
+    z = np.zeros(n)
+    r = np.zeros(n)
+    bnorm = np.sqrt(np.sum(b * b))
+    if bnorm == 0:
+        bnorm = 1.0
+    it = 0
+    while it < maxiter:
+        csr_mv(indptr, indices, data, x, r)
+        for i in range(n):
+            r[i] = b[i] - r[i]
+        beta = np.sqrt(np.sum(r * r))
+        if beta <= rtol * bnorm:
+            return it, beta / bnorm
+        for i in range(n):
+            V[0, i] = r[i] / beta
+        g[:] = 0.0
+        g[0] = beta
+        k = 0
+        while k < restart and it < maxiter:
+            ilu_apply(indptr, indices, lu, diag, V[k], z)
+            csr_mv(indptr, indices, data, z, w)
+            for j in range(k + 1):  # modified Gram-Schmidt
+                h = 0.0
+                for i in range(n):
+                    h += w[i] * V[j, i]
+                H[j, k] = h
+                for i in range(n):
+                    w[i] -= h * V[j, i]
+            hn = np.sqrt(np.sum(w * w))
+            H[k + 1, k] = hn
+            if hn > 0:
+                for i in range(n):
+                    V[k + 1, i] = w[i] / hn
+            for j in range(k):
+                t = cs[j] * H[j, k] + sn[j] * H[j + 1, k]
+                H[j + 1, k] = -sn[j] * H[j, k] + cs[j] * H[j + 1, k]
+                H[j, k] = t
+            d = np.sqrt(H[k, k] ** 2 + H[k + 1, k] ** 2)
+            if d == 0:
+                d = 1e-300
+            cs[k] = H[k, k] / d
+            sn[k] = H[k + 1, k] / d
+            H[k, k] = d
+            H[k + 1, k] = 0.0
+            g[k + 1] = -sn[k] * g[k]
+            g[k] = cs[k] * g[k]
+            k += 1
+            it += 1
+            if abs(g[k]) <= rtol * bnorm or hn == 0:
+                break
+        y = np.zeros(k)
+        for i in range(k - 1, -1, -1):
+            s = g[i]
+            for j in range(i + 1, k):
+                s -= H[i, j] * y[j]
+            y[i] = s / H[i, i]
+        w[:] = 0.0
+        for j in range(k):
+            for i in range(n):
+                w[i] += y[j] * V[j, i]
+        ilu_apply(indptr, indices, lu, diag, w, z)
+        for i in range(n):
+            x[i] += z[i]
+    csr_mv(indptr, indices, data, x, r)
+    for i in range(n):
+        r[i] = b[i] - r[i]
+    return it, np.sqrt(np.sum(r * r)) / bnorm
+
+@jit(cache=False)  # calls kernels of another module: never cache (stale code)
+def gillespie(code, a, w, norm, lam, sigma, rng, n_warm, n_batches, batch_events, integ, dur):
+    """Simulate the chain from the empty state; integ (B, K) gets the time integral of x per
+    batch, dur (B,) the batch durations.  Holding times are the expected 1 / R(x)."""
+    K = a.shape[0]
+    x = np.zeros(K)
+    phi = np.zeros(K)
+    rates = np.zeros(2 * K)
+    total = n_warm + n_batches * batch_events
+    for ev in range(total):
+        if code == 0:
+            drf_state(x, a, w, norm, phi)
+        elif code == 1:
+            pf2_state(x, a, w, phi)
+        else:
+            bmf_state(x, a, w, phi)
+        R = 0.0
+        for k in range(K):
+            rates[k] = lam[k]
+            rates[K + k] = x[k] * phi[k] / sigma[k] if x[k] > 0 else 0.0
+            R += rates[k] + rates[K + k]
+        hold = 1.0 / R
+        if ev >= n_warm:
+            b = (ev - n_warm) // batch_events
+            dur[b] += hold
+            for k in range(K):
+                integ[b, k] += x[k] * hold
+        u = rng.random() * R
+        e = 0
+        acc = rates[0]
+        while acc < u and e < 2 * K - 1:
+            e += 1
+            acc += rates[e]
+        while rates[e] <= 0:  # guard against u landing on a zero-rate event by rounding
+            e -= 1
+        if e < K:
+            x[e] += 1.0
+        else:
+            x[e - K] -= 1.0
+
+
+def _kernels():
+    return dict(csr_mv=csr_mv, ilu0=ilu0, ilu_apply=ilu_apply, gmres=gmres, gillespie=gillespie)
+
+
+# ---------------------------------------------------------------------------
+# exact truncated solve
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class _Truncated:
+    caps: tuple[int, ...]
+    pi: np.ndarray          # (N,) normalised, C order over shape caps + 1
+    gamma: np.ndarray
+    mean_flows: np.ndarray
+    boundary: float         # P(some x_k = X_k)
+    marg_tail: np.ndarray   # (K, q+1) marginal P(x_k = X_k - q .. X_k)
+    residual: float
+
+
+def _states(caps) -> np.ndarray:
+    shape = tuple(int(c) + 1 for c in caps)
+    return np.indices(shape).reshape(len(shape), -1).T.astype(np.float64)
+
+
+def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | None = None,
+                    rtol: float = 1e-11) -> _Truncated:
+    """Stationary distribution of the chain truncated at ``x_k <= caps[k]``."""
+    import scipy.sparse as sp
+
+    from analysis.state_rates import state_rates
+
+    K = m.a.shape[0]
+    caps = tuple(int(c) for c in caps)
+    shape = tuple(c + 1 for c in caps)
+    N = int(np.prod(shape))
+    X = _states(caps)
+    strides = np.array([int(np.prod(shape[k + 1:])) for k in range(K)], dtype=np.int64)
+    phi = state_rates(objective, X, m.a, m.w)
+    death = X * phi / m.sigma
+    birth = np.where(X < np.array(caps), m.lam, 0.0)
+    scale = max(float(death.max()), float(m.lam.max()))
+    death /= scale
+    birth /= scale
+    idx = np.arange(N, dtype=np.int64)
+    rows, cols, vals = [idx], [idx], [-(birth.sum(axis=1) + death.sum(axis=1))]
+    for k in range(K):
+        mk = birth[:, k] > 0
+        rows.append(idx[mk] + strides[k])
+        cols.append(idx[mk])
+        vals.append(birth[mk, k])
+        mk = death[:, k] > 0
+        rows.append(idx[mk] - strides[k])
+        cols.append(idx[mk])
+        vals.append(death[mk, k])
+    QT = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(N, N))
+    # pi_0 = 1; drop the balance equation of state 0
+    A = QT[1:, 1:].tocsr()
+    A.sort_indices()
+    b = -np.asarray(QT[1:, 0].todense()).ravel()
+    res = np.inf
+    y = np.zeros(N - 1) if x0 is None else np.array(x0[1:], dtype=np.float64)
+    if N > 1:
+        kr = _kernels()
+        indptr = A.indptr.astype(np.int64)
+        indices = A.indices.astype(np.int64)
+        data = np.ascontiguousarray(A.data, dtype=np.float64)
+        lu, diag = kr["ilu0"](indptr, indices, data)
+        _, res = kr["gmres"](indptr, indices, data, lu, diag, b, y, 100, 3000, rtol)
+        if not np.isfinite(res) or res > 1e3 * rtol:
+            from scipy.sparse.linalg import spsolve
+
+            y = spsolve(A.tocsc(), b, permc_spec="MMD_AT_PLUS_A")
+            res = float(np.linalg.norm(b - A @ y) / max(np.linalg.norm(b), 1e-300))
+    else:
+        res = 0.0
+    pi = np.concatenate([[1.0], y])
+    pi = np.maximum(pi, 0.0)
+    pi /= pi.sum()
+    Ex = pi @ X
+    at_cap = (X == np.array(caps)).any(axis=1)
+    q = 4
+    tail = np.zeros((K, q + 1))
+    P = pi.reshape(shape)
+    for k in range(K):
+        marg = P.sum(axis=tuple(i for i in range(K) if i != k))
+        for i in range(q + 1):
+            n = caps[k] - q + i
+            tail[k, i] = marg[n] if n >= 0 else np.nan
+    with np.errstate(divide="ignore"):
+        gamma = m.rho / Ex
+    return _Truncated(caps=caps, pi=pi, gamma=gamma, mean_flows=Ex, boundary=float(pi[at_cap].sum()),
+                      marg_tail=tail, residual=float(res))
+
+
+def _pad(pi: np.ndarray, old, new) -> np.ndarray:
+    """Embed a solution on the box ``old`` into the box ``new`` (zeros outside), scaled to pi_0 = 1."""
+    P = pi.reshape(tuple(c + 1 for c in old)) / pi[0]
+    out = np.zeros(tuple(c + 1 for c in new))
+    out[tuple(slice(0, min(o, n) + 1) for o, n in zip(old, new))] = \
+        P[tuple(slice(0, min(o, n) + 1) for o, n in zip(old, new))]
+    return out.ravel()
+
+
+def _next_caps(t: _Truncated, tol_boundary: float, boundary_ok: bool) -> tuple[int, ...]:
+    K = len(t.caps)
+    new = []
+    for k, c in enumerate(t.caps):
+        tail = t.marg_tail[k]
+        p = tail[-1]
+        if boundary_ok:  # boundary small enough: one larger truncation to check gamma has settled
+            new.append(int(math.ceil(c * 1.15)) + 2)
+            continue
+        if p <= tol_boundary / (4 * K):  # this class's cap is already far enough out
+            new.append(c)
+            continue
+        q = len(tail) - 1
+        r = np.nan
+        if c >= q and tail[0] > 0 and p > 0:
+            r = (p / tail[0]) ** (1.0 / q)
+        if np.isfinite(r) and 0 < r < 0.995:
+            need = math.log(tol_boundary / (4 * K) / p) / math.log(r)
+            step = int(math.ceil(1.1 * need)) + 2
+            step = min(max(step, 2), int(1.5 * c) + 4)
+        else:
+            step = int(0.5 * c) + 4
+        new.append(c + step)
+    return tuple(new)
+
+
+def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamma: float,
+                 max_states: int, caps=None) -> MarkovResult:
+    t0 = time.perf_counter()
+    K = m.a.shape[0]
+    if caps is None:
+        caps = (8,) * K
+    caps = tuple(int(c) for c in caps)
+    if len(caps) != K or min(caps) < 1:
+        raise MrfqError(f"caps = {caps}: must be {K} integers >= 1, one per class")
+    prev = None
+    history = []
+    x0 = None
+    while True:
+        t = solve_truncated(m, objective, caps, x0=x0)
+        change = np.inf if prev is None else float(np.max(np.abs(t.gamma - prev.gamma) / np.abs(t.gamma)))
+        history.append((t.caps, t.boundary, tuple(float(g) for g in t.gamma)))
+        b_ok = t.boundary < tol_boundary
+        if b_ok and change < tol_gamma:
+            break
+        new = _next_caps(t, tol_boundary, b_ok)
+        if new == caps:
+            new = tuple(int(math.ceil(c * 1.15)) + 2 for c in caps)
+        n_new = int(np.prod([c + 1 for c in new], dtype=float))
+        if n_new > max_states:
+            raise TruncationTooLarge(
+                f"truncation: the exact solve needs more than {max_states} states at this load "
+                f"(caps {list(new)}, boundary mass {t.boundary:.2g}); use --method simulate or a lower load")
+        x0 = _pad(t.pi, caps, new)
+        prev, caps = t, new
+    return MarkovResult(
+        objective=objective, names=m.names, gamma=t.gamma, mean_flows=t.mean_flows, method="exact",
+        solve_seconds=time.perf_counter() - t0, resource_loads=tuple(float(v) for v in m.resource_loads()),
+        truncation=t.caps, boundary_mass=t.boundary, gamma_change=change, n_states=int(t.pi.size),
+        iterations=len(history), history=tuple(history))
+
+
+# ---------------------------------------------------------------------------
+# simulation
+# ---------------------------------------------------------------------------
+def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events: int = 4_000_000,
+             batches: int = 40, warmup: float = 0.05, confidence: float = 0.95) -> MarkovResult:
+    """Event-driven simulation of the chain; gamma with batch-means confidence intervals.
+
+    events      state changes after the warm-up (split into ``batches`` equal batches)
+    warmup      fraction of ``events`` discarded first (the chain starts empty)
+    rng         a numpy.random.Generator (the only randomness used)
+    """
+    from analysis.state_rates import STATE_OBJECTIVES
+
+    if not isinstance(rng, np.random.Generator):
+        raise MrfqError("rng: must be a numpy.random.Generator (e.g. np.random.default_rng(seed))")
+    if int(events) < 1000 or int(batches) < 2:
+        raise MrfqError(f"events = {events}, batches = {batches}: need events >= 1000 and batches >= 2")
+    if not 0 < confidence < 1:
+        raise MrfqError(f"confidence = {confidence}: must be in (0, 1)")
+    J = m.a.shape[1]
+    if J > 2 and objective in ("pf", "bmf"):
+        raise MrfqError(f"method = 'simulate': {objective} with {J} resources is not in the simulator "
+                        "(two resources at most); use --method exact")
+    t0 = time.perf_counter()
+    code = STATE_OBJECTIVES[objective]
+    batch_events = int(events) // int(batches)
+    n_warm = int(warmup * events)
+    integ = np.zeros((int(batches), m.a.shape[0]))
+    dur = np.zeros(int(batches))
+    norm = np.ascontiguousarray(m.a.max(axis=1))
+    _kernels()["gillespie"](code, m.a, m.w, norm, m.lam, m.sigma, rng, n_warm, int(batches),
+                            batch_events, integ, dur)
+    from scipy.stats import t as student_t
+
+    B = int(batches)
+    mean = integ.sum(axis=0) / dur.sum()
+    resid = (integ - mean[None, :] * dur[:, None]) / dur.mean()
+    half = student_t.ppf(0.5 + confidence / 2, B - 1) * resid.std(axis=0, ddof=1) / math.sqrt(B)
+    rho = m.rho
+    with np.errstate(divide="ignore"):
+        gamma = rho / mean
+        lo = rho / (mean + half)
+        hi = np.where(mean - half > 0, rho / np.maximum(mean - half, 1e-300), np.inf)
+    return MarkovResult(
+        objective=objective, names=m.names, gamma=gamma, mean_flows=mean, method="simulate",
+        solve_seconds=time.perf_counter() - t0, resource_loads=tuple(float(v) for v in m.resource_loads()),
+        gamma_low=lo, gamma_high=hi, events=B * batch_events, confidence=confidence)
+
+
+# ---------------------------------------------------------------------------
+def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: float | None = None,
+          tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 2_000_000,
+          caps=None, rng: np.random.Generator | None = None, events: int = 4_000_000,
+          batches: int = 40, confidence: float = 0.95) -> MarkovResult:
+    """gamma_k of every class under ``objective`` ("drf", "pf" or "bmf").
+
+    classes_or_scenario  a Scenario, a sequence of class specs, or a :class:`FluidModel`
+    method               "exact" (truncated sparse solve, grown until the boundary mass is
+                         below ``tol_boundary`` and gamma moves by less than ``tol_gamma``)
+                         or "simulate" (needs ``rng``; ``events``, ``batches``, ``confidence``)
+    load                 rescale class rates so the most loaded resource has this load
+    caps                 initial truncation per class (exact)
+    """
+    if objective not in MARKOV_OBJECTIVES:
+        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(MARKOV_OBJECTIVES)}")
+    if method not in METHODS:
+        raise MrfqError(f"method = {method!r}: unknown; choose one of {', '.join(METHODS)}")
+    if isinstance(classes_or_scenario, FluidModel):
+        m = classes_or_scenario
+        if load is not None:
+            m = model_from([_Spec(n, tuple(r), l, s, w) for n, r, l, s, w in
+                            zip(m.names, m.a, m.lam, m.sigma, m.w)], load=load, resources=m.resources)
+        check_stable(m)
+    else:
+        m = model_from(classes_or_scenario, load=load)
+    if method == "exact":
+        return _solve_exact(m, objective, tol_boundary=tol_boundary, tol_gamma=tol_gamma,
+                            max_states=max_states, caps=caps)
+    if rng is None:
+        raise MrfqError("method = 'simulate': needs rng, a numpy.random.Generator")
+    return simulate(m, objective, rng, events=events, batches=batches, confidence=confidence)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    cost: tuple
+    rate: float
+    mean_packets: float
+    weight: float

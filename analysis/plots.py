@@ -1,0 +1,65 @@
+"""Plots of fluid-model tables.  Plot functions take tables and return a Figure; callers save it.
+
+``plot_gamma_vs_load`` draws [BR] Figs. 1–2: the mean flow throughput gamma_k
+(packets per time unit) of each class against the load of the most loaded
+resource, one colour per class and one line style per objective.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: files only
+
+from matplotlib.figure import Figure  # noqa: E402
+
+#: line style of each objective
+STYLES = {"drf": "-", "pf": "--", "bmf": ":", "asset": "-."}
+MARKERS = {"drf": "o", "pf": "s", "bmf": "^", "asset": "d"}
+
+
+def plot_gamma_vs_load(table, *, title: str | None = None) -> Figure:
+    """gamma_k against the load of the most loaded resource.
+
+    table  a list of per-load entries as printed by ``mrfq fluid --loads ... --json``
+           (``{"load": x, "objectives": {"pf": {"classes": [{"name", "gamma"}, ...]}, ...}}``),
+           or a dict with such a list under ``"loads"``.
+    """
+    entries = table["loads"] if isinstance(table, dict) else list(table)
+    entries = sorted(entries, key=lambda e: e["load"])
+    fig = Figure(figsize=(7.0, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
+    objectives: list[str] = []
+    classes: list[str] = []
+    for e in entries:
+        for o, res in e["objectives"].items():
+            if o not in objectives:
+                objectives.append(o)
+            for c in res["classes"]:
+                if c["name"] not in classes:
+                    classes.append(c["name"])
+    colours = [f"C{i % 10}" for i in range(len(classes))]
+    for o in objectives:
+        for ci, cname in enumerate(classes):
+            xs, ys = [], []
+            for e in entries:
+                res = e["objectives"].get(o)
+                if res is None:
+                    continue
+                for c in res["classes"]:
+                    if c["name"] == cname and c.get("gamma") is not None:
+                        xs.append(e["load"])
+                        ys.append(c["gamma"])
+            if xs:
+                ax.plot(xs, ys, linestyle=STYLES.get(o, "-"), marker=MARKERS.get(o, None), markersize=3,
+                        color=colours[ci], label=f"{cname} {o.upper()}")
+    ax.set_xlabel("load of the most loaded resource")
+    ax.set_ylabel(r"$\gamma_k$ (packets per time unit per flow)")
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(bottom=0.0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=max(1, len(objectives)), loc="upper right")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
