@@ -26,6 +26,9 @@ import flows
 from router.reference import ReferenceRouter, packet_uniform, simulate_reference, trace_tuples
 
 SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "1.0"))
+
+# small and fast: also runs with NUMBA_DISABLE_JIT=1, where the engine is plain Python
+pytestmark = pytest.mark.nojit
 SCHEDULER_NAMES = ("drfq", "drfq-dovetail", "pf-sfq", "bmf-wfq", "fifo", "fq-single")
 
 F1, F2 = 0, 1  # flow ids of the two static flows
