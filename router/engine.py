@@ -268,6 +268,105 @@ DONE, GROW_FLOWS, GROW_ADM = 0, 1, 2
 
 
 @jit_no_refcount
+def _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, cls_completed,
+               done_n, done_pk, done_fct, free, n_free):
+    """A class-k flow (row s) left at t: flow statistics, and its row goes back to the free list."""
+    _area(area, x, K, t_last_area, t, warmup, T, B)
+    x[k] -= 1.0
+    cls_completed[k] += 1
+    t_arr = slot_f[s, F_ARRIVE]
+    if t_arr >= warmup:
+        b = _batch(t, warmup, T, B)
+        if b >= 0:
+            done_n[k, b] += 1.0
+            done_pk[k, b] += slot_i[s, I_SIZE]
+            done_fct[k, b] += t - t_arr
+    free[n_free] = s
+
+
+@jit_no_refcount
+def _flow_starts(
+    policy, fq_res, unit, J, N, RM, t, T, warmup, B,
+    sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
+    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
+    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
+    vt, admitted_j, x, area, cls_arrived,
+):
+    """Static flow starts (by flow id) and the Poisson flow arrival at instant t: each new
+    flow gets a table row and admits min(N, L) packets.  Scalars travel in sf/si."""
+    next_arr = sf[S_NEXT_ARR]
+    next_static = sf[S_NEXT_STATIC]
+    t_last_area = sf[S_T_AREA]
+    n_free = si[S_NFREE]
+    st_ptr = si[S_ST_PTR]
+    pk_admitted = si[S_PK_ADM]
+    next_uid = si[S_NEXT_UID]
+    n_active = si[S_ACTIVE]
+    max_active = si[S_MAX_ACTIVE]
+    while next_static == t or next_arr == t:
+        if next_static == t:
+            s = st_order[st_ptr]
+            st_ptr += 1
+            next_static = st_start[st_order[st_ptr]] if st_ptr < n_static else INF
+            size_total = st_packets[s]
+        else:
+            # class, size, next inter-arrival: in this order, for every scheduler
+            u = rng.random()
+            k = 0
+            while k < K - 1 and u >= cls_cdf[k]:
+                k += 1
+            size_total = rng.geometric(cls_p[k])
+            next_arr = t + rng.exponential(1.0 / lam_total)
+            n_free -= 1
+            s = free[n_free]
+            slot_i[s, I_UID] = next_uid
+            next_uid += 1
+            slot_i[s, I_SPEC] = cls_spec[k]
+            slot_i[s, I_CLASS] = k
+            slot_f[s, F_WEIGHT] = sp_w[cls_spec[k]]
+            cls_arrived[k] += 1
+            _area(area, x, K, t_last_area, t, warmup, T, B)
+            t_last_area = t
+            x[k] += 1.0
+        # ---- a flow starts: reset its row, admit min(N, L) packets
+        slot_i[s, I_SIZE] = size_total
+        slot_i[s, I_REMAIN] = size_total if size_total > 0 else -1
+        slot_i[s, I_INFLIGHT] = 0
+        slot_i[s, I_NEXTSEQ] = 1
+        slot_i[s, I_PENDING] = 0
+        slot_i[s, I_DEPPOST] = 0
+        slot_f[s, F_ARRIVE] = t
+        flow_F[s] = 0.0
+        for jj in range(J):
+            flow_Fj[s, jj] = 0.0
+            Q[s, jj] = 0
+            qh[s, jj] = 0
+            qc[s, jj] = 0
+        n_active += 1
+        if n_active > max_active:
+            max_active = n_active
+        n0 = N
+        if size_total > 0 and size_total < N:
+            n0 = size_total
+        for _ in range(n0):
+            if slot_i[s, I_REMAIN] > 0:
+                slot_i[s, I_REMAIN] -= 1
+            _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+                   hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
+            pk_admitted += 1
+
+    sf[S_NEXT_ARR] = next_arr
+    sf[S_NEXT_STATIC] = next_static
+    sf[S_T_AREA] = t_last_area
+    si[S_NFREE] = n_free
+    si[S_ST_PTR] = st_ptr
+    si[S_PK_ADM] = pk_admitted
+    si[S_NEXT_UID] = next_uid
+    si[S_ACTIVE] = n_active
+    si[S_MAX_ACTIVE] = max_active
+
+
+@jit_no_refcount
 def _loop(
     policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
@@ -376,24 +475,15 @@ def _loop(
                            hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
                     pk_admitted += 1
             elif slot_i[s, I_INFLIGHT] == 0 and slot_i[s, I_PENDING] == 0:
-                # ---- flow completion
+                # ---- flow completion (rare: out of line)
                 n_active -= 1
                 if k < 0:
                     st_done_t[s] = t
                     slot_i[s, I_DONE] = 1
                 else:
-                    _area(area, x, K, t_last_area, t, warmup, T, B)
+                    _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, cls_completed,
+                               done_n, done_pk, done_fct, free, n_free)
                     t_last_area = t
-                    x[k] -= 1.0
-                    cls_completed[k] += 1
-                    t_arr = slot_f[s, F_ARRIVE]
-                    if t_arr >= warmup:
-                        b = _batch(t, warmup, T, B)
-                        if b >= 0:
-                            done_n[k, b] += 1.0
-                            done_pk[k, b] += slot_i[s, I_SIZE]
-                            done_fct[k, b] += t - t_arr
-                    free[n_free] = s
                     n_free += 1
 
         # ---- phase 2: delayed admissions, static starts, Poisson arrival at t
@@ -406,57 +496,32 @@ def _loop(
                    hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
             pk_admitted += 1
 
-        while next_static == t or next_arr == t:
-            if next_static == t:
-                s = st_order[st_ptr]
-                st_ptr += 1
-                next_static = st_start[st_order[st_ptr]] if st_ptr < n_static else INF
-                size_total = st_packets[s]
-            else:
-                # class, size, next inter-arrival: in this order, for every scheduler
-                u = rng.random()
-                k = 0
-                while k < K - 1 and u >= cls_cdf[k]:
-                    k += 1
-                size_total = rng.geometric(cls_p[k])
-                next_arr = t + rng.exponential(1.0 / lam_total)
-                n_free -= 1
-                s = free[n_free]
-                slot_i[s, I_UID] = next_uid
-                next_uid += 1
-                slot_i[s, I_SPEC] = cls_spec[k]
-                slot_i[s, I_CLASS] = k
-                slot_f[s, F_WEIGHT] = sp_w[cls_spec[k]]
-                cls_arrived[k] += 1
-                _area(area, x, K, t_last_area, t, warmup, T, B)
-                t_last_area = t
-                x[k] += 1.0
-            # ---- a flow starts: reset its row, admit min(N, L) packets
-            slot_i[s, I_SIZE] = size_total
-            slot_i[s, I_REMAIN] = size_total if size_total > 0 else -1
-            slot_i[s, I_INFLIGHT] = 0
-            slot_i[s, I_NEXTSEQ] = 1
-            slot_i[s, I_PENDING] = 0
-            slot_i[s, I_DEPPOST] = 0
-            slot_f[s, F_ARRIVE] = t
-            flow_F[s] = 0.0
-            for jj in range(J):
-                flow_Fj[s, jj] = 0.0
-                Q[s, jj] = 0
-                qh[s, jj] = 0
-                qc[s, jj] = 0
-            n_active += 1
-            if n_active > max_active:
-                max_active = n_active
-            n0 = N
-            if size_total > 0 and size_total < N:
-                n0 = size_total
-            for _ in range(n0):
-                if slot_i[s, I_REMAIN] > 0:
-                    slot_i[s, I_REMAIN] -= 1
-                _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
-                       hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
-                pk_admitted += 1
+        if next_static == t or next_arr == t:
+            # flow starts are rare: handled out of line to keep the hot loop small
+            sf[S_NEXT_ARR] = next_arr
+            sf[S_NEXT_STATIC] = next_static
+            sf[S_T_AREA] = t_last_area
+            si[S_NFREE] = n_free
+            si[S_ST_PTR] = st_ptr
+            si[S_PK_ADM] = pk_admitted
+            si[S_NEXT_UID] = next_uid
+            si[S_ACTIVE] = n_active
+            si[S_MAX_ACTIVE] = max_active
+            _flow_starts(
+                policy, fq_res, unit, J, N, RM, t, T, warmup, B,
+                sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
+                n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
+                sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
+                vt, admitted_j, x, area, cls_arrived)
+            next_arr = sf[S_NEXT_ARR]
+            next_static = sf[S_NEXT_STATIC]
+            t_last_area = sf[S_T_AREA]
+            n_free = si[S_NFREE]
+            st_ptr = si[S_ST_PTR]
+            pk_admitted = si[S_PK_ADM]
+            next_uid = si[S_NEXT_UID]
+            n_active = si[S_ACTIVE]
+            max_active = si[S_MAX_ACTIVE]
 
         # ---- phase 3: idle resources start their smallest key
         for j in range(J):
