@@ -19,6 +19,8 @@ def cmd_compare(args) -> int:
     from router.cli import atomic_write, load_scenario_arg
 
     sc = load_scenario_arg(args)
+    if args.virtual_time:
+        sc = sc.replace(**{"router.virtual_time": args.virtual_time})
     scheds = tuple(s.strip() for s in args.schedulers.split(",") if s.strip())
     if not scheds:
         raise MrfqError("--schedulers: give a comma-separated list, e.g. drfq,pf-sfq")
@@ -126,6 +128,8 @@ def register(sub) -> None:
     p.add_argument("--max-replications", type=int, help="cap of the stopping rule (default 32; quick 4)")
     p.add_argument("--target", type=float, help="target CI half-width relative to gamma (default 0.02; quick 0.05)")
     p.add_argument("--flows", type=float, help="flow arrivals per replication (default 2000; quick 400)")
+    p.add_argument("--virtual-time", choices=("started", "in-service"),
+                   help="drfq's virtual-time rule for this sweep (default: the scenario's)")
     p.add_argument("--seed", type=int, default=1, help="seed of replication 0 (replication r uses seed + r)")
     p.add_argument("--quick", action="store_true", help="a few-minute version")
     p.add_argument("--json", action="store_true", help="print one JSON object {rows: [...]}, no progress bar")
