@@ -27,6 +27,7 @@ import numpy as np
 
 from analysis.state_rates import bmf_state, drf_state, pf2_state
 from fq._jit import jit
+from router.engine import _area
 
 CODES = {"drf": 0, "pf": 1, "bmf": 2}
 
@@ -104,7 +105,7 @@ def fluid_path_kernel(code, a, w, norm, times, classes, sizes, warmup, T, B, are
     V = np.zeros(K)
     x = np.zeros(K)
     phi = np.zeros(K)
-    blen = (T - warmup) / B
+    xphi = np.zeros(K)
     t = 0.0
     i = 0
     while True:
@@ -130,24 +131,11 @@ def fluid_path_kernel(code, a, w, norm, times, classes, sizes, warmup, T, B, are
         if tn > T:
             tn = T
             kc = -2
-        # integrate over [t, tn] on the batches
-        if tn > warmup and tn > t:
-            lo = t if t > warmup else warmup
-            b = int((lo - warmup) / blen)
-            if b >= B:
-                b = B - 1
-            while b < B:
-                b_lo = warmup + b * blen
-                b_hi = T if b == B - 1 else warmup + (b + 1) * blen
-                if b_lo >= tn:
-                    break
-                s = lo if lo > b_lo else b_lo
-                e = tn if tn < b_hi else b_hi
-                if e > s:
-                    for k in range(K):
-                        area[k, b] += x[k] * (e - s)
-                        served[k, b] += x[k] * phi[k] * (e - s)
-                b += 1
+        # integrate x and x * phi over [t, tn] on the batches (the engine's own accumulator)
+        for k in range(K):
+            xphi[k] = x[k] * phi[k]
+        _area(area, x, K, t, tn, warmup, T, B)
+        _area(served, xphi, K, t, tn, warmup, T, B)
         for k in range(K):
             V[k] += phi[k] * (tn - t)
         t = tn

@@ -274,6 +274,15 @@ class Scenario:
                 tgt[parts[-1]] = v
         return from_dict(d, name=self.name)
 
+    def with_overrides(self, *, scheduler: str | None = None, virtual_time: str | None = None,
+                       seed: int | None = None, duration: float | None = None,
+                       max_services: int | None = None) -> "Scenario":
+        """The keyword overrides every runner takes (``None`` keeps the scenario's own value)."""
+        changes = {k: v for k, v in (("router.scheduler", scheduler), ("router.virtual_time", virtual_time),
+                                     ("run.seed", seed), ("run.duration", duration),
+                                     ("run.max_services", max_services)) if v is not None}
+        return self.replace(**changes) if changes else self
+
     def with_load(self, load: float) -> "Scenario":
         """The same scenario with class rates rescaled so the most loaded resource has ``load``."""
         return self.replace(**{"traffic.load": load})

@@ -544,16 +544,6 @@ def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virt
     Keyword overrides as in :func:`router.run.simulate`; ``trace`` bounds the
     number of service starts recorded (``None``: all of them).
     """
-    changes = {}
-    if scheduler is not None:
-        changes["router.scheduler"] = scheduler
-    if virtual_time is not None:
-        changes["router.virtual_time"] = virtual_time
-    if seed is not None:
-        changes["run.seed"] = seed
-    if duration is not None:
-        changes["run.duration"] = duration
-    if max_services is not None:
-        changes["run.max_services"] = max_services
-    sc = scenario.replace(**changes) if changes else scenario
+    sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
+                                 max_services=max_services)
     return ReferenceRouter(sc, trace).run()

@@ -166,18 +166,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     Keyword overrides replace the scenario's own settings (and are validated
     like them).  ``trace`` bounds the number of service starts recorded.
     """
-    changes = {}
-    if scheduler is not None:
-        changes["router.scheduler"] = scheduler
-    if virtual_time is not None:
-        changes["router.virtual_time"] = virtual_time
-    if seed is not None:
-        changes["run.seed"] = seed
-    if duration is not None:
-        changes["run.duration"] = duration
-    if max_services is not None:
-        changes["run.max_services"] = max_services
-    sc = scenario.replace(**changes) if changes else scenario
+    sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
+                                 max_services=max_services)
     if trace < 0:
         raise MrfqError(f"trace = {trace}: must be >= 0 (number of service starts to record)")
 
