@@ -24,7 +24,7 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
+def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     """Per-resource start tags; the key is their max over visited resources."""
     key = 0.0
     fin = 0.0

@@ -26,6 +26,7 @@ processing times ``s_j`` (time units), ``J..2J-1`` per-resource start tags,
 ``2J`` the scheduling key at its current resource, ``2J+1`` its finish tag.
 ``vt[0..J-1]`` per-resource virtual times, ``vt[J]`` the router virtual time,
 ``vt[J+1]`` the largest finish tag of a packet that has begun service.
+Every ``admit`` hook also receives ``dominant`` = max_j s_ij^k of the packet.
 """
 
 from __future__ import annotations
@@ -36,12 +37,10 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
-    """[BR] eq. (2): tag the packet at router admission; returns its key."""
-    dominant = 0.0
-    for j in range(J):
-        if pkt[slot, pos, j] > dominant:
-            dominant = pkt[slot, pos, j]
+def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
+    """[BR] eq. (2): tag the packet at router admission; returns its key.
+
+    ``dominant`` = max_j s_ij^k of this packet (time units), given by the engine."""
     start_tag = vt[J]
     if flow_F[slot] > start_tag:
         start_tag = flow_F[slot]

@@ -12,7 +12,7 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
+def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     return 0.0
 
 

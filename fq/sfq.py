@@ -29,7 +29,7 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
+def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     """Nothing is tagged at the router: tags are per resource."""
     return 0.0
 

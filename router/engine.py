@@ -52,11 +52,11 @@ M32 = 0xFFFFFFFF
 # ---------------------------------------------------------------------------
 # scheduler dispatch: every policy has the same three hooks (see fq/drfq.py)
 @jit(inline="always")
-def _admit_key(policy, slot, pos, J, weight, vt, flow_F, flow_Fj, pkt):
+def _admit_key(policy, slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     if policy == P_DRFQ:
-        return drfq.admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt)
+        return drfq.admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
     elif policy == P_DOVETAIL:
-        return dovetail.admit(slot, pos, J, weight, vt, flow_F, flow_Fj, pkt)
+        return dovetail.admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
     return 0.0
 
 
@@ -194,11 +194,11 @@ def _batch(t, warmup, T, B):
 
 
 # flow-table integer columns
-I_UID, I_SPEC, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_SIZE, I_PENDING, I_DEPPOST, I_DONE = range(10)
-N_ICOLS = 10
+I_UID, I_SPEC, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_SIZE, I_PENDING, I_DEPPOST, I_DONE, I_FIRST = range(11)
+N_ICOLS = 11
 # flow-table float columns
-F_F, F_ARRIVE, F_WEIGHT, F_DONE_T = range(4)
-N_FCOLS = 4
+F_F, F_ARRIVE, F_WEIGHT, F_DONE_T, F_DOM = range(5)
+N_FCOLS = 5
 
 
 @jit(inline="always")
@@ -225,21 +225,29 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q
     sp = slot_i[s, I_SPEC]
     uid = slot_i[s, I_UID]
     if sp_nz[sp] > 1:
+        # a packet size from the counter-based hash; costs = per packet + per byte * size
         u = packet_uniform(cost_key, uid, seq)
         z = 0
         while z < sp_nz[sp] - 1 and u >= sp_cdf[sp, z]:
             z += 1
         size = sp_sizes[sp, z]
+        dominant = 0.0
+        for jj in range(J):
+            c = sp_cost[sp, jj] + sp_pb[sp, jj] * size
+            pkt[s, pos, jj] = c
+            if c > dominant:
+                dominant = c
     else:
-        size = sp_sizes[sp, 0]
-    for jj in range(J):
-        pkt[s, pos, jj] = sp_cost[sp, jj] + sp_pb[sp, jj] * size
+        # constant costs: written into every ring slot when the flow started
+        dominant = slot_f[s, F_DOM]
     slot_i[s, I_INFLIGHT] += 1
     weight = slot_f[s, F_WEIGHT]
-    _admit_key(policy, s, pos, J, weight, vt, flow_F, flow_Fj, pkt)
-    j0 = 0
-    while pkt[s, pos, j0] <= 0.0:
-        j0 += 1
+    _admit_key(policy, s, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
+    j0 = slot_i[s, I_FIRST]
+    if sp_nz[sp] > 1:
+        j0 = 0
+        while pkt[s, pos, j0] <= 0.0:
+            j0 += 1
     _enqueue(policy, fq_res, unit, s, seq, pos, j0, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
              hk, hu, hs, hn, admitted_j)
 
@@ -336,6 +344,21 @@ def _flow_starts(
         slot_i[s, I_PENDING] = 0
         slot_i[s, I_DEPPOST] = 0
         slot_f[s, F_ARRIVE] = t
+        sp = slot_i[s, I_SPEC]
+        if sp_nz[sp] == 1:
+            # constant per-packet costs: every ring slot holds them for the flow's lifetime
+            dom = 0.0
+            first = -1
+            for jj in range(J):
+                c = sp_cost[sp, jj] + sp_pb[sp, jj] * sp_sizes[sp, 0]
+                for q in range(RM + 1):
+                    pkt[s, q, jj] = c
+                if c > dom:
+                    dom = c
+                if c > 0.0 and first < 0:
+                    first = jj
+            slot_f[s, F_DOM] = dom
+            slot_i[s, I_FIRST] = first
         flow_F[s] = 0.0
         for jj in range(J):
             flow_Fj[s, jj] = 0.0
