@@ -213,10 +213,6 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
     done: dict[tuple[str, float], dict[int, dict]] = {key: {} for key in reps}
     stats = {"run": 0, "reused": 0, "services": 0}
     bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=0, unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
 
     def points_for(s, load, r_from, r_to):
         sc = point_scenario(base, s, load, cfg)
@@ -248,9 +244,14 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                     stats["reused"] += 1
                 else:
                     tasks.append((p, d, name))
-        if bar is not None:
-            bar.total += len(tasks)
-            bar.refresh()
+        if progress and tasks:
+            if bar is None:
+                from tqdm import tqdm
+
+                bar = tqdm(total=len(tasks), unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
+            else:
+                bar.total += len(tasks)
+                bar.refresh()
 
         def on_done(p: Point, payload: dict) -> None:
             store.put(p, name, payload)
