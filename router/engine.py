@@ -39,6 +39,8 @@ scheduler sees the same flows and the same packets (common random numbers).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from fq import dovetail, drfq, fifo, sfq
@@ -252,27 +254,13 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q
              hk, hu, hs, hn, admitted_j)
 
 
-@jit
-def _grow2(a, n):
-    out = np.zeros((n,) + a.shape[1:], a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@jit
-def _grow_heap(a, n):
-    out = np.zeros((a.shape[0], n), a.dtype)
-    out[:, : a.shape[1]] = a
-    return out
-
-
 # scalar state carried between calls of the inner loop
 (S_T, S_NEXT_ARR, S_NEXT_STATIC, S_T_AREA) = range(4)
 N_SF = 4
 (S_SERVICES, S_NFREE, S_ADM_HEAD, S_ADM_N, S_ST_PTR, S_PK_ADM, S_PK_DEP, S_NEXT_UID, S_ACTIVE,
  S_MAX_ACTIVE, S_TR_N, S_STOPPED) = range(12)
 N_SI = 12
-DONE, GROW_FLOWS, GROW_ADM = 0, 1, 2
+DONE, GROW_FLOWS = 0, 1
 
 
 @jit_no_refcount
@@ -294,20 +282,19 @@ def _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, c
 
 @jit_no_refcount
 def _flow_starts(
-    policy, fq_res, unit, J, N, RM, t, T, warmup, B,
-    sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
-    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
-    vt, admitted_j, x, area, cls_arrived,
+    J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
+    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
+    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, pkt, free, now_s, now_n,
+    x, area, cls_arrived,
 ):
     """Static flow starts (by flow id) and the Poisson flow arrival at instant t: each new
-    flow gets a table row and admits min(N, L) packets.  Scalars travel in sf/si."""
+    flow gets a table row and queues min(N, L) admissions in ``now_s`` (the loop admits them
+    right after).  Scalars travel in sf/si; returns the new length of ``now_s``."""
     next_arr = sf[S_NEXT_ARR]
     next_static = sf[S_NEXT_STATIC]
     t_last_area = sf[S_T_AREA]
     n_free = si[S_NFREE]
     st_ptr = si[S_ST_PTR]
-    pk_admitted = si[S_PK_ADM]
     next_uid = si[S_NEXT_UID]
     n_active = si[S_ACTIVE]
     max_active = si[S_MAX_ACTIVE]
@@ -336,7 +323,7 @@ def _flow_starts(
             _area(area, x, K, t_last_area, t, warmup, T, B)
             t_last_area = t
             x[k] += 1.0
-        # ---- a flow starts: reset its row, admit min(N, L) packets
+        # ---- a flow starts: reset its row, queue min(N, L) admissions
         slot_i[s, I_SIZE] = size_total
         slot_i[s, I_REMAIN] = size_total if size_total > 0 else -1
         slot_i[s, I_INFLIGHT] = 0
@@ -374,19 +361,19 @@ def _flow_starts(
         for _ in range(n0):
             if slot_i[s, I_REMAIN] > 0:
                 slot_i[s, I_REMAIN] -= 1
-            _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
-                   hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
-            pk_admitted += 1
+            slot_i[s, I_PENDING] += 1
+            now_s[now_n] = s
+            now_n += 1
 
     sf[S_NEXT_ARR] = next_arr
     sf[S_NEXT_STATIC] = next_static
     sf[S_T_AREA] = t_last_area
     si[S_NFREE] = n_free
     si[S_ST_PTR] = st_ptr
-    si[S_PK_ADM] = pk_admitted
     si[S_NEXT_UID] = next_uid
     si[S_ACTIVE] = n_active
     si[S_MAX_ACTIVE] = max_active
+    return now_n
 
 
 @jit_no_refcount
@@ -395,14 +382,20 @@ def _loop(
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
     n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
     sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
-    busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s,
+    busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
     admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
     cls_arrived, cls_completed, tr_t, tr_end, tr_res, tr_uid, tr_seq,
 ):
-    """The event loop proper.  Arrays are never reassigned here (so numba can
-    drop reference counting from the hot path); when the flow table or the
-    admission ring is full it returns GROW_* *before* touching the instant, and
-    :func:`simulate_kernel` enlarges the arrays and calls it again."""
+    """The event loop proper (see the module docstring for the event order).
+
+    Arrays are never reassigned here, and the loop is compiled without numba's
+    runtime, so no reference counting runs on the hot path.  When the flow
+    table is full and a Poisson flow is due, it returns GROW_FLOWS *before*
+    touching that instant; :func:`simulate_kernel` enlarges the arrays and
+    calls it again.  Every admission, immediate (a departure with ``rtt = 0``,
+    a new flow's first window) or delayed by ``rtt``, goes through one queue
+    and one call site.
+    """
     C = slot_i.shape[0]
     acap = adm_t.shape[0]
     t = sf[S_T]
@@ -413,12 +406,9 @@ def _loop(
     n_free = si[S_NFREE]
     adm_head = si[S_ADM_HEAD]
     adm_n = si[S_ADM_N]
-    st_ptr = si[S_ST_PTR]
     pk_admitted = si[S_PK_ADM]
     pk_departed = si[S_PK_DEP]
-    next_uid = si[S_NEXT_UID]
     n_active = si[S_ACTIVE]
-    max_active = si[S_MAX_ACTIVE]
     tr_n = si[S_TR_N]
     code = DONE
     while True:
@@ -438,9 +428,6 @@ def _loop(
             break
         if next_arr == tn and n_free == 0:
             code = GROW_FLOWS
-            break
-        if rtt > 0.0 and adm_n + J > acap:
-            code = GROW_ADM
             break
         t = tn
 
@@ -462,6 +449,7 @@ def _loop(
             drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
 
         # ---- phase 1b: move each on, or let it leave (resource order)
+        now_n = 0
         for c in range(nc):
             j = comp_j[c]
             s = comp_slot[c]
@@ -486,17 +474,20 @@ def _loop(
                     if b >= 0:
                         dep_pk[k, b] += 1.0
             if slot_i[s, I_REMAIN] != 0:
+                # the window's next packet: now (rtt = 0) or rtt later
                 if slot_i[s, I_REMAIN] > 0:
                     slot_i[s, I_REMAIN] -= 1
+                slot_i[s, I_PENDING] += 1
                 if rtt > 0.0:
-                    adm_t[(adm_head + adm_n) % acap] = t + rtt
-                    adm_s[(adm_head + adm_n) % acap] = s
+                    q = adm_head + adm_n
+                    if q >= acap:
+                        q -= acap
+                    adm_t[q] = t + rtt
+                    adm_s[q] = s
                     adm_n += 1
-                    slot_i[s, I_PENDING] += 1
                 else:
-                    _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
-                           hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
-                    pk_admitted += 1
+                    now_s[now_n] = s
+                    now_n += 1
             elif slot_i[s, I_INFLIGHT] == 0 and slot_i[s, I_PENDING] == 0:
                 # ---- flow completion (rare: out of line)
                 n_active -= 1
@@ -509,42 +500,45 @@ def _loop(
                     t_last_area = t
                     n_free += 1
 
-        # ---- phase 2: delayed admissions, static starts, Poisson arrival at t
-        while adm_n > 0 and adm_t[adm_head] == t:
-            s = adm_s[adm_head]
-            adm_head = (adm_head + 1) % acap
-            adm_n -= 1
+        # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
+        #      rtt that fall due now, then new flows' windows (static starts by flow id, then
+        #      the Poisson arrival); each is tagged with the virtual times as they stand now
+        now_i = 0
+        starts_done = False
+        while True:
+            if now_i < now_n:
+                s = now_s[now_i]
+                now_i += 1
+            elif adm_n > 0 and adm_t[adm_head] == t:
+                s = adm_s[adm_head]
+                adm_head += 1
+                if adm_head == acap:
+                    adm_head = 0
+                adm_n -= 1
+            elif not starts_done and (next_static == t or next_arr == t):
+                starts_done = True
+                sf[S_NEXT_ARR] = next_arr
+                sf[S_NEXT_STATIC] = next_static
+                sf[S_T_AREA] = t_last_area
+                si[S_NFREE] = n_free
+                si[S_ACTIVE] = n_active
+                now_n = _flow_starts(
+                    J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
+                    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
+                    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, pkt, free, now_s, now_n,
+                    x, area, cls_arrived)
+                next_arr = sf[S_NEXT_ARR]
+                next_static = sf[S_NEXT_STATIC]
+                t_last_area = sf[S_T_AREA]
+                n_free = si[S_NFREE]
+                n_active = si[S_ACTIVE]
+                continue
+            else:
+                break
             slot_i[s, I_PENDING] -= 1
             _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
                    hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
             pk_admitted += 1
-
-        if next_static == t or next_arr == t:
-            # flow starts are rare: handled out of line to keep the hot loop small
-            sf[S_NEXT_ARR] = next_arr
-            sf[S_NEXT_STATIC] = next_static
-            sf[S_T_AREA] = t_last_area
-            si[S_NFREE] = n_free
-            si[S_ST_PTR] = st_ptr
-            si[S_PK_ADM] = pk_admitted
-            si[S_NEXT_UID] = next_uid
-            si[S_ACTIVE] = n_active
-            si[S_MAX_ACTIVE] = max_active
-            _flow_starts(
-                policy, fq_res, unit, J, N, RM, t, T, warmup, B,
-                sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
-                n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-                sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
-                vt, admitted_j, x, area, cls_arrived)
-            next_arr = sf[S_NEXT_ARR]
-            next_static = sf[S_NEXT_STATIC]
-            t_last_area = sf[S_T_AREA]
-            n_free = si[S_NFREE]
-            st_ptr = si[S_ST_PTR]
-            pk_admitted = si[S_PK_ADM]
-            next_uid = si[S_NEXT_UID]
-            n_active = si[S_ACTIVE]
-            max_active = si[S_MAX_ACTIVE]
 
         # ---- phase 3: idle resources start their smallest key
         for j in range(J):
@@ -601,17 +595,31 @@ def _loop(
     si[S_NFREE] = n_free
     si[S_ADM_HEAD] = adm_head
     si[S_ADM_N] = adm_n
-    si[S_ST_PTR] = st_ptr
     si[S_PK_ADM] = pk_admitted
     si[S_PK_DEP] = pk_departed
-    si[S_NEXT_UID] = next_uid
     si[S_ACTIVE] = n_active
-    si[S_MAX_ACTIVE] = max_active
     si[S_TR_N] = tr_n
     return code
 
 
-@jit
+def _grow_rows(a: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros((n,) + a.shape[1:], a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def _compile_seconds(fn, args) -> float:
+    """Compile (or load from numba's cache) ``fn`` for these argument types; seconds spent."""
+    if not hasattr(fn, "typeof_pyval"):  # NUMBA_DISABLE_JIT=1: a plain function
+        return 0.0
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    if sig in fn.overloads:
+        return 0.0
+    t0 = time.perf_counter()
+    fn.compile(sig)
+    return time.perf_counter() - t0
+
+
 def simulate_kernel(
     policy, fq_res, unit, vt_in_service, idle_reset, J, N, rtt,
     T, warmup, B, max_services, trace_cap,
@@ -624,9 +632,11 @@ def simulate_kernel(
 
     Units: time units; costs ``sp_cost[s, j]`` time units per packet,
     ``sp_pb[s, j]`` per byte; ``lam_total`` flows per time unit.
-    Allocates the state, runs :func:`_loop` (enlarging the flow table and the
-    admission ring when it asks), then counts what is left in the system for
-    the conservation check.  Returns flat arrays (see :func:`router.run.simulate`).
+    Plain Python: allocates the state with numpy (nothing to compile), runs the
+    compiled :func:`_loop` (doubling the flow table when it asks), then counts
+    what is left in the system for the conservation check.  Returns
+    ``(outputs, compile_seconds)``, the outputs as flat arrays (see
+    :func:`router.run.simulate`).
     """
     C = n_static + 64
     # per-flow rings of NR >= N slots, NR a power of two: positions are seq & RM
@@ -634,27 +644,25 @@ def simulate_kernel(
     while NR < N:
         NR *= 2
     RM = NR - 1
-    slot_i = np.zeros((C, N_ICOLS), np.int64)
-    slot_f = np.zeros((C, N_FCOLS), np.float64)
-    flow_F = np.zeros(C, np.float64)
-    flow_Fj = np.zeros((C, J), np.float64)
-    Q = np.zeros((C, J), np.int64)
-    qh = np.zeros((C, J), np.int64)
-    qc = np.zeros((C, J), np.int64)
-    qring = np.zeros((C, J, NR), np.int64)
-    pkt = np.zeros((C, NR, 2 * J + 2), np.float64)
-    hk = np.zeros((J, C), np.float64)
-    hu = np.zeros((J, C), np.int64)
-    hs = np.zeros((J, C), np.int64)
+    st = {
+        "slot_i": np.zeros((C, N_ICOLS), np.int64),
+        "slot_f": np.zeros((C, N_FCOLS), np.float64),
+        "flow_F": np.zeros(C, np.float64),
+        "flow_Fj": np.zeros((C, J), np.float64),
+        "Q": np.zeros((C, J), np.int64),
+        "qh": np.zeros((C, J), np.int64),
+        "qc": np.zeros((C, J), np.int64),
+        "qring": np.zeros((C, J, NR), np.int64),
+        "pkt": np.zeros((C, NR, 2 * J + 2), np.float64),
+    }
+    heaps = {"hk": np.zeros((J, C), np.float64), "hu": np.zeros((J, C), np.int64),
+             "hs": np.zeros((J, C), np.int64)}
     hn = np.zeros(J, np.int64)
-    free = np.zeros(C, np.int64)
+    free = np.arange(C - 1, n_static - 1, -1, dtype=np.int64)
+    free = np.concatenate([free, np.zeros(n_static, np.int64)])
     sf = np.zeros(N_SF, np.float64)
     si = np.zeros(N_SI, np.int64)
-    n_free = 0
-    for s in range(C - 1, n_static - 1, -1):
-        free[n_free] = s
-        n_free += 1
-    si[S_NFREE] = n_free
+    si[S_NFREE] = C - n_static
 
     busy_slot = np.full(J, -1, np.int64)
     busy_seq = np.zeros(J, np.int64)
@@ -665,15 +673,16 @@ def simulate_kernel(
     comp_j = np.zeros(J, np.int64)
     comp_slot = np.zeros(J, np.int64)
     comp_seq = np.zeros(J, np.int64)
-    adm_t = np.zeros(64, np.float64)
-    adm_s = np.zeros(64, np.int64)
+    # pending admissions never exceed N per flow, so C * NR (+ J) bounds both queues
+    adm_t = np.zeros(C * NR + J, np.float64)
+    adm_s = np.zeros(C * NR + J, np.int64)
+    now_s = np.zeros(C * NR + J, np.int64)
 
     admitted_j = np.zeros(J, np.int64)
     served_j = np.zeros(J, np.int64)
     busy_post = np.zeros(J, np.float64)
-    st_dep_post = np.zeros(max(n_static, 1), np.int64)
-    st_done_t = np.full(max(n_static, 1), np.nan)
-    st_admitted = np.zeros(max(n_static, 1), np.int64)
+    ns1 = max(n_static, 1)
+    st_done_t = np.full(ns1, np.nan)
     Kc = max(K, 1)
     x = np.zeros(Kc, np.float64)
     area = np.zeros((Kc, B), np.float64)
@@ -683,69 +692,55 @@ def simulate_kernel(
     done_fct = np.zeros((Kc, B), np.float64)
     cls_arrived = np.zeros(Kc, np.int64)
     cls_completed = np.zeros(Kc, np.int64)
-    tr_t = np.zeros(trace_cap, np.float64)
-    tr_end = np.zeros(trace_cap, np.float64)
-    tr_res = np.zeros(trace_cap, np.int64)
-    tr_uid = np.zeros(trace_cap, np.int64)
-    tr_seq = np.zeros(trace_cap, np.int64)
+    tr = [np.zeros(trace_cap, np.float64), np.zeros(trace_cap, np.float64), np.zeros(trace_cap, np.int64),
+          np.zeros(trace_cap, np.int64), np.zeros(trace_cap, np.int64)]
 
     # static flows own rows 0..n_static-1 (flow id = row)
     for i in range(n_static):
-        slot_i[i, I_UID] = i
-        slot_i[i, I_SPEC] = i
-        slot_i[i, I_CLASS] = -1
-        slot_f[i, F_WEIGHT] = sp_w[i]
+        st["slot_i"][i, I_UID] = i
+        st["slot_i"][i, I_SPEC] = i
+        st["slot_i"][i, I_CLASS] = -1
+        st["slot_f"][i, F_WEIGHT] = sp_w[i]
     si[S_NEXT_UID] = n_static
     sf[S_NEXT_STATIC] = st_start[st_order[0]] if n_static > 0 else INF
-    sf[S_NEXT_ARR] = INF
-    if K > 0 and lam_total > 0.0:
-        sf[S_NEXT_ARR] = rng.exponential(1.0 / lam_total)
+    sf[S_NEXT_ARR] = rng.exponential(1.0 / lam_total) if K > 0 and lam_total > 0.0 else INF
 
+    compile_seconds = 0.0
     while True:
-        code = _loop(
+        args = (
             policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-            sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
-            busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s,
+            sf, si, st["slot_i"], st["slot_f"], st["flow_F"], st["flow_Fj"], st["Q"], st["qh"], st["qc"],
+            st["qring"], st["pkt"], heaps["hk"], heaps["hu"], heaps["hs"], hn, free,
+            busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
             admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
-            cls_arrived, cls_completed, tr_t, tr_end, tr_res, tr_uid, tr_seq,
+            cls_arrived, cls_completed, tr[0], tr[1], tr[2], tr[3], tr[4],
         )
-        if code == DONE:
+        compile_seconds += _compile_seconds(_loop, args)
+        if _loop(*args) == DONE:
             break
-        if code == GROW_FLOWS:
-            C2 = 2 * C
-            slot_i = _grow2(slot_i, C2)
-            slot_f = _grow2(slot_f, C2)
-            flow_F = _grow2(flow_F, C2)
-            flow_Fj = _grow2(flow_Fj, C2)
-            Q = _grow2(Q, C2)
-            qh = _grow2(qh, C2)
-            qc = _grow2(qc, C2)
-            qring = _grow2(qring, C2)
-            pkt = _grow2(pkt, C2)
-            hk = _grow_heap(hk, C2)
-            hu = _grow_heap(hu, C2)
-            hs = _grow_heap(hs, C2)
-            free = np.zeros(C2, np.int64)
-            n_free = 0
-            for s2 in range(C2 - 1, C - 1, -1):
-                free[n_free] = s2
-                n_free += 1
-            si[S_NFREE] = n_free
-            C = C2
-        else:
-            acap = adm_t.shape[0]
-            head = si[S_ADM_HEAD]
-            n = si[S_ADM_N]
-            na_t = np.zeros(2 * acap, np.float64)
-            na_s = np.zeros(2 * acap, np.int64)
-            for q in range(n):
-                na_t[q] = adm_t[(head + q) % acap]
-                na_s[q] = adm_s[(head + q) % acap]
-            adm_t = na_t
-            adm_s = na_s
-            si[S_ADM_HEAD] = 0
+        # GROW_FLOWS: double the flow table, the heaps and the admission queues
+        C2 = 2 * C
+        for name in st:
+            st[name] = _grow_rows(st[name], C2)
+        for name in heaps:
+            h = np.zeros((J, C2), heaps[name].dtype)
+            h[:, :C] = heaps[name]
+            heaps[name] = h
+        free = np.zeros(C2, np.int64)
+        free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
+        si[S_NFREE] = C2 - C
+        n, head, cap = si[S_ADM_N], si[S_ADM_HEAD], adm_t.shape[0]
+        order = (head + np.arange(n)) % cap
+        new_t = np.zeros(C2 * NR + J, np.float64)
+        new_s = np.zeros(C2 * NR + J, np.int64)
+        new_t[:n] = adm_t[order]
+        new_s[:n] = adm_s[order]
+        adm_t, adm_s = new_t, new_s
+        si[S_ADM_HEAD] = 0
+        now_s = np.zeros(C2 * NR + J, np.int64)
+        C = C2
 
     stopped = si[S_STOPPED] == 1
     t_end = sf[S_T] if stopped else T
@@ -757,24 +752,35 @@ def simulate_kernel(
                 lo = t_end if t_end > warmup else warmup
                 if hi > lo:
                     busy_post[j] -= hi - lo
-    _area(area, x, K, sf[S_T_AREA], t_end, warmup, T, B)
+    if K > 0:
+        _area_py(area, x, K, sf[S_T_AREA], t_end, warmup, T, B)
 
     # ---- conservation: admitted = served + in system, per resource and overall
-    in_sys_j = np.zeros(J, np.int64)
-    in_router = 0
-    for s in range(C):
-        for j in range(J):
-            in_sys_j[j] += Q[s, j]
-        if slot_i[s, I_INFLIGHT] > 0:
-            in_router += slot_i[s, I_INFLIGHT]
-    for s in range(n_static):
-        st_dep_post[s] = slot_i[s, I_DEPPOST]
-        st_admitted[s] = slot_i[s, I_NEXTSEQ] - 1 if slot_i[s, I_NEXTSEQ] > 0 else 0
+    slot_i = st["slot_i"]
+    in_sys_j = st["Q"].sum(axis=0)
+    inflight = slot_i[:, I_INFLIGHT]
+    in_router = int(inflight[inflight > 0].sum())
+    st_dep_post = slot_i[:ns1, I_DEPPOST].copy() if n_static > 0 else np.zeros(1, np.int64)
+    st_admitted = (slot_i[:ns1, I_NEXTSEQ] - 1).clip(min=0) if n_static > 0 else np.zeros(1, np.int64)
     tr_n = si[S_TR_N]
     return (
         t_end, si[S_SERVICES], served_j, admitted_j, in_sys_j, si[S_PK_ADM], si[S_PK_DEP], in_router,
         busy_post, st_dep_post, st_done_t, st_admitted,
         area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x,
-        tr_t[:tr_n], tr_end[:tr_n], tr_res[:tr_n], tr_uid[:tr_n], tr_seq[:tr_n],
+        tr[0][:tr_n], tr[1][:tr_n], tr[2][:tr_n], tr[3][:tr_n], tr[4][:tr_n],
         si[S_NEXT_UID], si[S_MAX_ACTIVE],
-    )
+    ), compile_seconds
+
+
+def _area_py(area, x, K, t0, t1, warmup, T, B):
+    """Python twin of :func:`_area` for the last piece of the run (called once)."""
+    if t1 <= warmup or t0 >= T or t1 <= t0:
+        return
+    blen = (T - warmup) / B
+    for b in range(B):
+        b_lo = warmup + b * blen
+        b_hi = T if b == B - 1 else warmup + (b + 1) * blen
+        a = max(t0, b_lo)
+        e = min(t1, b_hi)
+        if e > a:
+            area[:K, b] += x[:K] * (e - a)

@@ -146,18 +146,6 @@ def _spec_arrays(specs, J):
     return cost, pb, sizes, cdf, nz, w
 
 
-def _ensure_compiled(kernel, args) -> float:
-    """Compile (or load from numba's cache) the kernel for these argument types; seconds spent."""
-    if not hasattr(kernel, "typeof_pyval"):  # NUMBA_DISABLE_JIT=1: a plain function
-        return 0.0
-    sig = tuple(kernel.typeof_pyval(a) for a in args)
-    if sig in kernel.overloads:
-        return 0.0
-    t0 = time.perf_counter()
-    kernel.compile(sig)
-    return time.perf_counter() - t0
-
-
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
              max_services: int | None = None) -> RunResult:
@@ -208,12 +196,11 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         K, cls_spec, cls_cdf, lam_total, cls_p,
         rng, cost_key,
     )
-    compile_seconds = _ensure_compiled(simulate_kernel, args)
     w0 = time.perf_counter()
     c0 = time.process_time()
-    out = simulate_kernel(*args)
-    cpu = time.process_time() - c0
-    wall = time.perf_counter() - w0
+    out, compile_seconds = simulate_kernel(*args)
+    cpu = time.process_time() - c0 - compile_seconds
+    wall = time.perf_counter() - w0 - compile_seconds
     (t_end, services, served_j, admitted_j, in_sys_j, pk_adm, pk_dep, in_router,
      busy_post, st_dep_post, st_done_t, st_admitted,
      area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x_end,
