@@ -24,38 +24,38 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
+def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     """Per-resource start tags; the key is their max over visited resources."""
     key = 0.0
     fin = 0.0
     for j in range(J):
-        s = pkt[slot, pos, j]
+        s = pkt[pb + j]
         if s > 0.0:
             start_tag = vt[j]
             if flow_Fj[slot, j] > start_tag:
                 start_tag = flow_Fj[slot, j]
             finish_tag = start_tag + s / weight
             flow_Fj[slot, j] = finish_tag
-            pkt[slot, pos, J + j] = start_tag
+            pkt[pb + J + j] = start_tag
             if start_tag > key:
                 key = start_tag
             if finish_tag > fin:
                 fin = finish_tag
-    pkt[slot, pos, 2 * J] = key
-    pkt[slot, pos, 2 * J + 1] = fin
+    pkt[pb + 2 * J] = key
+    pkt[pb + 2 * J + 1] = fin
     return key
 
 
 @jit(inline="always")
-def arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
+def arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
     """The key is fixed at admission."""
-    return pkt[slot, pos, 2 * J]
+    return pkt[pb + 2 * J]
 
 
 @jit(inline="always")
-def start(slot, pos, j, J, vt, pkt):
+def start(slot, pb, j, J, vt, pkt):
     """``V_j = max(V_j, S_ij)`` when the packet begins service at j."""
-    s = pkt[slot, pos, J + j]
+    s = pkt[pb + J + j]
     if s > vt[j]:
         vt[j] = s
 

@@ -20,10 +20,12 @@ Virtual time ``V`` (SPEC §6.1, a named option ``virtual_time``):
   tag of the packets served so far (SFQ's end-of-busy-period rule) — a
   (choice), so that a flow arriving at an idle router neither gains nor loses.
 
-Kernel layout (shared by every scheduler in ``fq``): ``pkt[slot, pos, c]`` holds
-packet ``pos`` of the flow in flow-table row ``slot``: columns ``0..J-1`` its
-processing times ``s_j`` (time units), ``J..2J-1`` per-resource start tags,
-``2J`` the scheduling key at its current resource, ``2J+1`` its finish tag.
+Kernel layout (shared by every scheduler in ``fq``): ``pkt`` is one flat
+float64 array; the record of the packet in ring position ``pos`` of flow-table
+row ``slot`` starts at ``pb = (slot * NR + pos) * (2J + 2)``: ``pkt[pb + j]``
+its processing time at resource j (time units), ``pkt[pb + J + j]`` its
+per-resource start tags, ``pkt[pb + 2J]`` its scheduling key at its current
+resource, ``pkt[pb + 2J + 1]`` its finish tag.
 ``vt[0..J-1]`` per-resource virtual times, ``vt[J]`` the router virtual time,
 ``vt[J+1]`` the largest finish tag of a packet that has begun service.
 Every ``admit`` hook also receives ``dominant`` = max_j s_ij^k of the packet.
@@ -37,7 +39,7 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
+def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     """[BR] eq. (2): tag the packet at router admission; returns its key.
 
     ``dominant`` = max_j s_ij^k of this packet (time units), given by the engine."""
@@ -46,24 +48,24 @@ def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
         start_tag = flow_F[slot]
     finish_tag = start_tag + dominant / weight
     flow_F[slot] = finish_tag
-    pkt[slot, pos, 2 * J] = start_tag
-    pkt[slot, pos, 2 * J + 1] = finish_tag
+    pkt[pb + 2 * J] = start_tag
+    pkt[pb + 2 * J + 1] = finish_tag
     return start_tag
 
 
 @jit(inline="always")
-def arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
+def arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
     """The key is the admission start tag at every resource."""
-    return pkt[slot, pos, 2 * J]
+    return pkt[pb + 2 * J]
 
 
 @jit(inline="always")
-def start(slot, pos, j, J, vt, pkt):
+def start(slot, pb, j, J, vt, pkt):
     """Service start: ``V = max(V, S)`` (the "started" rule; harmless for "in-service")."""
-    s = pkt[slot, pos, 2 * J]
+    s = pkt[pb + 2 * J]
     if s > vt[J]:
         vt[J] = s
-    f = pkt[slot, pos, 2 * J + 1]
+    f = pkt[pb + 2 * J + 1]
     if f > vt[J + 1]:
         vt[J + 1] = f
 

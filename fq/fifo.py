@@ -12,18 +12,18 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
+def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     return 0.0
 
 
 @jit(inline="always")
-def arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
+def arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
     """Key = arrival time at resource j."""
-    pkt[slot, pos, 2 * J] = t
-    pkt[slot, pos, 2 * J + 1] = t
+    pkt[pb + 2 * J] = t
+    pkt[pb + 2 * J + 1] = t
     return t
 
 
 @jit(inline="always")
-def start(slot, pos, j, J, vt, pkt):
-    vt[j] = pkt[slot, pos, 2 * J]
+def start(slot, pb, j, J, vt, pkt):
+    vt[j] = pkt[pb + 2 * J]

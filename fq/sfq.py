@@ -29,41 +29,41 @@ from fq._jit import jit
 
 
 @jit(inline="always")
-def admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
+def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     """Nothing is tagged at the router: tags are per resource."""
     return 0.0
 
 
 @jit(inline="always")
-def arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
+def arrive_bmf(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
     """[BR] eq. (7): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / w_i`` (``1 / w_i`` when ``unit``)."""
     start_tag = vt[j]
     if flow_Fj[slot, j] > start_tag:
         start_tag = flow_Fj[slot, j]
-    finish_tag = start_tag + (1.0 if unit else pkt[slot, pos, j]) / weight
+    finish_tag = start_tag + (1.0 if unit else pkt[pb + j]) / weight
     flow_Fj[slot, j] = finish_tag
-    pkt[slot, pos, 2 * J] = start_tag
-    pkt[slot, pos, 2 * J + 1] = finish_tag
+    pkt[pb + 2 * J] = start_tag
+    pkt[pb + 2 * J + 1] = finish_tag
     return start_tag
 
 
 @jit(inline="always")
-def arrive_pf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
+def arrive_pf(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
     """[BR] eq. (5): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / (w_i Q_ij)`` (``1 / (w_i Q_ij)`` when ``unit``)."""
     start_tag = vt[j]
     if flow_Fj[slot, j] > start_tag:
         start_tag = flow_Fj[slot, j]
-    finish_tag = start_tag + (1.0 if unit else pkt[slot, pos, j]) / (weight * q_ij)
+    finish_tag = start_tag + (1.0 if unit else pkt[pb + j]) / (weight * q_ij)
     flow_Fj[slot, j] = finish_tag
-    pkt[slot, pos, 2 * J] = start_tag
-    pkt[slot, pos, 2 * J + 1] = finish_tag
+    pkt[pb + 2 * J] = start_tag
+    pkt[pb + 2 * J + 1] = finish_tag
     return start_tag
 
 
 @jit(inline="always")
-def start(slot, pos, j, J, vt, pkt):
+def start(slot, pb, j, J, vt, pkt):
     """``V_j`` = start tag of the packet that begins service at j."""
-    vt[j] = pkt[slot, pos, 2 * J]
+    vt[j] = pkt[pb + 2 * J]
 
 
 def twin_arrive(state: dict, flow: int, j: int, s_j: float, rate: float) -> tuple[float, float]:

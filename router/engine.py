@@ -54,37 +54,37 @@ M32 = 0xFFFFFFFF
 # ---------------------------------------------------------------------------
 # scheduler dispatch: every policy has the same three hooks (see fq/drfq.py)
 @jit(inline="always")
-def _admit_key(policy, slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
+def _admit_key(policy, slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
     if policy == P_DRFQ:
-        return drfq.admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
+        return drfq.admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
     elif policy == P_DOVETAIL:
-        return dovetail.admit(slot, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
+        return dovetail.admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
     return 0.0
 
 
 @jit(inline="always")
-def _arrive_key(policy, fq_res, unit, slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
+def _arrive_key(policy, fq_res, unit, slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
     if policy == P_DRFQ:
-        return drfq.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+        return drfq.arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
     elif policy == P_DOVETAIL:
-        return dovetail.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+        return dovetail.arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
     elif policy == P_PFSFQ:
-        return sfq.arrive_pf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
+        return sfq.arrive_pf(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
     elif policy == P_BMFWFQ:
-        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
+        return sfq.arrive_bmf(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
     elif policy == P_FQSINGLE and j == fq_res:
-        return sfq.arrive_bmf(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
-    return fifo.arrive(slot, pos, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+        return sfq.arrive_bmf(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit)
+    return fifo.arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
 
 
 @jit(inline="always")
-def _on_start(policy, slot, pos, j, J, vt, pkt):
+def _on_start(policy, slot, pb, j, J, vt, pkt):
     if policy == P_DRFQ:
-        drfq.start(slot, pos, j, J, vt, pkt)
+        drfq.start(slot, pb, j, J, vt, pkt)
     elif policy == P_DOVETAIL:
-        dovetail.start(slot, pos, j, J, vt, pkt)
+        dovetail.start(slot, pb, j, J, vt, pkt)
     else:
-        sfq.start(slot, pos, j, J, vt, pkt)
+        sfq.start(slot, pb, j, J, vt, pkt)
 
 
 # ---------------------------------------------------------------------------
@@ -204,12 +204,13 @@ N_FCOLS = 5
 
 
 @jit(inline="always")
-def _enqueue(policy, fq_res, unit, s, seq, pos, j, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+def _enqueue(policy, fq_res, unit, s, seq, pb, j, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
              hk, hu, hs, hn, admitted_j):
-    """Packet ``seq`` of the flow in row ``s`` joins resource j at time t: tag it, queue it."""
+    """Packet ``seq`` (record at ``pkt[pb:]``) of the flow in row ``s`` joins resource j at
+    time t: tag it, queue it."""
     Q[s, j] += 1
     admitted_j[j] += 1
-    key = _arrive_key(policy, fq_res, unit, s, pos, j, J, t, weight, Q[s, j], vt, flow_Fj, pkt)
+    key = _arrive_key(policy, fq_res, unit, s, pb, j, J, t, weight, Q[s, j], vt, flow_Fj, pkt)
     cnt = qc[s, j]
     qring[s, j, (qh[s, j] + cnt) & RM] = seq
     qc[s, j] = cnt + 1
@@ -223,7 +224,7 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     seq = slot_i[s, I_NEXTSEQ]
     slot_i[s, I_NEXTSEQ] = seq + 1
-    pos = seq & RM
+    pb = (s * (RM + 1) + (seq & RM)) * (2 * J + 2)
     sp = slot_i[s, I_SPEC]
     uid = slot_i[s, I_UID]
     if sp_nz[sp] > 1:
@@ -236,7 +237,7 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q
         dominant = 0.0
         for jj in range(J):
             c = sp_cost[sp, jj] + sp_pb[sp, jj] * size
-            pkt[s, pos, jj] = c
+            pkt[pb + jj] = c
             if c > dominant:
                 dominant = c
     else:
@@ -244,13 +245,13 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q
         dominant = slot_f[s, F_DOM]
     slot_i[s, I_INFLIGHT] += 1
     weight = slot_f[s, F_WEIGHT]
-    _admit_key(policy, s, pos, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
+    _admit_key(policy, s, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
     j0 = slot_i[s, I_FIRST]
     if sp_nz[sp] > 1:
         j0 = 0
-        while pkt[s, pos, j0] <= 0.0:
+        while pkt[pb + j0] <= 0.0:
             j0 += 1
-    _enqueue(policy, fq_res, unit, s, seq, pos, j0, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+    _enqueue(policy, fq_res, unit, s, seq, pb, j0, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
              hk, hu, hs, hn, admitted_j)
 
 
@@ -339,7 +340,7 @@ def _flow_starts(
             for jj in range(J):
                 c = sp_cost[sp, jj] + sp_pb[sp, jj] * sp_sizes[sp, 0]
                 for q in range(RM + 1):
-                    pkt[s, q, jj] = c
+                    pkt[(s * (RM + 1) + q) * (2 * J + 2) + jj] = c
                 if c > dom:
                     dom = c
                 if c > 0.0 and first < 0:
@@ -398,6 +399,8 @@ def _loop(
     """
     C = slot_i.shape[0]
     acap = adm_t.shape[0]
+    NR = RM + 1
+    W = 2 * J + 2
     t = sf[S_T]
     next_arr = sf[S_NEXT_ARR]
     next_static = sf[S_NEXT_STATIC]
@@ -454,12 +457,12 @@ def _loop(
             j = comp_j[c]
             s = comp_slot[c]
             seq = comp_seq[c]
-            pos = seq & RM
+            pb = (s * NR + (seq & RM)) * W
             nj = j + 1
-            while nj < J and pkt[s, pos, nj] <= 0.0:
+            while nj < J and pkt[pb + nj] <= 0.0:
                 nj += 1
             if nj < J:
-                _enqueue(policy, fq_res, unit, s, seq, pos, nj, t, J, RM, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
+                _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
                          flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, admitted_j)
                 continue
             # departure from the router
@@ -557,21 +560,21 @@ def _loop(
             qc[s, j] = cnt
             if cnt > 0:
                 seqn = qring[s, j, h]
-                _heap_sift_root(hk, hu, hs, hn[j], j, pkt[s, seqn & RM, 2 * J], hu[j, 0], s)
+                _heap_sift_root(hk, hu, hs, hn[j], j, pkt[(s * NR + (seqn & RM)) * W + 2 * J], hu[j, 0], s)
             else:
                 _heap_pop(hk, hu, hs, hn, j)
-            pos = seq & RM
-            _on_start(policy, s, pos, j, J, vt, pkt)
+            pb = (s * NR + (seq & RM)) * W
+            _on_start(policy, s, pb, j, J, vt, pkt)
             if policy == P_DOVETAIL:  # finish tag at j, not the largest over resources
-                f = pkt[s, pos, J + j] + pkt[s, pos, j] / slot_f[s, F_WEIGHT]
+                f = pkt[pb + J + j] + pkt[pb + j] / slot_f[s, F_WEIGHT]
             else:
-                f = pkt[s, pos, 2 * J + 1]
+                f = pkt[pb + 2 * J + 1]
             if f > maxfin_j[j]:
                 maxfin_j[j] = f
             busy_slot[j] = s
             busy_seq[j] = seq
-            busy_key[j] = pkt[s, pos, 2 * J]
-            end = t + pkt[s, pos, j]
+            busy_key[j] = pkt[pb + 2 * J]
+            end = t + pkt[pb + j]
             fin[j] = end
             lo = t if t > warmup else warmup
             hi = end if end < T else T
@@ -712,7 +715,7 @@ def simulate_kernel(
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
             sf, si, st["slot_i"], st["slot_f"], st["flow_F"], st["flow_Fj"], st["Q"], st["qh"], st["qc"],
-            st["qring"], st["pkt"], heaps["hk"], heaps["hu"], heaps["hs"], hn, free,
+            st["qring"], st["pkt"].reshape(-1), heaps["hk"], heaps["hu"], heaps["hs"], hn, free,
             busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
             admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
             cls_arrived, cls_completed, tr[0], tr[1], tr[2], tr[3], tr[4],
