@@ -201,25 +201,29 @@ N_ICOLS = 11
 # flow-table float columns
 F_F, F_ARRIVE, F_WEIGHT, F_DONE_T, F_DOM = range(5)
 N_FCOLS = 5
+# per-(flow row, resource) queue record, flat: qs[(s * J + j) * (NR + 3) + field]
+QS_Q, QS_HEAD, QS_COUNT, QS_RING = range(4)
 
 
 @jit(inline="always")
-def _enqueue(policy, fq_res, unit, s, seq, pb, j, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+def _enqueue(policy, fq_res, unit, s, seq, pb, j, t, J, RM, uid, weight, vt, flow_Fj, qs, pkt,
              hk, hu, hs, hn, admitted_j):
     """Packet ``seq`` (record at ``pkt[pb:]``) of the flow in row ``s`` joins resource j at
     time t: tag it, queue it."""
-    Q[s, j] += 1
+    qb = (s * J + j) * (RM + 4)
+    q_ij = qs[qb + QS_Q] + 1
+    qs[qb + QS_Q] = q_ij
     admitted_j[j] += 1
-    key = _arrive_key(policy, fq_res, unit, s, pb, j, J, t, weight, Q[s, j], vt, flow_Fj, pkt)
-    cnt = qc[s, j]
-    qring[s, j, (qh[s, j] + cnt) & RM] = seq
-    qc[s, j] = cnt + 1
+    key = _arrive_key(policy, fq_res, unit, s, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt)
+    cnt = qs[qb + QS_COUNT]
+    qs[qb + QS_RING + ((qs[qb + QS_HEAD] + cnt) & RM)] = seq
+    qs[qb + QS_COUNT] = cnt + 1
     if cnt == 0:
         _heap_push(hk, hu, hs, hn, j, key, uid, s)
 
 
 @jit(inline="always")
-def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
            hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     seq = slot_i[s, I_NEXTSEQ]
@@ -251,7 +255,7 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q
         j0 = 0
         while pkt[pb + j0] <= 0.0:
             j0 += 1
-    _enqueue(policy, fq_res, unit, s, seq, pb, j0, t, J, RM, uid, weight, vt, flow_Fj, Q, qh, qc, qring, pkt,
+    _enqueue(policy, fq_res, unit, s, seq, pb, j0, t, J, RM, uid, weight, vt, flow_Fj, qs, pkt,
              hk, hu, hs, hn, admitted_j)
 
 
@@ -285,7 +289,7 @@ def _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, c
 def _flow_starts(
     J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
     n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
-    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, pkt, free, now_s, now_n,
+    sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, free, now_s, now_n,
     x, area, cls_arrived,
 ):
     """Static flow starts (by flow id) and the Poisson flow arrival at instant t: each new
@@ -350,9 +354,10 @@ def _flow_starts(
         flow_F[s] = 0.0
         for jj in range(J):
             flow_Fj[s, jj] = 0.0
-            Q[s, jj] = 0
-            qh[s, jj] = 0
-            qc[s, jj] = 0
+            qb = (s * J + jj) * (RM + 4)
+            qs[qb + QS_Q] = 0
+            qs[qb + QS_HEAD] = 0
+            qs[qb + QS_COUNT] = 0
         n_active += 1
         if n_active > max_active:
             max_active = n_active
@@ -382,7 +387,7 @@ def _loop(
     policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
     n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, free,
+    sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, hk, hu, hs, hn, free,
     busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
     admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
     cls_arrived, cls_completed, tr_t, tr_end, tr_res, tr_uid, tr_seq,
@@ -401,6 +406,7 @@ def _loop(
     acap = adm_t.shape[0]
     NR = RM + 1
     W = 2 * J + 2
+    QW = RM + 4
     t = sf[S_T]
     next_arr = sf[S_NEXT_ARR]
     next_static = sf[S_NEXT_STATIC]
@@ -443,7 +449,7 @@ def _loop(
                 comp_slot[nc] = s
                 comp_seq[nc] = busy_seq[j]
                 nc += 1
-                Q[s, j] -= 1
+                qs[(s * J + j) * QW + QS_Q] -= 1
                 served_j[j] += 1
                 services += 1
                 busy_slot[j] = -1
@@ -463,7 +469,7 @@ def _loop(
                 nj += 1
             if nj < J:
                 _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
-                         flow_Fj, Q, qh, qc, qring, pkt, hk, hu, hs, hn, admitted_j)
+                         flow_Fj, qs, pkt, hk, hu, hs, hn, admitted_j)
                 continue
             # departure from the router
             pk_departed += 1
@@ -528,7 +534,7 @@ def _loop(
                 now_n = _flow_starts(
                     J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
                     n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
-                    sf, si, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, pkt, free, now_s, now_n,
+                    sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, free, now_s, now_n,
                     x, area, cls_arrived)
                 next_arr = sf[S_NEXT_ARR]
                 next_static = sf[S_NEXT_STATIC]
@@ -539,7 +545,7 @@ def _loop(
             else:
                 break
             slot_i[s, I_PENDING] -= 1
-            _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, Q, qh, qc, qring, pkt,
+            _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
                    hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
             pk_admitted += 1
 
@@ -552,14 +558,15 @@ def _loop(
                     vt[j] = maxfin_j[j]
                 continue
             s = hs[j, 0]
-            h = qh[s, j]
-            seq = qring[s, j, h]
+            qb = (s * J + j) * QW
+            h = qs[qb + QS_HEAD]
+            seq = qs[qb + QS_RING + h]
             h = (h + 1) & RM
-            qh[s, j] = h
-            cnt = qc[s, j] - 1
-            qc[s, j] = cnt
+            qs[qb + QS_HEAD] = h
+            cnt = qs[qb + QS_COUNT] - 1
+            qs[qb + QS_COUNT] = cnt
             if cnt > 0:
-                seqn = qring[s, j, h]
+                seqn = qs[qb + QS_RING + h]
                 _heap_sift_root(hk, hu, hs, hn[j], j, pkt[(s * NR + (seqn & RM)) * W + 2 * J], hu[j, 0], s)
             else:
                 _heap_pop(hk, hu, hs, hn, j)
@@ -652,10 +659,8 @@ def simulate_kernel(
         "slot_f": np.zeros((C, N_FCOLS), np.float64),
         "flow_F": np.zeros(C, np.float64),
         "flow_Fj": np.zeros((C, J), np.float64),
-        "Q": np.zeros((C, J), np.int64),
-        "qh": np.zeros((C, J), np.int64),
-        "qc": np.zeros((C, J), np.int64),
-        "qring": np.zeros((C, J, NR), np.int64),
+        # per (flow row, resource): packets there (Q_ij), ring head, ring count, ring of NR seqs
+        "qs": np.zeros((C, J, NR + 3), np.int64),
         "pkt": np.zeros((C, NR, 2 * J + 2), np.float64),
     }
     heaps = {"hk": np.zeros((J, C), np.float64), "hu": np.zeros((J, C), np.int64),
@@ -714,8 +719,8 @@ def simulate_kernel(
             policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-            sf, si, st["slot_i"], st["slot_f"], st["flow_F"], st["flow_Fj"], st["Q"], st["qh"], st["qc"],
-            st["qring"], st["pkt"].reshape(-1), heaps["hk"], heaps["hu"], heaps["hs"], hn, free,
+            sf, si, st["slot_i"], st["slot_f"], st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
+            st["pkt"].reshape(-1), heaps["hk"], heaps["hu"], heaps["hs"], hn, free,
             busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
             admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
             cls_arrived, cls_completed, tr[0], tr[1], tr[2], tr[3], tr[4],
@@ -760,7 +765,7 @@ def simulate_kernel(
 
     # ---- conservation: admitted = served + in system, per resource and overall
     slot_i = st["slot_i"]
-    in_sys_j = st["Q"].sum(axis=0)
+    in_sys_j = st["qs"][:, :, QS_Q].sum(axis=0)
     inflight = slot_i[:, I_INFLIGHT]
     in_router = int(inflight[inflight > 0].sum())
     st_dep_post = slot_i[:ns1, I_DEPPOST].copy() if n_static > 0 else np.zeros(1, np.int64)
