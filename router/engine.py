@@ -226,11 +226,11 @@ def _enqueue(policy, fq_res, unit, s, seq, pb, j, t, J, RM, uid, weight, vt, flo
 def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
            hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
-    seq = slot_i[s, I_NEXTSEQ]
-    slot_i[s, I_NEXTSEQ] = seq + 1
+    seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
+    slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
     pb = (s * (RM + 1) + (seq & RM)) * (2 * J + 2)
-    sp = slot_i[s, I_SPEC]
-    uid = slot_i[s, I_UID]
+    sp = slot_i[s * N_ICOLS + I_SPEC]
+    uid = slot_i[s * N_ICOLS + I_UID]
     if sp_nz[sp] > 1:
         # a packet size from the counter-based hash; costs = per packet + per byte * size
         u = packet_uniform(cost_key, uid, seq)
@@ -246,11 +246,11 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, q
                 dominant = c
     else:
         # constant costs: written into every ring slot when the flow started
-        dominant = slot_f[s, F_DOM]
-    slot_i[s, I_INFLIGHT] += 1
-    weight = slot_f[s, F_WEIGHT]
+        dominant = slot_f[s * N_FCOLS + F_DOM]
+    slot_i[s * N_ICOLS + I_INFLIGHT] += 1
+    weight = slot_f[s * N_FCOLS + F_WEIGHT]
     _admit_key(policy, s, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt)
-    j0 = slot_i[s, I_FIRST]
+    j0 = slot_i[s * N_ICOLS + I_FIRST]
     if sp_nz[sp] > 1:
         j0 = 0
         while pkt[pb + j0] <= 0.0:
@@ -275,12 +275,12 @@ def _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, c
     _area(area, x, K, t_last_area, t, warmup, T, B)
     x[k] -= 1.0
     cls_completed[k] += 1
-    t_arr = slot_f[s, F_ARRIVE]
+    t_arr = slot_f[s * N_FCOLS + F_ARRIVE]
     if t_arr >= warmup:
         b = _batch(t, warmup, T, B)
         if b >= 0:
             done_n[k, b] += 1.0
-            done_pk[k, b] += slot_i[s, I_SIZE]
+            done_pk[k, b] += slot_i[s * N_ICOLS + I_SIZE]
             done_fct[k, b] += t - t_arr
     free[n_free] = s
 
@@ -319,24 +319,24 @@ def _flow_starts(
             next_arr = t + rng.exponential(1.0 / lam_total)
             n_free -= 1
             s = free[n_free]
-            slot_i[s, I_UID] = next_uid
+            slot_i[s * N_ICOLS + I_UID] = next_uid
             next_uid += 1
-            slot_i[s, I_SPEC] = cls_spec[k]
-            slot_i[s, I_CLASS] = k
-            slot_f[s, F_WEIGHT] = sp_w[cls_spec[k]]
+            slot_i[s * N_ICOLS + I_SPEC] = cls_spec[k]
+            slot_i[s * N_ICOLS + I_CLASS] = k
+            slot_f[s * N_FCOLS + F_WEIGHT] = sp_w[cls_spec[k]]
             cls_arrived[k] += 1
             _area(area, x, K, t_last_area, t, warmup, T, B)
             t_last_area = t
             x[k] += 1.0
         # ---- a flow starts: reset its row, queue min(N, L) admissions
-        slot_i[s, I_SIZE] = size_total
-        slot_i[s, I_REMAIN] = size_total if size_total > 0 else -1
-        slot_i[s, I_INFLIGHT] = 0
-        slot_i[s, I_NEXTSEQ] = 1
-        slot_i[s, I_PENDING] = 0
-        slot_i[s, I_DEPPOST] = 0
-        slot_f[s, F_ARRIVE] = t
-        sp = slot_i[s, I_SPEC]
+        slot_i[s * N_ICOLS + I_SIZE] = size_total
+        slot_i[s * N_ICOLS + I_REMAIN] = size_total if size_total > 0 else -1
+        slot_i[s * N_ICOLS + I_INFLIGHT] = 0
+        slot_i[s * N_ICOLS + I_NEXTSEQ] = 1
+        slot_i[s * N_ICOLS + I_PENDING] = 0
+        slot_i[s * N_ICOLS + I_DEPPOST] = 0
+        slot_f[s * N_FCOLS + F_ARRIVE] = t
+        sp = slot_i[s * N_ICOLS + I_SPEC]
         if sp_nz[sp] == 1:
             # constant per-packet costs: every ring slot holds them for the flow's lifetime
             dom = 0.0
@@ -349,8 +349,8 @@ def _flow_starts(
                     dom = c
                 if c > 0.0 and first < 0:
                     first = jj
-            slot_f[s, F_DOM] = dom
-            slot_i[s, I_FIRST] = first
+            slot_f[s * N_FCOLS + F_DOM] = dom
+            slot_i[s * N_ICOLS + I_FIRST] = first
         flow_F[s] = 0.0
         for jj in range(J):
             flow_Fj[s, jj] = 0.0
@@ -365,9 +365,9 @@ def _flow_starts(
         if size_total > 0 and size_total < N:
             n0 = size_total
         for _ in range(n0):
-            if slot_i[s, I_REMAIN] > 0:
-                slot_i[s, I_REMAIN] -= 1
-            slot_i[s, I_PENDING] += 1
+            if slot_i[s * N_ICOLS + I_REMAIN] > 0:
+                slot_i[s * N_ICOLS + I_REMAIN] -= 1
+            slot_i[s * N_ICOLS + I_PENDING] += 1
             now_s[now_n] = s
             now_n += 1
 
@@ -468,25 +468,25 @@ def _loop(
             while nj < J and pkt[pb + nj] <= 0.0:
                 nj += 1
             if nj < J:
-                _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s, I_UID], slot_f[s, F_WEIGHT], vt,
+                _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s * N_ICOLS + I_UID], slot_f[s * N_FCOLS + F_WEIGHT], vt,
                          flow_Fj, qs, pkt, hk, hu, hs, hn, admitted_j)
                 continue
             # departure from the router
             pk_departed += 1
-            slot_i[s, I_INFLIGHT] -= 1
-            k = slot_i[s, I_CLASS]
+            slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+            k = slot_i[s * N_ICOLS + I_CLASS]
             if t > warmup:
                 if k < 0:
-                    slot_i[s, I_DEPPOST] += 1
+                    slot_i[s * N_ICOLS + I_DEPPOST] += 1
                 else:
                     b = _batch(t, warmup, T, B)
                     if b >= 0:
                         dep_pk[k, b] += 1.0
-            if slot_i[s, I_REMAIN] != 0:
+            if slot_i[s * N_ICOLS + I_REMAIN] != 0:
                 # the window's next packet: now (rtt = 0) or rtt later
-                if slot_i[s, I_REMAIN] > 0:
-                    slot_i[s, I_REMAIN] -= 1
-                slot_i[s, I_PENDING] += 1
+                if slot_i[s * N_ICOLS + I_REMAIN] > 0:
+                    slot_i[s * N_ICOLS + I_REMAIN] -= 1
+                slot_i[s * N_ICOLS + I_PENDING] += 1
                 if rtt > 0.0:
                     q = adm_head + adm_n
                     if q >= acap:
@@ -497,12 +497,12 @@ def _loop(
                 else:
                     now_s[now_n] = s
                     now_n += 1
-            elif slot_i[s, I_INFLIGHT] == 0 and slot_i[s, I_PENDING] == 0:
+            elif slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
                 # ---- flow completion (rare: out of line)
                 n_active -= 1
                 if k < 0:
                     st_done_t[s] = t
-                    slot_i[s, I_DONE] = 1
+                    slot_i[s * N_ICOLS + I_DONE] = 1
                 else:
                     _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, cls_completed,
                                done_n, done_pk, done_fct, free, n_free)
@@ -544,7 +544,7 @@ def _loop(
                 continue
             else:
                 break
-            slot_i[s, I_PENDING] -= 1
+            slot_i[s * N_ICOLS + I_PENDING] -= 1
             _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
                    hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
             pk_admitted += 1
@@ -573,7 +573,7 @@ def _loop(
             pb = (s * NR + (seq & RM)) * W
             _on_start(policy, s, pb, j, J, vt, pkt)
             if policy == P_DOVETAIL:  # finish tag at j, not the largest over resources
-                f = pkt[pb + J + j] + pkt[pb + j] / slot_f[s, F_WEIGHT]
+                f = pkt[pb + J + j] + pkt[pb + j] / slot_f[s * N_FCOLS + F_WEIGHT]
             else:
                 f = pkt[pb + 2 * J + 1]
             if f > maxfin_j[j]:
@@ -591,7 +591,7 @@ def _loop(
                 tr_t[tr_n] = t
                 tr_end[tr_n] = end
                 tr_res[tr_n] = j
-                tr_uid[tr_n] = slot_i[s, I_UID]
+                tr_uid[tr_n] = slot_i[s * N_ICOLS + I_UID]
                 tr_seq[tr_n] = seq
                 tr_n += 1
         if vt_in_service:
@@ -719,7 +719,7 @@ def simulate_kernel(
             policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-            sf, si, st["slot_i"], st["slot_f"], st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
+            sf, si, st["slot_i"].reshape(-1), st["slot_f"].reshape(-1), st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
             st["pkt"].reshape(-1), heaps["hk"], heaps["hu"], heaps["hs"], hn, free,
             busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
             admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
