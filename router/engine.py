@@ -583,10 +583,8 @@ def _loop(
             busy_key[j] = pkt[pb + 2 * J]
             end = t + pkt[pb + j]
             fin[j] = end
-            lo = t if t > warmup else warmup
-            hi = end if end < T else T
-            if hi > lo:
-                busy_post[j] += hi - lo
+            # busy time inside [warmup, T], without branches
+            busy_post[j] += max(min(end, T) - max(t, warmup), 0.0)
             if tr_n < trace_cap:
                 tr_t[tr_n] = t
                 tr_end[tr_n] = end
