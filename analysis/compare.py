@@ -93,6 +93,12 @@ class Row:
         d["class"] = d.pop("cls")
         d["ci"] = list(self.ci)
         d["ci_raw"] = list(self.ci_raw)
+        # strict JSON: a value that could not be estimated (no flows of a class) is null, not NaN
+        for key in ("gamma_packet", "gamma_raw", "rel_error", "gamma_fluid"):
+            if isinstance(d[key], float) and math.isnan(d[key]):
+                d[key] = None
+        for key in ("ci", "ci_raw"):
+            d[key] = [None if isinstance(v, float) and math.isnan(v) else v for v in d[key]]
         return d
 
 

@@ -136,14 +136,18 @@ class ResultStore:
 
 # ---------------------------------------------------------------------------
 def _warm() -> None:
-    """Compile (or load from cache) the engine once, in the parent, before forking."""
+    """Compile (or load from cache) the engine and the fluid-path kernel once, in the parent,
+    before forking, so that no worker compiles anything."""
     import flows
+    from analysis.fluid_path import fluid_path
     from router.run import simulate
 
-    sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0},
-                          "class": [{"cost": [1.0, 0.5], "rate": 0.1, "mean_packets": 3}],
+    sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
+                          "class": [{"cost": [1.0, 0.5], "rate": 0.5, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
     simulate(sc)
+    for objective in ("drf", "pf", "bmf"):
+        fluid_path(sc, objective, 1, batches=2)
 
 
 def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict], None], *,

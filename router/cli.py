@@ -78,7 +78,8 @@ def _format_run(r) -> str:
              f"simulated {r.t_end:g} time units (warm-up {r.scenario.run.warmup:g}), "
              f"{r.services:,} services in {r.wall_seconds:.2f} s "
              f"({r.services / max(r.wall_seconds, 1e-9) / 1e6:.1f} M services/s"
-             + (f"; compiling took {r.compile_seconds:.1f} s" if r.compile_seconds > 0.05 else "") + ")", ""]
+             + (f"; numba compilation or cache load took {r.compile_seconds:.1f} s"
+                if r.compile_seconds > 0.05 else "") + ")", ""]
     if r.flows:
         lines.append(f"{'flow':<12} {'cost':<22} {'weight':>6} {'rate':>10} {'packets':>11} {'completion':>11}")
         for spec, f in zip(r.scenario.flows, r.flows):
