@@ -199,10 +199,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _glue_negative_values(argv: list[str]) -> list[str]:
+    """``--cost -1,1`` -> ``--cost=-1,1``: argparse would take ``-1,1`` for an option, and the
+    user should hear that the cost is negative, not that ``--cost`` lacks a value."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if (a.startswith("--") and "=" not in a and i + 1 < len(argv)
+                and len(argv[i + 1]) > 1 and argv[i + 1][0] == "-" and (argv[i + 1][1].isdigit() or argv[i + 1][1] == ".")):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(a)
+            i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_glue_negative_values(list(sys.argv[1:] if argv is None else argv)))
         if not getattr(args, "func", None):
             parser.print_help()
             return 2

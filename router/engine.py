@@ -310,6 +310,10 @@ def _flow_starts(
             next_static = st_start[st_order[st_ptr]] if st_ptr < n_static else INF
             size_total = st_packets[s]
         else:
+            if n_free == 0:
+                # a second Poisson arrival at this very instant (an inter-arrival draw of 0.0)
+                # found the table full: leave it due; the loop grows the table and admits it
+                break
             # class, size, next inter-arrival: in this order, for every scheduler
             u = rng.random()
             k = 0

@@ -93,6 +93,7 @@ BAD = [
     (["run", "--preset", "oracle-rates", "--window", "0"], "router.window"),
     (["run", "--preset", "oracle-rates", "--fq-resource", "gpu"], "router.fq_resource"),
     (["frobnicate"], "invalid choice"),
+    (["alloc", "--cost", "-1,1", "--cost", "1,0.5"], "must be >= 0"),
 ]
 
 
