@@ -157,3 +157,19 @@ def test_store_refuses_garbage(tmp_path):
     f.write_text("this is not sqlite" * 100)
     with pytest.raises(MrfqError):
         ResultStore(f)
+
+
+def test_results_csv_export(tiny, tmp_path, capsys):
+    from router.cli import main
+
+    sc = flows.load_scenario(tiny)
+    db = tmp_path / "r.sqlite"
+    compare(sc, cfg(loads=(0.4,)), ResultStore(db), executor="serial", progress=False, fluid=False)
+    assert main(["results", str(db), "--csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("scenario,scenario_hash,scheduler,load,replication")
+    # 2 schedulers x 1 load x 2 replications x 2 classes
+    assert len(lines) == 1 + 2 * 1 * 2 * 2
+    assert all(",tiny," not in l or l.startswith("tiny,") for l in lines[1:])
+    assert main(["results", str(db)]) == 0
+    assert "4 stored points" in capsys.readouterr().out
