@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.state_rates import bmf_state, drf_state, pf2_state
+from analysis.state_rates import STATE_OBJECTIVES, state_phi
 from fq._jit import jit
 from router.engine import _area
 
-CODES = {"drf": 0, "pf": 1, "bmf": 2}
+CODES = {k: STATE_OBJECTIVES[k] for k in ("drf", "pf", "bmf")}
 
 
 def arrival_path(scenario, seed: int, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -113,12 +113,7 @@ def fluid_path_kernel(code, a, w, norm, times, classes, sizes, warmup, T, B, are
         for k in range(K):
             phi[k] = 0.0
         if x.sum() > 0:
-            if code == 0:
-                drf_state(x, a, w, norm, phi)
-            elif code == 1:
-                pf2_state(x, a, w, phi)
-            else:
-                bmf_state(x, a, w, phi)
+            state_phi(code, x, a, w, norm, phi)
         # next event: an arrival or the first class-level completion
         tn = times[i] if i < n else T
         kc = -1

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.state_rates import bmf_state, drf_state, pf2_state
+from analysis.state_rates import state_phi
 from flows.errors import MrfqError
 from fq._jit import jit
 
@@ -339,12 +339,7 @@ def gillespie(code, a, w, norm, lam, sigma, rng, n_warm, n_batches, batch_events
     rates = np.zeros(2 * K)
     total = n_warm + n_batches * batch_events
     for ev in range(total):
-        if code == 0:
-            drf_state(x, a, w, norm, phi)
-        elif code == 1:
-            pf2_state(x, a, w, phi)
-        else:
-            bmf_state(x, a, w, phi)
+        state_phi(code, x, a, w, norm, phi)
         R = 0.0
         for k in range(K):
             rates[k] = lam[k]

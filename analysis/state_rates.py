@@ -43,6 +43,7 @@ def drf_state(x, a, w, norm, out):
     frozen = np.zeros(K, dtype=np.bool_)
     sat = np.zeros(J, dtype=np.bool_)
     fixed = np.zeros(J)
+    slope = np.zeros(J)
     for k in range(K):
         out[k] = 0.0
         if x[k] <= 0:
@@ -56,24 +57,18 @@ def drf_state(x, a, w, norm, out):
             break
         t = np.inf
         for j in range(J):
+            slope[j] = 0.0
             if sat[j]:
                 continue
-            slope = 0.0
             for k in range(K):
                 if not frozen[k]:
-                    slope += x[k] * w[k] / norm[k] * a[k, j]
-            if slope > 0:
-                tj = (1.0 - fixed[j]) / slope
+                    slope[j] += x[k] * w[k] / norm[k] * a[k, j]
+            if slope[j] > 0:
+                tj = (1.0 - fixed[j]) / slope[j]
                 if tj < t:
                     t = tj
         for j in range(J):
-            if sat[j]:
-                continue
-            slope = 0.0
-            for k in range(K):
-                if not frozen[k]:
-                    slope += x[k] * w[k] / norm[k] * a[k, j]
-            if slope > 0 and (1.0 - fixed[j]) / slope <= t * (1.0 + 1e-12):
+            if not sat[j] and slope[j] > 0 and (1.0 - fixed[j]) / slope[j] <= t * (1.0 + 1e-12):
                 sat[j] = True
         for k in range(K):
             if not frozen[k]:
@@ -312,12 +307,19 @@ def rates_kernel(code, X, a, w, norm, out):
     for i in range(S):
         for k in range(X.shape[1]):
             x[k] = X[i, k]
-        if code == 0 or code == 3:
-            drf_state(x, a, w, norm, out[i])
-        elif code == 1:
-            pf2_state(x, a, w, out[i])
-        else:
-            bmf_state(x, a, w, out[i])
+        state_phi(code, x, a, w, norm, out[i])
+
+
+@jit(inline="always")
+def state_phi(code, x, a, w, norm, out):
+    """Per-flow rates in one state for objective ``code`` (STATE_OBJECTIVES): the one dispatch
+    used by the vectorised rates, the Markov simulation and the fluid path."""
+    if code == 0 or code == 3:
+        drf_state(x, a, w, norm, out)
+    elif code == 1:
+        pf2_state(x, a, w, out)
+    else:
+        bmf_state(x, a, w, out)
 
 
 def _python_state(objective, x, a, w):

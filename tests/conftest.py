@@ -19,3 +19,17 @@ def scaled(x: float, minimum: float = 0.0) -> float:
 @pytest.fixture(scope="session")
 def scale() -> float:
     return SCALE
+
+
+def run_fluid_handlers(argv, capsys):
+    """Call the `mrfq alloc` / `mrfq fluid` handlers directly (MrfqError propagates, unlike
+    `router.cli.main`); returns (exit code, stdout)."""
+    import argparse
+
+    from analysis.cli_fluid import register
+
+    p = argparse.ArgumentParser(prog="mrfq")
+    register(p.add_subparsers(dest="cmd", required=True))
+    args = p.parse_args(argv)
+    rc = args.func(args)
+    return rc, capsys.readouterr().out

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis import allocations as al
-from analysis.cli_fluid import register
+from tests.conftest import run_fluid_handlers
 from flows.errors import MrfqError
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
@@ -251,11 +251,7 @@ def test_state_rates_million_states_fast():
 # `mrfq alloc`
 # ---------------------------------------------------------------------------
 def _run(argv, capsys):
-    p = argparse.ArgumentParser(prog="mrfq")
-    register(p.add_subparsers(dest="cmd", required=True))
-    args = p.parse_args(argv)
-    rc = args.func(args)
-    return rc, capsys.readouterr().out
+    return run_fluid_handlers(argv, capsys)
 
 
 def test_alloc_json(capsys):

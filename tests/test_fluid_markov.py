@@ -7,7 +7,6 @@ default 1) scales the simulation lengths of the slow tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -17,7 +16,7 @@ import pytest
 
 import flows
 from analysis import markov
-from analysis.cli_fluid import register
+from tests.conftest import run_fluid_handlers
 from flows import ClassSpec
 from flows.errors import MrfqError
 
@@ -157,11 +156,7 @@ def test_exact_vs_simulation_high_load(objective):
 # `mrfq fluid`
 # ---------------------------------------------------------------------------
 def _run(argv, capsys):
-    p = argparse.ArgumentParser(prog="mrfq")
-    register(p.add_subparsers(dest="cmd", required=True))
-    args = p.parse_args(argv)
-    rc = args.func(args)
-    return rc, capsys.readouterr().out
+    return run_fluid_handlers(argv, capsys)
 
 
 def test_fluid_json(capsys):
