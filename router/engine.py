@@ -42,7 +42,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from llvmlite import ir
+from numba import config, types
+from numba.extending import intrinsic
 
+from flows.errors import MrfqError
 from fq import dovetail, drfq, fifo, sfq
 from fq._jit import jit, jit_no_refcount
 from fq.registry import P_BMFWFQ, P_DOVETAIL, P_DRFQ, P_FIFO, P_FQSINGLE, P_PFSFQ
@@ -109,56 +113,108 @@ def packet_uniform(cost_key, uid, seq):
 
 
 # ---------------------------------------------------------------------------
-# per-resource binary min-heap of flow heads, ordered by (key, flow id)
-@jit(inline="always")
-def _less(k1, u1, k2, u2):
-    return k1 < k2 or (k1 == k2 and u1 < u2)
+# per-resource binary min-heap of flow heads, ordered by (key, flow id).
+# Row j of ``hp`` holds resource j's heap as pairs of int64 words: the key's
+# IEEE-754 bits (keys are finite and >= +0.0, so their bit patterns order like
+# the values) and ``uid << SLOT_BITS | slot``.  The pair is compared as two
+# integers without branches; a sentinel above every entry sits after the last
+# one, so a node's second child is read without a bounds test (the layout of
+# the C yardstick's heap).
+SLOT_BITS = 24
+SLOT_MASK = (1 << SLOT_BITS) - 1
+UID_LIMIT = 1 << (63 - SLOT_BITS)
+SENTINEL = np.iinfo(np.int64).max
+
+if config.DISABLE_JIT:  # plain-Python twins of the bit casts
+    def f2i(x):
+        return int(np.float64(x).view(np.int64))
+
+    def i2f(x):
+        return float(np.int64(x).view(np.float64))
+else:
+    @intrinsic
+    def f2i(typingctx, x):
+        """The bits of a float64 as an int64 (no conversion)."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+        return types.int64(types.float64), codegen
+
+    @intrinsic
+    def i2f(typingctx, x):
+        """The float64 whose bits are this int64."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.DoubleType())
+        return types.float64(types.int64), codegen
 
 
 @jit(inline="always")
-def _heap_push(hk, hu, hs, hn, j, key, uid, slot):
+def _lt(k1, u1, k2, u2):
+    return (k1 < k2) | ((k1 == k2) & (u1 < u2))
+
+
+@jit(inline="always")
+def _heap_push(hp, hn, j, key, uid, slot):
+    """Add flow head (key, uid, slot) to resource j's heap (sift up)."""
+    kb = f2i(key + 0.0)  # + 0.0 turns a -0.0 into +0.0
+    u = (uid << SLOT_BITS) | slot
     i = hn[j]
     hn[j] = i + 1
+    hp[j, 2 * i + 2] = SENTINEL
+    hp[j, 2 * i + 3] = SENTINEL
     while i > 0:
         p = (i - 1) >> 1
-        if not _less(key, uid, hk[j, p], hu[j, p]):
+        pk = hp[j, 2 * p]
+        pu = hp[j, 2 * p + 1]
+        if not _lt(kb, u, pk, pu):
             break
-        hk[j, i] = hk[j, p]
-        hu[j, i] = hu[j, p]
-        hs[j, i] = hs[j, p]
+        hp[j, 2 * i] = pk
+        hp[j, 2 * i + 1] = pu
         i = p
-    hk[j, i] = key
-    hu[j, i] = uid
-    hs[j, i] = slot
+    hp[j, 2 * i] = kb
+    hp[j, 2 * i + 1] = u
 
 
 @jit(inline="always")
-def _heap_sift_root(hk, hu, hs, n, j, key, uid, slot):
-    """Place (key, uid, slot) at the vacant root of a heap of size n."""
+def _heap_fill_root(hp, n, j, kb, u):
+    """The root of resource j's heap (size n >= 1) is vacant: walk the hole down to a leaf
+    along the smaller children (branch-free), then sift (kb, u) up from there."""
     i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and _less(hk[j, c + 1], hu[j, c + 1], hk[j, c], hu[j, c]):
-            c += 1
-        if not _less(hk[j, c], hu[j, c], key, uid):
-            break
-        hk[j, i] = hk[j, c]
-        hu[j, i] = hu[j, c]
-        hs[j, i] = hs[j, c]
+    c = 1
+    while c < n:
+        c += _lt(hp[j, 2 * c + 2], hp[j, 2 * c + 3], hp[j, 2 * c], hp[j, 2 * c + 1])
+        hp[j, 2 * i] = hp[j, 2 * c]
+        hp[j, 2 * i + 1] = hp[j, 2 * c + 1]
         i = c
-    hk[j, i] = key
-    hu[j, i] = uid
-    hs[j, i] = slot
+        c = 2 * i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        pk = hp[j, 2 * p]
+        pu = hp[j, 2 * p + 1]
+        if not _lt(kb, u, pk, pu):
+            break
+        hp[j, 2 * i] = pk
+        hp[j, 2 * i + 1] = pu
+        i = p
+    hp[j, 2 * i] = kb
+    hp[j, 2 * i + 1] = u
 
 
 @jit(inline="always")
-def _heap_pop(hk, hu, hs, hn, j):
+def _heap_replace_top(hp, hn, j, key, uid, slot):
+    """The top flow's next head (key, uid, slot) replaces it."""
+    _heap_fill_root(hp, hn[j], j, f2i(key + 0.0), (uid << SLOT_BITS) | slot)
+
+
+@jit(inline="always")
+def _heap_pop(hp, hn, j):
     n = hn[j] - 1
     hn[j] = n
+    kb = hp[j, 2 * n]
+    u = hp[j, 2 * n + 1]
+    hp[j, 2 * n] = SENTINEL
+    hp[j, 2 * n + 1] = SENTINEL
     if n > 0:
-        _heap_sift_root(hk, hu, hs, n, j, hk[j, n], hu[j, n], hs[j, n])
+        _heap_fill_root(hp, n, j, kb, u)
 
 
 # ---------------------------------------------------------------------------
@@ -207,7 +263,7 @@ QS_Q, QS_HEAD, QS_COUNT, QS_RING = range(4)
 
 @jit(inline="always")
 def _enqueue(policy, fq_res, unit, s, seq, pb, j, t, J, RM, uid, weight, vt, flow_Fj, qs, pkt,
-             hk, hu, hs, hn, admitted_j):
+             hp, hn, admitted_j):
     """Packet ``seq`` (record at ``pkt[pb:]``) of the flow in row ``s`` joins resource j at
     time t: tag it, queue it."""
     qb = (s * J + j) * (RM + 4)
@@ -219,12 +275,12 @@ def _enqueue(policy, fq_res, unit, s, seq, pb, j, t, J, RM, uid, weight, vt, flo
     qs[qb + QS_RING + ((qs[qb + QS_HEAD] + cnt) & RM)] = seq
     qs[qb + QS_COUNT] = cnt + 1
     if cnt == 0:
-        _heap_push(hk, hu, hs, hn, j, key, uid, s)
+        _heap_push(hp, hn, j, key, uid, s)
 
 
 @jit(inline="always")
 def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
-           hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key):
+           hp, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
     slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
@@ -256,7 +312,86 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, q
         while pkt[pb + j0] <= 0.0:
             j0 += 1
     _enqueue(policy, fq_res, unit, s, seq, pb, j0, t, J, RM, uid, weight, vt, flow_Fj, qs, pkt,
-             hk, hu, hs, hn, admitted_j)
+             hp, hn, admitted_j)
+    return j0
+
+
+@jit(inline="always")
+def _start_next(policy, idle_reset, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i, slot_f,
+                vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
+                trace_cap, tr_n, tr_f, tr_i):
+    """Idle resource j starts the smallest key waiting there (phase 3); returns the trace length."""
+    if hn[j] == 0:
+        if idle_reset:
+            vt[j] = maxfin_j[j]
+        return tr_n
+    NR = RM + 1
+    W = 2 * J + 2
+    QW = RM + 4
+    top = hp[j, 1]
+    s = top & SLOT_MASK
+    qb = (s * J + j) * QW
+    h = qs[qb + QS_HEAD]
+    seq = qs[qb + QS_RING + h]
+    h = (h + 1) & RM
+    qs[qb + QS_HEAD] = h
+    cnt = qs[qb + QS_COUNT] - 1
+    qs[qb + QS_COUNT] = cnt
+    if cnt > 0:
+        seqn = qs[qb + QS_RING + h]
+        _heap_replace_top(hp, hn, j, pkt[(s * NR + (seqn & RM)) * W + 2 * J], top >> SLOT_BITS, s)
+    else:
+        _heap_pop(hp, hn, j)
+    pb = (s * NR + (seq & RM)) * W
+    _on_start(policy, s, pb, j, J, vt, pkt)
+    if policy == P_DOVETAIL:  # finish tag at j, not the largest over resources
+        f = pkt[pb + J + j] + pkt[pb + j] / slot_f[s * N_FCOLS + F_WEIGHT]
+    else:
+        f = pkt[pb + 2 * J + 1]
+    if f > maxfin_j[j]:
+        maxfin_j[j] = f
+    busy_slot[j] = s
+    busy_seq[j] = seq
+    busy_key[j] = pkt[pb + 2 * J]
+    end = t + pkt[pb + j]
+    fin[j] = end
+    # busy time inside [warmup, T], without branches
+    busy_post[j] += max(min(end, T) - max(t, warmup), 0.0)
+    if tr_n < trace_cap:
+        tr_f[2 * tr_n] = t
+        tr_f[2 * tr_n + 1] = end
+        tr_i[3 * tr_n] = j
+        tr_i[3 * tr_n + 1] = slot_i[s * N_ICOLS + I_UID]
+        tr_i[3 * tr_n + 2] = seq
+        tr_n += 1
+    return tr_n
+
+
+DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
+
+
+@jit(inline="always")
+def _depart(s, t, T, warmup, B, slot_i, dep_pk):
+    """A packet of the flow in row s leaves the router at t: departure counts; returns
+    DEP_NEXT when the window's next packet is due (its admission is then pending),
+    DEP_FLOW_DONE when that was the flow's last packet, else DEP_NONE."""
+    slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+    k = slot_i[s * N_ICOLS + I_CLASS]
+    if t > warmup:
+        if k < 0:
+            slot_i[s * N_ICOLS + I_DEPPOST] += 1
+        else:
+            b = _batch(t, warmup, T, B)
+            if b >= 0:
+                dep_pk[k, b] += 1.0
+    if slot_i[s * N_ICOLS + I_REMAIN] != 0:
+        if slot_i[s * N_ICOLS + I_REMAIN] > 0:
+            slot_i[s * N_ICOLS + I_REMAIN] -= 1
+        slot_i[s * N_ICOLS + I_PENDING] += 1
+        return DEP_NEXT
+    if slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
+        return DEP_FLOW_DONE
+    return DEP_NONE
 
 
 # scalar state carried between calls of the inner loop
@@ -386,232 +521,280 @@ def _flow_starts(
     return now_n
 
 
-@jit_no_refcount
-def _loop(
-    policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
-    sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
-    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-    sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, hk, hu, hs, hn, free,
-    busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
-    admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
-    cls_arrived, cls_completed, tr_t, tr_end, tr_res, tr_uid, tr_seq,
-):
-    """The event loop proper (see the module docstring for the event order).
+def _make_loop(J_CONST):
+    """The event loop compiled for J_CONST resources (numba keys its cache on the
+    closure's constants, so every J gets its own machine code, with the loops over
+    resources unrolled)."""
 
-    Arrays are never reassigned here, and the loop is compiled without numba's
-    runtime, so no reference counting runs on the hot path.  When the flow
-    table is full and a Poisson flow is due, it returns GROW_FLOWS *before*
-    touching that instant; :func:`simulate_kernel` enlarges the arrays and
-    calls it again.  Every admission, immediate (a departure with ``rtt = 0``,
-    a new flow's first window) or delayed by ``rtt``, goes through one queue
-    and one call site.
-    """
-    C = slot_i.shape[0]
-    acap = adm_t.shape[0]
-    NR = RM + 1
-    W = 2 * J + 2
-    QW = RM + 4
-    t = sf[S_T]
-    next_arr = sf[S_NEXT_ARR]
-    next_static = sf[S_NEXT_STATIC]
-    t_last_area = sf[S_T_AREA]
-    services = si[S_SERVICES]
-    n_free = si[S_NFREE]
-    adm_head = si[S_ADM_HEAD]
-    adm_n = si[S_ADM_N]
-    pk_admitted = si[S_PK_ADM]
-    pk_departed = si[S_PK_DEP]
-    n_active = si[S_ACTIVE]
-    tr_n = si[S_TR_N]
-    code = DONE
-    while True:
-        # ---- next event instant: scan the few candidate times
-        tn = next_static
-        if next_arr < tn:
-            tn = next_arr
-        if adm_n > 0 and adm_t[adm_head] < tn:
-            tn = adm_t[adm_head]
-        for j in range(J):
-            if fin[j] < tn:
-                tn = fin[j]
-        if tn > T or tn == INF:
-            break
-        if max_services > 0 and services >= max_services:
-            si[S_STOPPED] = 1
-            break
-        if next_arr == tn and n_free == 0:
-            code = GROW_FLOWS
-            break
-        t = tn
+    @jit_no_refcount
+    def _loop(
+        policy, fq_res, unit, vt_in_service, idle_reset, J_arg, N, RM, rtt, T, warmup, B, max_services, trace_cap,
+        sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
+        n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
+        sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, hp, hn, free,
+        busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
+        admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
+        cls_arrived, cls_completed, tr_f, tr_i,
+    ):
+        """The event loop proper (see the module docstring for the event order).
 
-        # ---- phase 1a: completing packets leave their servers
-        nc = 0
-        for j in range(J):
-            if fin[j] == t:
-                s = busy_slot[j]
-                comp_j[nc] = j
-                comp_slot[nc] = s
-                comp_seq[nc] = busy_seq[j]
-                nc += 1
-                qs[(s * J + j) * QW + QS_Q] -= 1
-                served_j[j] += 1
-                services += 1
-                busy_slot[j] = -1
-                fin[j] = INF
-        if vt_in_service and nc > 0:
-            drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
-
-        # ---- phase 1b: move each on, or let it leave (resource order)
-        now_n = 0
-        for c in range(nc):
-            j = comp_j[c]
-            s = comp_slot[c]
-            seq = comp_seq[c]
-            pb = (s * NR + (seq & RM)) * W
-            nj = j + 1
-            while nj < J and pkt[pb + nj] <= 0.0:
-                nj += 1
-            if nj < J:
-                _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s * N_ICOLS + I_UID], slot_f[s * N_FCOLS + F_WEIGHT], vt,
-                         flow_Fj, qs, pkt, hk, hu, hs, hn, admitted_j)
-                continue
-            # departure from the router
-            pk_departed += 1
-            slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
-            k = slot_i[s * N_ICOLS + I_CLASS]
-            if t > warmup:
-                if k < 0:
-                    slot_i[s * N_ICOLS + I_DEPPOST] += 1
-                else:
-                    b = _batch(t, warmup, T, B)
-                    if b >= 0:
-                        dep_pk[k, b] += 1.0
-            if slot_i[s * N_ICOLS + I_REMAIN] != 0:
-                # the window's next packet: now (rtt = 0) or rtt later
-                if slot_i[s * N_ICOLS + I_REMAIN] > 0:
-                    slot_i[s * N_ICOLS + I_REMAIN] -= 1
-                slot_i[s * N_ICOLS + I_PENDING] += 1
-                if rtt > 0.0:
-                    q = adm_head + adm_n
-                    if q >= acap:
-                        q -= acap
-                    adm_t[q] = t + rtt
-                    adm_s[q] = s
-                    adm_n += 1
-                else:
-                    now_s[now_n] = s
-                    now_n += 1
-            elif slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
-                # ---- flow completion (rare: out of line)
-                n_active -= 1
-                if k < 0:
-                    st_done_t[s] = t
-                    slot_i[s * N_ICOLS + I_DONE] = 1
-                else:
-                    _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, cls_completed,
-                               done_n, done_pk, done_fct, free, n_free)
-                    t_last_area = t
-                    n_free += 1
-
-        # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
-        #      rtt that fall due now, then new flows' windows (static starts by flow id, then
-        #      the Poisson arrival); each is tagged with the virtual times as they stand now
-        now_i = 0
-        starts_done = False
+        Arrays are never reassigned here, and the loop is compiled without numba's
+        runtime, so no reference counting runs on the hot path.  When the flow
+        table is full and a Poisson flow is due, it returns GROW_FLOWS *before*
+        touching that instant; :func:`simulate_kernel` enlarges the arrays and
+        calls it again.  Every admission, immediate (a departure with ``rtt = 0``,
+        a new flow's first window) or delayed by ``rtt``, goes through one queue
+        and one call site.
+        """
+        J = J_CONST  # a compile-time constant: loops over resources unroll
+        C = slot_i.shape[0]
+        acap = adm_t.shape[0]
+        NR = RM + 1
+        W = 2 * J + 2
+        QW = RM + 4
+        t = sf[S_T]
+        next_arr = sf[S_NEXT_ARR]
+        next_static = sf[S_NEXT_STATIC]
+        t_last_area = sf[S_T_AREA]
+        services = si[S_SERVICES]
+        n_free = si[S_NFREE]
+        adm_head = si[S_ADM_HEAD]
+        adm_n = si[S_ADM_N]
+        pk_admitted = si[S_PK_ADM]
+        pk_departed = si[S_PK_DEP]
+        n_active = si[S_ACTIVE]
+        tr_n = si[S_TR_N]
+        code = DONE
         while True:
-            if now_i < now_n:
-                s = now_s[now_i]
-                now_i += 1
-            elif adm_n > 0 and adm_t[adm_head] == t:
-                s = adm_s[adm_head]
-                adm_head += 1
-                if adm_head == acap:
-                    adm_head = 0
-                adm_n -= 1
-            elif not starts_done and (next_static == t or next_arr == t):
-                starts_done = True
-                sf[S_NEXT_ARR] = next_arr
-                sf[S_NEXT_STATIC] = next_static
-                sf[S_T_AREA] = t_last_area
-                si[S_NFREE] = n_free
-                si[S_ACTIVE] = n_active
-                now_n = _flow_starts(
-                    J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
-                    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
-                    sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, free, now_s, now_n,
-                    x, area, cls_arrived)
-                next_arr = sf[S_NEXT_ARR]
-                next_static = sf[S_NEXT_STATIC]
-                t_last_area = sf[S_T_AREA]
-                n_free = si[S_NFREE]
-                n_active = si[S_ACTIVE]
-                continue
-            else:
+            # ---- next event instant: scan the few candidate times
+            tn = next_static
+            if next_arr < tn:
+                tn = next_arr
+            if adm_n > 0 and adm_t[adm_head] < tn:
+                tn = adm_t[adm_head]
+            jc = 0
+            tc = fin[0]
+            for j in range(1, J):
+                if fin[j] < tc:
+                    tc = fin[j]
+                    jc = j
+            # a lone completion: strictly before every other event, no other completion at tc
+            lone = tc < tn
+            if tc < tn:
+                tn = tc
+            if tn > T or tn == INF:
                 break
-            slot_i[s * N_ICOLS + I_PENDING] -= 1
-            _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
-                   hk, hu, hs, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
-            pk_admitted += 1
+            if max_services > 0 and services >= max_services:
+                si[S_STOPPED] = 1
+                break
+            if next_arr == tn and n_free == 0:
+                code = GROW_FLOWS
+                break
+            t = tn
+            for j in range(jc + 1, J):
+                if fin[j] == tc:
+                    lone = False
 
-        # ---- phase 3: idle resources start their smallest key
-        for j in range(J):
-            if busy_slot[j] >= 0:
+            if lone:
+                # ---- the common case, the three phases for one event: the packet in service at jc
+                #      leaves it, moves on (or leaves the router, and its flow admits the next one),
+                #      then the (at most two) resources this touched start, in resource order
+                s = busy_slot[jc]
+                seq = busy_seq[jc]
+                qs[(s * J + jc) * QW + QS_Q] -= 1
+                served_j[jc] += 1
+                services += 1
+                busy_slot[jc] = -1
+                fin[jc] = INF
+                if vt_in_service:
+                    drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
+                pb = (s * NR + (seq & RM)) * W
+                nj = jc + 1
+                while nj < J and pkt[pb + nj] <= 0.0:
+                    nj += 1
+                other = -1
+                if nj < J:
+                    _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s * N_ICOLS + I_UID],
+                             slot_f[s * N_FCOLS + F_WEIGHT], vt, flow_Fj, qs, pkt, hp, hn, admitted_j)
+                    other = nj
+                else:
+                    pk_departed += 1
+                    dep = _depart(s, t, T, warmup, B, slot_i, dep_pk)
+                    if dep == DEP_NEXT:
+                        if rtt > 0.0:
+                            q = adm_head + adm_n
+                            if q >= acap:
+                                q -= acap
+                            adm_t[q] = t + rtt
+                            adm_s[q] = s
+                            adm_n += 1
+                        else:
+                            slot_i[s * N_ICOLS + I_PENDING] -= 1
+                            other = _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
+                                           hp, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz,
+                                           cost_key)
+                            pk_admitted += 1
+                    elif dep == DEP_FLOW_DONE:
+                        n_active -= 1
+                        k = slot_i[s * N_ICOLS + I_CLASS]
+                        if k < 0:
+                            st_done_t[s] = t
+                            slot_i[s * N_ICOLS + I_DONE] = 1
+                        else:
+                            _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, cls_completed,
+                                       done_n, done_pk, done_fct, free, n_free)
+                            t_last_area = t
+                            n_free += 1
+                # every other idle resource has an empty queue (phase 3 of the previous instant)
+                if other >= 0 and other < jc and busy_slot[other] < 0:
+                    tr_n = _start_next(policy, idle_reset, other, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i,
+                                       slot_f, vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
+                                       trace_cap, tr_n, tr_f, tr_i)
+                tr_n = _start_next(policy, idle_reset, jc, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i,
+                                   slot_f, vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
+                                   trace_cap, tr_n, tr_f, tr_i)
+                if other > jc and busy_slot[other] < 0:
+                    tr_n = _start_next(policy, idle_reset, other, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i,
+                                       slot_f, vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
+                                       trace_cap, tr_n, tr_f, tr_i)
+                if vt_in_service:
+                    drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
                 continue
-            if hn[j] == 0:
-                if idle_reset:
-                    vt[j] = maxfin_j[j]
-                continue
-            s = hs[j, 0]
-            qb = (s * J + j) * QW
-            h = qs[qb + QS_HEAD]
-            seq = qs[qb + QS_RING + h]
-            h = (h + 1) & RM
-            qs[qb + QS_HEAD] = h
-            cnt = qs[qb + QS_COUNT] - 1
-            qs[qb + QS_COUNT] = cnt
-            if cnt > 0:
-                seqn = qs[qb + QS_RING + h]
-                _heap_sift_root(hk, hu, hs, hn[j], j, pkt[(s * NR + (seqn & RM)) * W + 2 * J], hu[j, 0], s)
-            else:
-                _heap_pop(hk, hu, hs, hn, j)
-            pb = (s * NR + (seq & RM)) * W
-            _on_start(policy, s, pb, j, J, vt, pkt)
-            if policy == P_DOVETAIL:  # finish tag at j, not the largest over resources
-                f = pkt[pb + J + j] + pkt[pb + j] / slot_f[s * N_FCOLS + F_WEIGHT]
-            else:
-                f = pkt[pb + 2 * J + 1]
-            if f > maxfin_j[j]:
-                maxfin_j[j] = f
-            busy_slot[j] = s
-            busy_seq[j] = seq
-            busy_key[j] = pkt[pb + 2 * J]
-            end = t + pkt[pb + j]
-            fin[j] = end
-            # busy time inside [warmup, T], without branches
-            busy_post[j] += max(min(end, T) - max(t, warmup), 0.0)
-            if tr_n < trace_cap:
-                tr_t[tr_n] = t
-                tr_end[tr_n] = end
-                tr_res[tr_n] = j
-                tr_uid[tr_n] = slot_i[s * N_ICOLS + I_UID]
-                tr_seq[tr_n] = seq
-                tr_n += 1
-        if vt_in_service:
-            drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
 
-    sf[S_T] = t
-    sf[S_NEXT_ARR] = next_arr
-    sf[S_NEXT_STATIC] = next_static
-    sf[S_T_AREA] = t_last_area
-    si[S_SERVICES] = services
-    si[S_NFREE] = n_free
-    si[S_ADM_HEAD] = adm_head
-    si[S_ADM_N] = adm_n
-    si[S_PK_ADM] = pk_admitted
-    si[S_PK_DEP] = pk_departed
-    si[S_ACTIVE] = n_active
-    si[S_TR_N] = tr_n
-    return code
+            # ---- phase 1a: completing packets leave their servers
+            nc = 0
+            for j in range(J):
+                if fin[j] == t:
+                    s = busy_slot[j]
+                    comp_j[nc] = j
+                    comp_slot[nc] = s
+                    comp_seq[nc] = busy_seq[j]
+                    nc += 1
+                    qs[(s * J + j) * QW + QS_Q] -= 1
+                    served_j[j] += 1
+                    services += 1
+                    busy_slot[j] = -1
+                    fin[j] = INF
+            if vt_in_service and nc > 0:
+                drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
+
+            # ---- phase 1b: move each on, or let it leave (resource order)
+            now_n = 0
+            for c in range(nc):
+                j = comp_j[c]
+                s = comp_slot[c]
+                seq = comp_seq[c]
+                pb = (s * NR + (seq & RM)) * W
+                nj = j + 1
+                while nj < J and pkt[pb + nj] <= 0.0:
+                    nj += 1
+                if nj < J:
+                    _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s * N_ICOLS + I_UID], slot_f[s * N_FCOLS + F_WEIGHT], vt,
+                             flow_Fj, qs, pkt, hp, hn, admitted_j)
+                    continue
+                # departure from the router
+                pk_departed += 1
+                dep = _depart(s, t, T, warmup, B, slot_i, dep_pk)
+                if dep == DEP_NEXT:
+                    # the window's next packet: now (rtt = 0) or rtt later
+                    if rtt > 0.0:
+                        q = adm_head + adm_n
+                        if q >= acap:
+                            q -= acap
+                        adm_t[q] = t + rtt
+                        adm_s[q] = s
+                        adm_n += 1
+                    else:
+                        now_s[now_n] = s
+                        now_n += 1
+                elif dep == DEP_FLOW_DONE:
+                    # ---- flow completion (rare: out of line)
+                    n_active -= 1
+                    k = slot_i[s * N_ICOLS + I_CLASS]
+                    if k < 0:
+                        st_done_t[s] = t
+                        slot_i[s * N_ICOLS + I_DONE] = 1
+                    else:
+                        _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, cls_completed,
+                                   done_n, done_pk, done_fct, free, n_free)
+                        t_last_area = t
+                        n_free += 1
+
+            # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
+            #      rtt that fall due now, then new flows' windows (static starts by flow id, then
+            #      the Poisson arrival); each is tagged with the virtual times as they stand now
+            now_i = 0
+            starts_done = False
+            while True:
+                if now_i < now_n:
+                    s = now_s[now_i]
+                    now_i += 1
+                elif adm_n > 0 and adm_t[adm_head] == t:
+                    s = adm_s[adm_head]
+                    adm_head += 1
+                    if adm_head == acap:
+                        adm_head = 0
+                    adm_n -= 1
+                elif not starts_done and (next_static == t or next_arr == t):
+                    starts_done = True
+                    sf[S_NEXT_ARR] = next_arr
+                    sf[S_NEXT_STATIC] = next_static
+                    sf[S_T_AREA] = t_last_area
+                    si[S_NFREE] = n_free
+                    si[S_ACTIVE] = n_active
+                    now_n = _flow_starts(
+                        J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
+                        n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
+                        sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, free, now_s, now_n,
+                        x, area, cls_arrived)
+                    next_arr = sf[S_NEXT_ARR]
+                    next_static = sf[S_NEXT_STATIC]
+                    t_last_area = sf[S_T_AREA]
+                    n_free = si[S_NFREE]
+                    n_active = si[S_ACTIVE]
+                    continue
+                else:
+                    break
+                slot_i[s * N_ICOLS + I_PENDING] -= 1
+                _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
+                       hp, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, cost_key)
+                pk_admitted += 1
+
+            # ---- phase 3: idle resources start their smallest key
+            for j in range(J):
+                if busy_slot[j] < 0:
+                    tr_n = _start_next(policy, idle_reset, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i, slot_f,
+                                       vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
+                                       trace_cap, tr_n, tr_f, tr_i)
+            if vt_in_service:
+                drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
+
+        sf[S_T] = t
+        sf[S_NEXT_ARR] = next_arr
+        sf[S_NEXT_STATIC] = next_static
+        sf[S_T_AREA] = t_last_area
+        si[S_SERVICES] = services
+        si[S_NFREE] = n_free
+        si[S_ADM_HEAD] = adm_head
+        si[S_ADM_N] = adm_n
+        si[S_PK_ADM] = pk_admitted
+        si[S_PK_DEP] = pk_departed
+        si[S_ACTIVE] = n_active
+        si[S_TR_N] = tr_n
+        return code
+
+    return _loop
+
+
+_LOOPS = {}
+
+
+def loop_for(J: int):
+    """The event loop specialised for J resources (built once per process)."""
+    fn = _LOOPS.get(J)
+    if fn is None:
+        fn = _LOOPS[J] = _make_loop(int(J))
+    return fn
 
 
 def _grow_rows(a: np.ndarray, n: int) -> np.ndarray:
@@ -665,8 +848,7 @@ def simulate_kernel(
         "qs": np.zeros((C, J, NR + 3), np.int64),
         "pkt": np.zeros((C, NR, 2 * J + 2), np.float64),
     }
-    heaps = {"hk": np.zeros((J, C), np.float64), "hu": np.zeros((J, C), np.int64),
-             "hs": np.zeros((J, C), np.int64)}
+    heaps = {"hp": np.full((J, 2 * C + 4), SENTINEL, np.int64)}
     hn = np.zeros(J, np.int64)
     free = np.arange(C - 1, n_static - 1, -1, dtype=np.int64)
     free = np.concatenate([free, np.zeros(n_static, np.int64)])
@@ -702,8 +884,9 @@ def simulate_kernel(
     done_fct = np.zeros((Kc, B), np.float64)
     cls_arrived = np.zeros(Kc, np.int64)
     cls_completed = np.zeros(Kc, np.int64)
-    tr = [np.zeros(trace_cap, np.float64), np.zeros(trace_cap, np.float64), np.zeros(trace_cap, np.int64),
-          np.zeros(trace_cap, np.int64), np.zeros(trace_cap, np.int64)]
+    # trace rows: (start, end) and (resource, flow id, packet sequence)
+    tr_f = np.zeros((trace_cap, 2), np.float64)
+    tr_i = np.zeros((trace_cap, 3), np.int64)
 
     # static flows own rows 0..n_static-1 (flow id = row)
     for i in range(n_static):
@@ -716,27 +899,31 @@ def simulate_kernel(
     sf[S_NEXT_ARR] = rng.exponential(1.0 / lam_total) if K > 0 and lam_total > 0.0 else INF
 
     compile_seconds = 0.0
+    loop = loop_for(J)
     while True:
         args = (
             policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
             sf, si, st["slot_i"].reshape(-1), st["slot_f"].reshape(-1), st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
-            st["pkt"].reshape(-1), heaps["hk"], heaps["hu"], heaps["hs"], hn, free,
+            st["pkt"].reshape(-1), heaps["hp"], hn, free,
             busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
             admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
-            cls_arrived, cls_completed, tr[0], tr[1], tr[2], tr[3], tr[4],
+            cls_arrived, cls_completed, tr_f.reshape(-1), tr_i.reshape(-1),
         )
-        compile_seconds += _compile_seconds(_loop, args)
-        if _loop(*args) == DONE:
+        compile_seconds += _compile_seconds(loop, args)
+        if loop(*args) == DONE:
             break
         # GROW_FLOWS: double the flow table, the heaps and the admission queues
         C2 = 2 * C
+        if C2 > SLOT_MASK + 1:
+            raise MrfqError(f"more than {SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
+                            f"{SLOT_BITS}-bit row numbers; lower the flow arrival rate or the flow sizes")
         for name in st:
             st[name] = _grow_rows(st[name], C2)
         for name in heaps:
-            h = np.zeros((J, C2), heaps[name].dtype)
-            h[:, :C] = heaps[name]
+            h = np.full((J, 2 * C2 + 4), SENTINEL, np.int64)
+            h[:, : 2 * C + 4] = heaps[name]
             heaps[name] = h
         free = np.zeros(C2, np.int64)
         free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
@@ -752,6 +939,9 @@ def simulate_kernel(
         now_s = np.zeros(C2 * NR + J, np.int64)
         C = C2
 
+    if si[S_NEXT_UID] > UID_LIMIT:
+        raise MrfqError(f"more than {UID_LIMIT:,} flows in one run: the heap's tie-break holds "
+                        f"{63 - SLOT_BITS}-bit flow ids; split the run (run.duration)")
     stopped = si[S_STOPPED] == 1
     t_end = sf[S_T] if stopped else T
     if stopped:
@@ -777,7 +967,7 @@ def simulate_kernel(
         t_end, si[S_SERVICES], served_j, admitted_j, in_sys_j, si[S_PK_ADM], si[S_PK_DEP], in_router,
         busy_post, st_dep_post, st_done_t, st_admitted,
         area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x,
-        tr[0][:tr_n], tr[1][:tr_n], tr[2][:tr_n], tr[3][:tr_n], tr[4][:tr_n],
+        tr_f[:tr_n, 0].copy(), tr_f[:tr_n, 1].copy(), tr_i[:tr_n, 0].copy(), tr_i[:tr_n, 1].copy(), tr_i[:tr_n, 2].copy(),
         si[S_NEXT_UID], si[S_MAX_ACTIVE],
     ), compile_seconds
 
