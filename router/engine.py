@@ -313,7 +313,6 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, q
             j0 += 1
     _enqueue(policy, fq_res, unit, s, seq, pb, j0, t, J, RM, uid, weight, vt, flow_Fj, qs, pkt,
              hp, hn, admitted_j)
-    return j0
 
 
 @jit(inline="always")
@@ -572,16 +571,9 @@ def _make_loop(J_CONST):
                 tn = next_arr
             if adm_n > 0 and adm_t[adm_head] < tn:
                 tn = adm_t[adm_head]
-            jc = 0
-            tc = fin[0]
-            for j in range(1, J):
-                if fin[j] < tc:
-                    tc = fin[j]
-                    jc = j
-            # a lone completion: strictly before every other event, no other completion at tc
-            lone = tc < tn
-            if tc < tn:
-                tn = tc
+            for j in range(J):
+                if fin[j] < tn:
+                    tn = fin[j]
             if tn > T or tn == INF:
                 break
             if max_services > 0 and services >= max_services:
@@ -591,75 +583,6 @@ def _make_loop(J_CONST):
                 code = GROW_FLOWS
                 break
             t = tn
-            for j in range(jc + 1, J):
-                if fin[j] == tc:
-                    lone = False
-
-            if lone:
-                # ---- the common case, the three phases for one event: the packet in service at jc
-                #      leaves it, moves on (or leaves the router, and its flow admits the next one),
-                #      then the (at most two) resources this touched start, in resource order
-                s = busy_slot[jc]
-                seq = busy_seq[jc]
-                qs[(s * J + jc) * QW + QS_Q] -= 1
-                served_j[jc] += 1
-                services += 1
-                busy_slot[jc] = -1
-                fin[jc] = INF
-                if vt_in_service:
-                    drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
-                pb = (s * NR + (seq & RM)) * W
-                nj = jc + 1
-                while nj < J and pkt[pb + nj] <= 0.0:
-                    nj += 1
-                other = -1
-                if nj < J:
-                    _enqueue(policy, fq_res, unit, s, seq, pb, nj, t, J, RM, slot_i[s * N_ICOLS + I_UID],
-                             slot_f[s * N_FCOLS + F_WEIGHT], vt, flow_Fj, qs, pkt, hp, hn, admitted_j)
-                    other = nj
-                else:
-                    pk_departed += 1
-                    dep = _depart(s, t, T, warmup, B, slot_i, dep_pk)
-                    if dep == DEP_NEXT:
-                        if rtt > 0.0:
-                            q = adm_head + adm_n
-                            if q >= acap:
-                                q -= acap
-                            adm_t[q] = t + rtt
-                            adm_s[q] = s
-                            adm_n += 1
-                        else:
-                            slot_i[s * N_ICOLS + I_PENDING] -= 1
-                            other = _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, qs, pkt,
-                                           hp, hn, vt, admitted_j, sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz,
-                                           cost_key)
-                            pk_admitted += 1
-                    elif dep == DEP_FLOW_DONE:
-                        n_active -= 1
-                        k = slot_i[s * N_ICOLS + I_CLASS]
-                        if k < 0:
-                            st_done_t[s] = t
-                            slot_i[s * N_ICOLS + I_DONE] = 1
-                        else:
-                            _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, cls_completed,
-                                       done_n, done_pk, done_fct, free, n_free)
-                            t_last_area = t
-                            n_free += 1
-                # every other idle resource has an empty queue (phase 3 of the previous instant)
-                if other >= 0 and other < jc and busy_slot[other] < 0:
-                    tr_n = _start_next(policy, idle_reset, other, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i,
-                                       slot_f, vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
-                                       trace_cap, tr_n, tr_f, tr_i)
-                tr_n = _start_next(policy, idle_reset, jc, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i,
-                                   slot_f, vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
-                                   trace_cap, tr_n, tr_f, tr_i)
-                if other > jc and busy_slot[other] < 0:
-                    tr_n = _start_next(policy, idle_reset, other, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i,
-                                       slot_f, vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
-                                       trace_cap, tr_n, tr_f, tr_i)
-                if vt_in_service:
-                    drfq.in_service_virtual_time(J, busy_slot, busy_key, vt)
-                continue
 
             # ---- phase 1a: completing packets leave their servers
             nc = 0
