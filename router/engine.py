@@ -354,8 +354,12 @@ def _start_next(policy, idle_reset, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slo
     busy_key[j] = pkt[pb + 2 * J]
     end = t + pkt[pb + j]
     fin[j] = end
-    # busy time inside [warmup, T], without branches
-    busy_post[j] += max(min(end, T) - max(t, warmup), 0.0)
+    # busy time inside [warmup, T] (conditional expressions: numba compiles the builtin
+    # min/max of floats to out-of-line calls)
+    hi = end if end < T else T
+    lo = t if t > warmup else warmup
+    if hi > lo:
+        busy_post[j] += hi - lo
     if tr_n < trace_cap:
         tr_f[2 * tr_n] = t
         tr_f[2 * tr_n + 1] = end
