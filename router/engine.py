@@ -48,11 +48,15 @@ from numba.extending import intrinsic
 
 from flows.errors import MrfqError
 from fq import dovetail, drfq, fifo, sfq
-from fq._jit import jit, jit_no_refcount
+from fq._jit import jit, jit_no_refcount, no_wraparound
 from fq.registry import P_BMFWFQ, P_DOVETAIL, P_DRFQ, P_FIFO, P_FQSINGLE, P_PFSFQ
 
 INF = np.inf
 M32 = 0xFFFFFFFF
+
+# every index in this module's kernels is non-negative: compile them without numba's
+# negative-index wraparound (see fq._jit.no_wraparound; checked by a NUMBA_BOUNDSCHECK test)
+NO_WRAPAROUND = no_wraparound(__name__)
 
 
 # ---------------------------------------------------------------------------
