@@ -377,36 +377,64 @@ def _start_next(policy, idle_reset, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slo
 DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
 
 
+def batch_starts(warmup: float, T: float, B: int) -> np.ndarray:
+    """``b_start[b]`` = the first instant t with ``_batch(t) >= b`` (b = 0..B-1; ``b_start[B]``
+    = inf), found by bisection over the doubles, so that moving a batch index along a
+    non-decreasing clock gives exactly :func:`_batch` without its two divisions per packet."""
+    out = np.full(B + 1, INF)
+    out[0] = warmup
+    if not (T > warmup):
+        return out
+
+    def batch(t):  # _batch for t in [warmup, T], the same floating-point operations
+        return min(int((t - warmup) / ((T - warmup) / B)), B - 1)
+
+    bits = lambda x: int(np.float64(x).view(np.int64))  # noqa: E731 - positive doubles order like their bits
+    for b in range(1, B):
+        lo, hi = bits(warmup), bits(T)  # batch(lo) < b <= batch(hi)
+        if batch(T) < b:
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if batch(float(np.int64(mid).view(np.float64))) >= b:
+                hi = mid
+            else:
+                lo = mid
+        out[b] = float(np.int64(hi).view(np.float64))
+    return out
+
+
 @jit(inline="always")
-def _depart(s, t, T, warmup, B, slot_i, dep_pk):
-    """A packet of the flow in row s leaves the router at t: departure counts; returns
-    DEP_NEXT when the window's next packet is due (its admission is then pending),
-    DEP_FLOW_DONE when that was the flow's last packet, else DEP_NONE."""
+def _depart(s, t, warmup, slot_i, dep_pk, b_start, bcur):
+    """A packet of the flow in row s leaves the router at t: departure counts.  Returns
+    (code, batch index): code DEP_NEXT when the window's next packet is due (its admission
+    is then pending), DEP_FLOW_DONE when that was the flow's last packet, else DEP_NONE;
+    ``bcur``, the batch of the last class departure, only moves forward (clock order)."""
     slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
     k = slot_i[s * N_ICOLS + I_CLASS]
     if t > warmup:
         if k < 0:
             slot_i[s * N_ICOLS + I_DEPPOST] += 1
         else:
-            b = _batch(t, warmup, T, B)
-            if b >= 0:
-                dep_pk[k, b] += 1.0
+            while t >= b_start[bcur + 1]:  # = _batch(t): t <= T here
+                bcur += 1
+            dep_pk[k, bcur] += 1.0
     if slot_i[s * N_ICOLS + I_REMAIN] != 0:
         if slot_i[s * N_ICOLS + I_REMAIN] > 0:
             slot_i[s * N_ICOLS + I_REMAIN] -= 1
         slot_i[s * N_ICOLS + I_PENDING] += 1
-        return DEP_NEXT
+        return DEP_NEXT, bcur
     if slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
-        return DEP_FLOW_DONE
-    return DEP_NONE
+        return DEP_FLOW_DONE, bcur
+    return DEP_NONE, bcur
 
 
 # scalar state carried between calls of the inner loop
 (S_T, S_NEXT_ARR, S_NEXT_STATIC, S_T_AREA) = range(4)
 N_SF = 4
 (S_SERVICES, S_NFREE, S_ADM_HEAD, S_ADM_N, S_ST_PTR, S_PK_ADM, S_PK_DEP, S_NEXT_UID, S_ACTIVE,
- S_MAX_ACTIVE, S_TR_N, S_STOPPED) = range(12)
-N_SI = 12
+ S_MAX_ACTIVE, S_TR_N, S_STOPPED, S_BATCH) = range(13)
+N_SI = 13
 DONE, GROW_FLOWS = 0, 1
 
 
@@ -535,7 +563,7 @@ def _make_loop(J_CONST):
 
     @jit_no_refcount
     def _loop(
-        policy, fq_res, unit, vt_in_service, idle_reset, J_arg, N, RM, rtt, T, warmup, B, max_services, trace_cap,
+        policy, fq_res, unit, vt_in_service, idle_reset, J_arg, N, RM, rtt, T, warmup, B, max_services, trace_cap, b_start,
         sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
         n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
         sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, hp, hn, free,
@@ -571,6 +599,7 @@ def _make_loop(J_CONST):
         pk_departed = si[S_PK_DEP]
         n_active = si[S_ACTIVE]
         tr_n = si[S_TR_N]
+        bcur = si[S_BATCH]
         code = DONE
         while True:
             # ---- next event instant: scan the few candidate times
@@ -625,7 +654,7 @@ def _make_loop(J_CONST):
                     continue
                 # departure from the router
                 pk_departed += 1
-                dep = _depart(s, t, T, warmup, B, slot_i, dep_pk)
+                dep, bcur = _depart(s, t, warmup, slot_i, dep_pk, b_start, bcur)
                 if dep == DEP_NEXT:
                     # the window's next packet: now (rtt = 0) or rtt later
                     if rtt > 0.0:
@@ -712,6 +741,7 @@ def _make_loop(J_CONST):
         si[S_PK_DEP] = pk_departed
         si[S_ACTIVE] = n_active
         si[S_TR_N] = tr_n
+        si[S_BATCH] = bcur
         return code
 
     return _loop
@@ -829,11 +859,12 @@ def simulate_kernel(
     sf[S_NEXT_STATIC] = st_start[st_order[0]] if n_static > 0 else INF
     sf[S_NEXT_ARR] = rng.exponential(1.0 / lam_total) if K > 0 and lam_total > 0.0 else INF
 
+    b_start = batch_starts(warmup, T, B)
     compile_seconds = 0.0
     loop = loop_for(J)
     while True:
         args = (
-            policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap,
+            policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap, b_start,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
             sf, si, st["slot_i"].reshape(-1), st["slot_f"].reshape(-1), st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
