@@ -257,10 +257,10 @@ def _batch(t, warmup, T, B):
 
 # flow-table integer columns
 I_UID, I_SPEC, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_SIZE, I_PENDING, I_DEPPOST, I_DONE, I_FIRST = range(11)
-N_ICOLS = 11
+N_ICOLS = 16  # 11 used; a power of two, so row offsets are shifts
 # flow-table float columns
 F_F, F_ARRIVE, F_WEIGHT, F_DONE_T, F_DOM = range(5)
-N_FCOLS = 5
+N_FCOLS = 8  # 5 used
 # per-(flow row, resource) queue record, flat: qs[(s * J + j) * (NR + 3) + field]
 QS_Q, QS_HEAD, QS_COUNT, QS_RING = range(4)
 
