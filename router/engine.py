@@ -429,6 +429,23 @@ def _depart(s, t, warmup, slot_i, dep_pk, b_start, bcur):
     return DEP_NONE, bcur
 
 
+# per-resource state: rf = [vt (J + 2: see fq.drfq) | fin | busy_key | maxfin | busy_post],
+# ri = [busy_slot | busy_seq | served | admitted | heap size | completions: j, slot, seq]
+RF_FIELDS, RI_FIELDS = 5, 8
+
+
+@jit(inline="always")
+def _float_views(rf, J):
+    return (rf[0:J + 2], rf[J + 2:2 * J + 2], rf[2 * J + 2:3 * J + 2], rf[3 * J + 2:4 * J + 2],
+            rf[4 * J + 2:5 * J + 2])
+
+
+@jit(inline="always")
+def _int_views(ri, J):
+    return (ri[0:J], ri[J:2 * J], ri[2 * J:3 * J], ri[3 * J:4 * J], ri[4 * J:5 * J], ri[5 * J:6 * J],
+            ri[6 * J:7 * J], ri[7 * J:8 * J])
+
+
 # scalar state carried between calls of the inner loop
 (S_T, S_NEXT_ARR, S_NEXT_STATIC, S_T_AREA) = range(4)
 N_SF = 4
@@ -566,9 +583,8 @@ def _make_loop(J_CONST):
         policy, fq_res, unit, vt_in_service, idle_reset, J_arg, N, RM, rtt, T, warmup, B, max_services, trace_cap, b_start,
         sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
         n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
-        sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, hp, hn, free,
-        busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
-        admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
+        sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, hp, free, rf, ri, adm_t, adm_s, now_s,
+        st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
         cls_arrived, cls_completed, tr_f, tr_i,
     ):
         """The event loop proper (see the module docstring for the event order).
@@ -582,6 +598,10 @@ def _make_loop(J_CONST):
         and one call site.
         """
         J = J_CONST  # a compile-time constant: loops over resources unroll
+        # the per-resource state: views at constant offsets into two small arrays (two base
+        # pointers instead of thirteen live across the loop)
+        vt, fin, busy_key, maxfin_j, busy_post = _float_views(rf, J)
+        busy_slot, busy_seq, served_j, admitted_j, hn, comp_j, comp_slot, comp_seq = _int_views(ri, J)
         C = slot_i.shape[0]
         acap = adm_t.shape[0]
         NR = RM + 1
@@ -810,30 +830,23 @@ def simulate_kernel(
         "pkt": np.zeros((C, NR, 2 * J + 2), np.float64),
     }
     heaps = {"hp": np.full((J, 2 * C + 4), SENTINEL, np.int64)}
-    hn = np.zeros(J, np.int64)
     free = np.arange(C - 1, n_static - 1, -1, dtype=np.int64)
     free = np.concatenate([free, np.zeros(n_static, np.int64)])
     sf = np.zeros(N_SF, np.float64)
     si = np.zeros(N_SI, np.int64)
     si[S_NFREE] = C - n_static
 
-    busy_slot = np.full(J, -1, np.int64)
-    busy_seq = np.zeros(J, np.int64)
-    busy_key = np.zeros(J, np.float64)
-    fin = np.full(J, INF)
-    vt = np.zeros(J + 2, np.float64)
-    maxfin_j = np.zeros(J, np.float64)
-    comp_j = np.zeros(J, np.int64)
-    comp_slot = np.zeros(J, np.int64)
-    comp_seq = np.zeros(J, np.int64)
+    rf = np.zeros(RF_FIELDS * J + 2, np.float64)
+    ri = np.zeros(RI_FIELDS * J, np.int64)
+    vt, fin, busy_key, maxfin_j, busy_post = _float_views(rf, J)
+    busy_slot, busy_seq, served_j, admitted_j, hn, comp_j, comp_slot, comp_seq = _int_views(ri, J)
+    busy_slot[:] = -1
+    fin[:] = INF
     # pending admissions never exceed N per flow, so C * NR (+ J) bounds both queues
     adm_t = np.zeros(C * NR + J, np.float64)
     adm_s = np.zeros(C * NR + J, np.int64)
     now_s = np.zeros(C * NR + J, np.int64)
 
-    admitted_j = np.zeros(J, np.int64)
-    served_j = np.zeros(J, np.int64)
-    busy_post = np.zeros(J, np.float64)
     ns1 = max(n_static, 1)
     st_done_t = np.full(ns1, np.nan)
     Kc = max(K, 1)
@@ -868,9 +881,8 @@ def simulate_kernel(
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
             sf, si, st["slot_i"].reshape(-1), st["slot_f"].reshape(-1), st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
-            st["pkt"].reshape(-1), heaps["hp"], hn, free,
-            busy_slot, busy_seq, busy_key, fin, vt, maxfin_j, comp_j, comp_slot, comp_seq, adm_t, adm_s, now_s,
-            admitted_j, served_j, busy_post, st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
+            st["pkt"].reshape(-1), heaps["hp"], free, rf, ri, adm_t, adm_s, now_s,
+            st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
             cls_arrived, cls_completed, tr_f.reshape(-1), tr_i.reshape(-1),
         )
         compile_seconds += _compile_seconds(loop, args)
