@@ -573,10 +573,19 @@ def _flow_starts(
     return now_n
 
 
-def _make_loop(J_CONST):
-    """The event loop compiled for J_CONST resources (numba keys its cache on the
-    closure's constants, so every J gets its own machine code, with the loops over
-    resources unrolled)."""
+GENERIC = -1
+
+
+def _make_loop(J_CONST, LEAN):
+    """The event loop compiled for J_CONST resources; numba keys its cache on the closure's
+    constants, so every variant gets its own machine code.
+
+    With J a constant the loops over resources unroll.  ``LEAN`` is GENERIC (every option
+    read at run time) or a policy code: the variant for the default options (virtual time
+    "started", no idle reset, rtt = 0, no trace) with that scheduler's hooks inlined and the
+    rest of the dispatch compiled away, about 10 % faster on few flows.  Both are the same
+    source; tests assert equal outputs.
+    """
 
     @jit_no_refcount
     def _loop(
@@ -598,6 +607,12 @@ def _make_loop(J_CONST):
         and one call site.
         """
         J = J_CONST  # a compile-time constant: loops over resources unroll
+        if LEAN != GENERIC:
+            policy = LEAN
+            vt_in_service = False
+            idle_reset = False
+            rtt = 0.0
+            trace_cap = 0
         # the per-resource state: views at constant offsets into two small arrays (two base
         # pointers instead of thirteen live across the loop)
         vt, fin, busy_key, maxfin_j, busy_post = _float_views(rf, J)
@@ -770,11 +785,21 @@ def _make_loop(J_CONST):
 _LOOPS = {}
 
 
-def loop_for(J: int):
-    """The event loop specialised for J resources (built once per process)."""
-    fn = _LOOPS.get(J)
+def lean_policy(policy, vt_in_service, idle_reset, rtt, trace_cap) -> int:
+    """The LEAN key of the loop variant for these options: the policy code when every other
+    option is at its default, else GENERIC."""
+    if not vt_in_service and not idle_reset and rtt == 0.0 and trace_cap == 0:
+        return int(policy)
+    return GENERIC
+
+
+def loop_for(J: int, lean: int = GENERIC):
+    """The event loop for J resources, generic or lean (see :func:`_make_loop`); built once
+    per process."""
+    key = (int(J), int(lean))
+    fn = _LOOPS.get(key)
     if fn is None:
-        fn = _LOOPS[J] = _make_loop(int(J))
+        fn = _LOOPS[key] = _make_loop(*key)
     return fn
 
 
@@ -802,14 +827,15 @@ def simulate_kernel(
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
     n_static, st_start, st_packets, st_order,
     K, cls_spec, cls_cdf, lam_total, cls_p,
-    rng, cost_key,
+    rng, cost_key, specialise=True,
 ):
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     Units: time units; costs ``sp_cost[s, j]`` time units per packet,
     ``sp_pb[s, j]`` per byte; ``lam_total`` flows per time unit.
     Plain Python: allocates the state with numpy (nothing to compile), runs the
-    compiled :func:`_loop` (doubling the flow table when it asks), then counts
+    compiled loop (doubling the flow table when it asks; the lean variant for
+    default options unless ``specialise`` is false), then counts
     what is left in the system for the conservation check.  Returns
     ``(outputs, compile_seconds)``, the outputs as flat arrays (see
     :func:`router.run.simulate`).
@@ -874,7 +900,8 @@ def simulate_kernel(
 
     b_start = batch_starts(warmup, T, B)
     compile_seconds = 0.0
-    loop = loop_for(J)
+    lean = lean_policy(policy, vt_in_service, idle_reset, rtt, trace_cap) if specialise else GENERIC
+    loop = loop_for(J, lean)
     while True:
         args = (
             policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap, b_start,

@@ -148,11 +148,13 @@ def _spec_arrays(specs, J):
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
-             max_services: int | None = None) -> RunResult:
+             max_services: int | None = None, specialise: bool = True) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
     like them).  ``trace`` bounds the number of service starts recorded.
+    ``specialise=False`` runs the generic event loop even where the lean
+    variant for default options applies (same results; for tests).
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
@@ -198,7 +200,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     )
     w0 = time.perf_counter()
     c0 = time.process_time()
-    out, compile_seconds = simulate_kernel(*args)
+    out, compile_seconds = simulate_kernel(*args, specialise=specialise)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     (t_end, services, served_j, admitted_j, in_sys_j, pk_adm, pk_dep, in_router,

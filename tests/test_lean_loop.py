@@ -1,0 +1,59 @@
+"""The lean event loop (one scheduler, default options, no trace) against the generic one.
+
+Both are compiled from the same source (router.engine._make_loop); the generic loop is
+checked trace-for-trace against the SimPy reference (test_reference.py), the lean one,
+which records no trace, must then give the very same outputs, bit for bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import flows
+from conftest import JIT_DISABLED
+from test_reference import SCHEDULER_NAMES, scenarios
+
+DEFAULTS = {"router.virtual_time": "started", "router.idle_reset": False, "router.rtt": 0.0}
+
+
+def outputs(r) -> dict:
+    d = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)
+         if f.name not in ("wall_seconds", "cpu_seconds", "compile_seconds", "batches", "trace")}
+    d["batches"] = {k: np.asarray(v).tolist() for k, v in r.batches.items()}
+    return d
+
+
+def assert_lean_equals_generic(sc) -> None:
+    from router.engine import GENERIC, lean_policy
+    from router.run import simulate
+    from fq.registry import SCHEDULERS
+
+    code = SCHEDULERS[sc.router.scheduler].code
+    assert lean_policy(code, False, False, 0.0, 0) == code  # the lean variant applies
+    lean = simulate(sc)
+    generic = simulate(sc, specialise=False)
+    assert lean.services > 0 or sc.classes  # a short run may see no Poisson flow
+    assert outputs(lean) == outputs(generic)
+    assert lean_policy(code, True, False, 0.0, 0) == GENERIC
+
+
+@pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
+@pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
+@pytest.mark.parametrize("preset", ["oracle-three-flows", "middlebox-mix", "dynamic-small"])
+def test_lean_loop_equals_generic_on_presets(preset, scheduler):
+    duration = 20_000.0 if preset == "dynamic-small" else 400.0
+    sc = flows.load_preset(preset).replace(**{"router.scheduler": scheduler, "run.warmup": 5.0,
+                                              "run.duration": duration, **DEFAULTS})
+    assert_lean_equals_generic(sc)
+
+
+@pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
+@settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(sc=scenarios(), scheduler=st.sampled_from(SCHEDULER_NAMES))
+def test_lean_loop_equals_generic(sc, scheduler):
+    assert_lean_equals_generic(sc.replace(**{"router.scheduler": scheduler, **DEFAULTS}))
