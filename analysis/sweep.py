@@ -135,9 +135,22 @@ class ResultStore:
 
 
 # ---------------------------------------------------------------------------
-def _warm() -> None:
-    """Compile (or load from cache) the engine and the fluid-path kernel once, in the parent,
-    before forking, so that no worker compiles anything."""
+def _warm_specs(tasks: list[tuple[Point, dict, str]]) -> list[tuple[dict, str, str]]:
+    """One (scenario, name, scheduler) per engine loop variant the tasks need (the variant
+    depends on the scheduler, the number of resources and the router options)."""
+    seen, out = set(), []
+    for p, d, nm in tasks:
+        key = (p.scheduler, len(d.get("resources", ())), json.dumps(d.get("router", {}), sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            out.append((d, nm, p.scheduler))
+    return out
+
+
+def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
+    """Compile (or load from cache) the engine loop variants the sweep needs and the
+    fluid-path kernel once, in the parent, before forking, so that no worker compiles
+    anything."""
     import flows
     from analysis.fluid_path import fluid_path
     from router.run import simulate
@@ -148,6 +161,8 @@ def _warm() -> None:
     simulate(sc)
     for objective in ("drf", "pf", "bmf"):
         fluid_path(sc, objective, 1, batches=2)
+    for d, nm, scheduler in specs:
+        simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1)
 
 
 def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict], None], *,
@@ -160,7 +175,7 @@ def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict
             on_done(p, run_point(d, n, p))
         return
     if executor == "local":
-        _warm()
+        _warm(_warm_specs(tasks))
         n = workers or os.cpu_count() or 1
         if n <= 1:
             for p, d, nm in tasks:
@@ -194,7 +209,7 @@ def _execute_dask(tasks, on_done, address: str, workers: int | None) -> None:
         except OSError as e:
             raise MrfqError(f"--dask {address}: cannot reach the scheduler ({e})") from None
     try:
-        client.run(_warm)  # compile once per worker process, before the first point
+        client.run(_warm, _warm_specs(tasks))  # compile once per worker process, before the first point
         futs = {}
         for p, d, nm in tasks:
             futs[client.submit(run_point, d, nm, p, pure=False)] = p
