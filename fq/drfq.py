@@ -65,6 +65,12 @@ def start(slot, pb, j, J, vt, pkt):
     s = pkt[pb + 2 * J]
     if s > vt[J]:
         vt[J] = s
+
+
+@jit(inline="always")
+def note_finish(pb, J, vt, pkt):
+    """Service start under the "in-service" rule: ``vt[J + 1]`` = the largest finish tag of
+    a packet that has begun service (V when nothing is in service)."""
     f = pkt[pb + 2 * J + 1]
     if f > vt[J + 1]:
         vt[J + 1] = f

@@ -320,7 +320,7 @@ def _admit(policy, fq_res, unit, s, t, J, RM, slot_i, slot_f, flow_F, flow_Fj, q
 
 
 @jit(inline="always")
-def _start_next(policy, idle_reset, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i, slot_f,
+def _start_next(policy, idle_reset, vt_in_service, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i, slot_f,
                 vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
                 trace_cap, tr_n, tr_f, tr_i):
     """Idle resource j starts the smallest key waiting there (phase 3); returns the trace length."""
@@ -347,15 +347,21 @@ def _start_next(policy, idle_reset, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slo
         _heap_pop(hp, hn, j)
     pb = (s * NR + (seq & RM)) * W
     _on_start(policy, s, pb, j, J, vt, pkt)
-    if policy == P_DOVETAIL:  # finish tag at j, not the largest over resources
-        f = pkt[pb + J + j] + pkt[pb + j] / slot_f[s * N_FCOLS + F_WEIGHT]
-    else:
-        f = pkt[pb + 2 * J + 1]
-    if f > maxfin_j[j]:
-        maxfin_j[j] = f
+    if vt_in_service:
+        # what the in-service rule reads: keys in service, the largest finish tag begun
+        busy_key[j] = pkt[pb + 2 * J]
+        if policy == P_DRFQ:
+            drfq.note_finish(pb, J, vt, pkt)
+    if idle_reset:
+        # the largest finish tag begun at j, where V_j jumps when j goes idle
+        if policy == P_DOVETAIL:  # finish tag at j, not the largest over resources
+            f = pkt[pb + J + j] + pkt[pb + j] / slot_f[s * N_FCOLS + F_WEIGHT]
+        else:
+            f = pkt[pb + 2 * J + 1]
+        if f > maxfin_j[j]:
+            maxfin_j[j] = f
     busy_slot[j] = s
     busy_seq[j] = seq
-    busy_key[j] = pkt[pb + 2 * J]
     end = t + pkt[pb + j]
     fin[j] = end
     # busy time inside [warmup, T] (conditional expressions: numba compiles the builtin
@@ -758,7 +764,7 @@ def _make_loop(J_CONST, LEAN):
             # ---- phase 3: idle resources start their smallest key
             for j in range(J):
                 if busy_slot[j] < 0:
-                    tr_n = _start_next(policy, idle_reset, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i, slot_f,
+                    tr_n = _start_next(policy, idle_reset, vt_in_service, j, t, T, warmup, J, RM, hp, hn, qs, pkt, slot_i, slot_f,
                                        vt, maxfin_j, busy_slot, busy_seq, busy_key, fin, busy_post,
                                        trace_cap, tr_n, tr_f, tr_i)
             if vt_in_service:
