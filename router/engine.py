@@ -25,7 +25,10 @@ Event order at one instant ``t`` (SPEC §2, a (choice)):
 Ties between keys: smallest key, then smallest flow id, then smallest packet
 sequence number.  A flow's packets reach every resource in sequence order
 with non-decreasing keys, so each resource keeps a FIFO per flow and a binary
-min-heap of the flows' head packets (size <= number of flows).
+min-heap of the flows' head packets (size <= number of flows).  The loop is
+compiled once per number of resources, generic or lean (one scheduler, default
+options: see :func:`_make_loop`), and without numba's negative-index wraparound
+(see :func:`fq._jit.no_wraparound`).
 
 State is structure-of-arrays in flow-table rows ("slots"); dynamic flows reuse
 slots from a free list, and every array doubles when the table is full, so
