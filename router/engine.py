@@ -124,20 +124,18 @@ def packet_uniform(cost_key, uid, seq):
 # Row j of ``hp`` holds resource j's heap as pairs of int64 words: the key's
 # IEEE-754 bits (keys are finite and >= +0.0, so their bit patterns order like
 # the values) and ``uid << SLOT_BITS | slot``.  The pair is compared as two
-# integers without branches; a sentinel above every entry sits after the last
-# one, so a node's second child is read without a bounds test (the layout of
-# the C yardstick's heap).
+# integers without branches; every position from the heap's size on holds a
+# sentinel above every entry (the array starts full of them, a pop puts one back),
+# so a node's second child is read without a bounds test (the layout of the C
+# yardstick's heap).
 SLOT_BITS = 24
 SLOT_MASK = (1 << SLOT_BITS) - 1
 UID_LIMIT = 1 << (63 - SLOT_BITS)
 SENTINEL = np.iinfo(np.int64).max
 
-if config.DISABLE_JIT:  # plain-Python twins of the bit casts
+if config.DISABLE_JIT:  # plain-Python twin of the bit cast
     def f2i(x):
         return int(np.float64(x).view(np.int64))
-
-    def i2f(x):
-        return float(np.int64(x).view(np.float64))
 else:
     @intrinsic
     def f2i(typingctx, x):
@@ -145,13 +143,6 @@ else:
         def codegen(context, builder, signature, args):
             return builder.bitcast(args[0], ir.IntType(64))
         return types.int64(types.float64), codegen
-
-    @intrinsic
-    def i2f(typingctx, x):
-        """The float64 whose bits are this int64."""
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.DoubleType())
-        return types.float64(types.int64), codegen
 
 
 @jit(inline="always")
@@ -166,8 +157,6 @@ def _heap_push(hp, hn, j, key, uid, slot):
     u = (uid << SLOT_BITS) | slot
     i = hn[j]
     hn[j] = i + 1
-    hp[j, 2 * i + 2] = SENTINEL
-    hp[j, 2 * i + 3] = SENTINEL
     while i > 0:
         p = (i - 1) >> 1
         pk = hp[j, 2 * p]
