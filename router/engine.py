@@ -91,9 +91,11 @@ def _compile_seconds(fn, args) -> float:
     return time.perf_counter() - t0
 
 
-def is_lean(rtt: float, trace_cap: int) -> bool:
-    """Whether the lean loop variant applies (the scheduler's options are then compiled in)."""
-    return rtt == 0.0 and trace_cap == 0
+def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int) -> bool:
+    """Whether the lean loop variant applies: rtt = 0, no trace and the scheduler's options at
+    their defaults (compiled in as constants).  Other settings take the generic variant, so
+    that a run compiles at most two loops per (J, scheduler)."""
+    return rtt == 0.0 and trace_cap == 0 and tuple(float(x) for x in opt) == sched.default_opt(J)
 
 
 def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, warmup: float, B: int,
@@ -128,7 +130,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.cf[C_NEXT_STATIC] = traffic.static_start[traffic.static_order[0]] if n_static > 0 else INF
     carry.cf[C_NEXT_ARR] = rng.exponential(1.0 / lam_total) if K > 0 and lam_total > 0.0 else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if specialise and is_lean(rtt, trace_cap) else None, len(opt))
+    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt))
 
     compile_seconds = 0.0
     while True:
@@ -187,4 +189,4 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
 # used by compile warm-ups (analysis.sweep): the loop variant a run of these settings takes
 def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, specialise: bool = True):
     opt = tuple(float(x) for x in opt)
-    return loop_for(J, sched, opt if specialise and is_lean(rtt, trace_cap) else None, len(opt))
+    return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt))

@@ -23,7 +23,8 @@ One loop is compiled per (number of resources J, scheduler, variant): the
 scheduler's hooks are bound as globals of that copy of the loop (no run-time
 dispatch, so an unknown scheduler cannot fall through to another's rules), J is
 a constant (loops over resources unroll), and the *lean* variant (rtt = 0, no
-trace) also compiles the scheduler's options ``opt`` in as constants.  The
+trace, the scheduler's options at their defaults) also compiles ``opt`` in as
+constants.  The
 *generic* variant reads rtt, the trace bound and ``opt`` at run time.  Both
 come from the same source; tests assert equal outputs.  The loop runs without
 numba's runtime (no reference counting) and without negative-index wraparound
