@@ -5,8 +5,9 @@ non-preemptive server of capacity 1; a packet skips a resource where its
 processing time is 0.  Flow i keeps ``N`` packets (the window) inside the
 router: packet ``k + N`` is admitted when packet ``k`` leaves the last resource,
 ``rtt`` time units later.  Static flows start at a given time with a given
-number of packets (0 = backlogged forever); classes bring Poisson flow
-arrivals with geometric sizes; a new flow admits ``min(N, L)`` packets at once.
+number of packets (0 = backlogged forever); classes bring flow arrivals (Poisson
+with a size law, or a trace: :mod:`flows.traffic`); a new flow admits
+``min(N, L)`` packets at once.
 
 Event order at one instant ``t`` (SPEC §2, a (choice)):
 
@@ -16,7 +17,7 @@ Event order at one instant ``t`` (SPEC §2, a (choice)):
    visits, or leaves the router (admitting the flow's next packet when
    ``rtt = 0``, or scheduling that admission at ``t + rtt``);
 2. then admissions delayed by ``rtt`` that fall due at ``t``, static flow starts
-   at ``t`` (by flow id) and the Poisson flow arrival at ``t``; every arrival is
+   at ``t`` (by flow id) and the flow arrivals at ``t`` (in stream order); every arrival is
    tagged with the virtual times as they stand *before* any service starts at
    ``t``;
 3. then every idle resource with waiting packets starts its smallest key, in
@@ -33,11 +34,13 @@ options: see :func:`_make_loop`), and without numba's negative-index wraparound
 State is structure-of-arrays in flow-table rows ("slots"); dynamic flows reuse
 slots from a free list, and every array doubles when the table is full, so
 memory depends on the number of concurrent flows, never on run length (the
-optional trace is bounded by ``trace_cap``).  All randomness comes from the
-``numpy.random.Generator`` passed in (flow arrivals: class, size, next
-inter-arrival, in that order) and from a counter-based hash of
-``(cost_key, flow id, packet sequence)`` for per-packet sizes, so every
-scheduler sees the same flows and the same packets (common random numbers).
+optional trace is bounded by ``trace_cap``).  The kernels draw no random
+numbers: flow arrivals (time, class, size) come in chunks of arrays from
+:class:`flows.traffic.ArrivalStream` (the one implementation, shared with the
+SimPy reference and the fluid path; the loop returns MORE_ARRIVALS for the
+next chunk), and per-packet sizes from a counter-based hash of
+``(cost_key, flow id, packet sequence)``, so every scheduler sees the same
+flows and the same packets (common random numbers).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from numba import config, types
 from numba.extending import intrinsic
 
 from flows.errors import MrfqError
+from flows.traffic import CHUNK
 from fq import dovetail, drfq, fifo, sfq
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from fq.registry import P_BMFWFQ, P_DOVETAIL, P_DRFQ, P_FIFO, P_FQSINGLE, P_PFSFQ
@@ -448,9 +452,12 @@ def _int_views(ri, J):
 (S_T, S_NEXT_ARR, S_NEXT_STATIC, S_T_AREA) = range(4)
 N_SF = 4
 (S_SERVICES, S_NFREE, S_ADM_HEAD, S_ADM_N, S_ST_PTR, S_PK_ADM, S_PK_DEP, S_NEXT_UID, S_ACTIVE,
- S_MAX_ACTIVE, S_TR_N, S_STOPPED, S_BATCH) = range(13)
-N_SI = 13
-DONE, GROW_FLOWS = 0, 1
+ S_MAX_ACTIVE, S_TR_N, S_STOPPED, S_BATCH, S_ARR_CUR, S_ARR_LAST, S_FL_N) = range(16)
+N_SI = 16
+# codes the loop returns: DONE (time T reached or max_services), GROW_FLOWS (the flow arrivals due
+# at the next instant need more free table rows than there are), MORE_ARRIVALS (the arrival chunk
+# might not hold every arrival due at the next instant: the host appends the next chunk)
+DONE, GROW_FLOWS, MORE_ARRIVALS = 0, 1, 2
 
 
 @jit_no_refcount
@@ -470,16 +477,36 @@ def _flow_done(s, k, t, K, T, warmup, B, slot_i, slot_f, x, area, t_last_area, c
     free[n_free] = s
 
 
+@jit(inline="always")
+def _arrivals_ready(tn, arr_t, arr_cur, arr_last, n_free):
+    """Before the loop handles instant ``tn`` with flow arrivals due: DONE when the chunk holds
+    every arrival at ``tn`` (a later one, or the stream's end, is in sight) and the flow table
+    has a free row for each; else the code asking the host for what is missing."""
+    i = arr_cur
+    n = arr_t.shape[0]
+    while i < n and arr_t[i] == tn:
+        i += 1
+    if i == n and arr_last == 0:
+        return MORE_ARRIVALS
+    if i - arr_cur > n_free:
+        return GROW_FLOWS
+    return DONE
+
+
 @jit_no_refcount
 def _flow_starts(
     J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
-    n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
+    n_static, st_start, st_packets, st_order, K, cls_spec, arr_t, arr_k, arr_L,
     sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, free, now_s, now_n,
-    x, area, cls_arrived,
+    x, area, cls_arrived, trace_cap, fl_f, fl_i,
 ):
-    """Static flow starts (by flow id) and the Poisson flow arrival at instant t: each new
-    flow gets a table row and queues min(N, L) admissions in ``now_s`` (the loop admits them
-    right after).  Scalars travel in sf/si; returns the new length of ``now_s``."""
+    """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order):
+    each new flow gets a table row and queues min(N, L) admissions in ``now_s`` (the loop
+    admits them right after).  Arrivals are read from the chunk ``arr_t, arr_k, arr_L``
+    (time, class, packets) at the cursor ``si[S_ARR_CUR]``; :func:`_arrivals_ready` has made
+    sure the chunk holds all of them and the table has a row for each.  With a trace, each
+    arrival is logged as (time) and (flow id, class, packets) in ``fl_f``/``fl_i``.  Scalars
+    travel in sf/si; returns the new length of ``now_s``."""
     next_arr = sf[S_NEXT_ARR]
     next_static = sf[S_NEXT_STATIC]
     t_last_area = sf[S_T_AREA]
@@ -488,6 +515,8 @@ def _flow_starts(
     next_uid = si[S_NEXT_UID]
     n_active = si[S_ACTIVE]
     max_active = si[S_MAX_ACTIVE]
+    arr_cur = si[S_ARR_CUR]
+    fl_n = si[S_FL_N]
     while next_static == t or next_arr == t:
         if next_static == t:
             s = st_order[st_ptr]
@@ -495,17 +524,17 @@ def _flow_starts(
             next_static = st_start[st_order[st_ptr]] if st_ptr < n_static else INF
             size_total = st_packets[s]
         else:
-            if n_free == 0:
-                # a second Poisson arrival at this very instant (an inter-arrival draw of 0.0)
-                # found the table full: leave it due; the loop grows the table and admits it
-                break
-            # class, size, next inter-arrival: in this order, for every scheduler
-            u = rng.random()
-            k = 0
-            while k < K - 1 and u >= cls_cdf[k]:
-                k += 1
-            size_total = rng.geometric(cls_p[k])
-            next_arr = t + rng.exponential(1.0 / lam_total)
+            # the next arrival of the stream: class, size; then the time of the one after
+            k = arr_k[arr_cur]
+            size_total = arr_L[arr_cur]
+            arr_cur += 1
+            next_arr = arr_t[arr_cur] if arr_cur < arr_t.shape[0] else INF
+            if fl_n < trace_cap:
+                fl_f[fl_n] = t
+                fl_i[3 * fl_n] = next_uid
+                fl_i[3 * fl_n + 1] = k
+                fl_i[3 * fl_n + 2] = size_total
+                fl_n += 1
             n_free -= 1
             s = free[n_free]
             slot_i[s * N_ICOLS + I_UID] = next_uid
@@ -568,6 +597,8 @@ def _flow_starts(
     si[S_NEXT_UID] = next_uid
     si[S_ACTIVE] = n_active
     si[S_MAX_ACTIVE] = max_active
+    si[S_ARR_CUR] = arr_cur
+    si[S_FL_N] = fl_n
     return now_n
 
 
@@ -589,17 +620,19 @@ def _make_loop(J_CONST, LEAN):
     def _loop(
         policy, fq_res, unit, vt_in_service, idle_reset, J_arg, N, RM, rtt, T, warmup, B, max_services, trace_cap, b_start,
         sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
-        n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
+        n_static, st_start, st_packets, st_order, K, cls_spec, arr_t, arr_k, arr_L, cost_key,
         sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, hp, free, rf, ri, adm_t, adm_s, now_s,
         st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
-        cls_arrived, cls_completed, tr_f, tr_i,
+        cls_arrived, cls_completed, tr_f, tr_i, fl_f, fl_i,
     ):
         """The event loop proper (see the module docstring for the event order).
 
         Arrays are never reassigned here, and the loop is compiled without numba's
         runtime, so no reference counting runs on the hot path.  When the flow
-        table is full and a Poisson flow is due, it returns GROW_FLOWS *before*
-        touching that instant; :func:`simulate_kernel` enlarges the arrays and
+        arrival chunk may not hold every flow arrival due at the next instant it
+        returns MORE_ARRIVALS, and when the flow table has fewer free rows than
+        arrivals due it returns GROW_FLOWS, both *before* touching that instant;
+        :func:`simulate_kernel` appends the next chunk or enlarges the arrays and
         calls it again.  Every admission, immediate (a departure with ``rtt = 0``,
         a new flow's first window) or delayed by ``rtt``, goes through one queue
         and one call site.
@@ -649,9 +682,10 @@ def _make_loop(J_CONST, LEAN):
             if max_services > 0 and services >= max_services:
                 si[S_STOPPED] = 1
                 break
-            if next_arr == tn and n_free == 0:
-                code = GROW_FLOWS
-                break
+            if next_arr == tn:
+                code = _arrivals_ready(tn, arr_t, si[S_ARR_CUR], si[S_ARR_LAST], n_free)
+                if code != DONE:
+                    break
             t = tn
 
             # ---- phase 1a: completing packets leave their servers
@@ -715,7 +749,7 @@ def _make_loop(J_CONST, LEAN):
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
             #      rtt that fall due now, then new flows' windows (static starts by flow id, then
-            #      the Poisson arrival); each is tagged with the virtual times as they stand now
+            #      the flow arrivals); each is tagged with the virtual times as they stand now
             now_i = 0
             starts_done = False
             while True:
@@ -737,9 +771,9 @@ def _make_loop(J_CONST, LEAN):
                     si[S_ACTIVE] = n_active
                     now_n = _flow_starts(
                         J, N, RM, t, T, warmup, B, sp_cost, sp_pb, sp_sizes, sp_nz, sp_w,
-                        n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng,
+                        n_static, st_start, st_packets, st_order, K, cls_spec, arr_t, arr_k, arr_L,
                         sf, si, slot_i, slot_f, flow_F, flow_Fj, qs, pkt, free, now_s, now_n,
-                        x, area, cls_arrived)
+                        x, area, cls_arrived, trace_cap, fl_f, fl_i)
                     next_arr = sf[S_NEXT_ARR]
                     next_static = sf[S_NEXT_STATIC]
                     t_last_area = sf[S_T_AREA]
@@ -824,19 +858,20 @@ def simulate_kernel(
     T, warmup, B, max_services, trace_cap,
     sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
     n_static, st_start, st_packets, st_order,
-    K, cls_spec, cls_cdf, lam_total, cls_p,
-    rng, cost_key, specialise=True,
+    K, cls_spec, arrivals, cost_key, specialise=True, chunk=CHUNK,
 ):
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     Units: time units; costs ``sp_cost[s, j]`` time units per packet,
-    ``sp_pb[s, j]`` per byte; ``lam_total`` flows per time unit.
+    ``sp_pb[s, j]`` per byte.  ``arrivals`` hands out the flow arrivals:
+    ``arrivals.take(n)`` gives the next n as (times float64, classes int64,
+    packets int64), fewer once they end (a :class:`flows.traffic.ArrivalStream`).
     Plain Python: allocates the state with numpy (nothing to compile), runs the
-    compiled loop (doubling the flow table when it asks; the lean variant for
-    default options unless ``specialise`` is false), then counts
-    what is left in the system for the conservation check.  Returns
-    ``(outputs, compile_seconds)``, the outputs as flat arrays (see
-    :func:`router.run.simulate`).
+    compiled loop (appending the next ``chunk`` arrivals or doubling the flow
+    table when it asks; the lean variant for default options unless
+    ``specialise`` is false), then counts what is left in the system for the
+    conservation check.  Returns ``(outputs, compile_seconds)``, the outputs as
+    flat arrays (see :func:`router.run.simulate`).
     """
     C = n_static + 64
     # per-flow rings of NR >= N slots, NR a power of two: positions are seq & RM
@@ -885,6 +920,9 @@ def simulate_kernel(
     # trace rows: (start, end) and (resource, flow id, packet sequence)
     tr_f = np.zeros((trace_cap, 2), np.float64)
     tr_i = np.zeros((trace_cap, 3), np.int64)
+    # flow-arrival log rows: (time) and (flow id, class, packets), also bounded by trace_cap
+    fl_f = np.zeros(trace_cap, np.float64)
+    fl_i = np.zeros((trace_cap, 3), np.int64)
 
     # static flows own rows 0..n_static-1 (flow id = row)
     for i in range(n_static):
@@ -894,7 +932,10 @@ def simulate_kernel(
         st["slot_f"][i, F_WEIGHT] = sp_w[i]
     si[S_NEXT_UID] = n_static
     sf[S_NEXT_STATIC] = st_start[st_order[0]] if n_static > 0 else INF
-    sf[S_NEXT_ARR] = rng.exponential(1.0 / lam_total) if K > 0 and lam_total > 0.0 else INF
+    # the first chunk of flow arrivals; the cursor si[S_ARR_CUR] points at the next one
+    arr_t, arr_k, arr_L = _take(arrivals, chunk if K > 0 else 0)
+    si[S_ARR_LAST] = len(arr_t) < chunk
+    sf[S_NEXT_ARR] = arr_t[0] if len(arr_t) else INF
 
     b_start = batch_starts(warmup, T, B)
     compile_seconds = 0.0
@@ -904,16 +945,28 @@ def simulate_kernel(
         args = (
             policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap, b_start,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
-            n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
+            n_static, st_start, st_packets, st_order, K, cls_spec, arr_t, arr_k, arr_L, cost_key,
             sf, si, st["slot_i"].reshape(-1), st["slot_f"].reshape(-1), st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
             st["pkt"].reshape(-1), heaps["hp"], free, rf, ri, adm_t, adm_s, now_s,
             st_done_t, x, area, dep_pk, done_n, done_pk, done_fct,
-            cls_arrived, cls_completed, tr_f.reshape(-1), tr_i.reshape(-1),
+            cls_arrived, cls_completed, tr_f.reshape(-1), tr_i.reshape(-1), fl_f, fl_i.reshape(-1),
         )
         compile_seconds += _compile_seconds(loop, args)
-        if loop(*args) == DONE:
+        code = loop(*args)
+        if code == DONE:
             break
-        # GROW_FLOWS: double the flow table, the heaps and the admission queues
+        if code == MORE_ARRIVALS:
+            # keep the arrivals not yet consumed, append the next chunk, restart the cursor
+            cur = si[S_ARR_CUR]
+            t2, k2, L2 = _take(arrivals, chunk)
+            arr_t = np.concatenate((arr_t[cur:], t2))
+            arr_k = np.concatenate((arr_k[cur:], k2))
+            arr_L = np.concatenate((arr_L[cur:], L2))
+            si[S_ARR_CUR] = 0
+            si[S_ARR_LAST] = len(t2) < chunk
+            continue
+        # GROW_FLOWS: double the flow table (keeping the free rows it has), the heaps and the
+        # admission queues
         C2 = 2 * C
         if C2 > SLOT_MASK + 1:
             raise MrfqError(f"more than {SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
@@ -924,9 +977,12 @@ def simulate_kernel(
             h = np.full((J, 2 * C2 + 4), SENTINEL, np.int64)
             h[:, : 2 * C + 4] = heaps[name]
             heaps[name] = h
-        free = np.zeros(C2, np.int64)
-        free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
-        si[S_NFREE] = C2 - C
+        n_free = si[S_NFREE]
+        free2 = np.zeros(C2, np.int64)
+        free2[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
+        free2[C2 - C: C2 - C + n_free] = free[:n_free]   # rows taken last-in first-out: old ones first
+        free = free2
+        si[S_NFREE] = C2 - C + n_free
         n, head, cap = si[S_ADM_N], si[S_ADM_HEAD], adm_t.shape[0]
         order = (head + np.arange(n)) % cap
         new_t = np.zeros(C2 * NR + J, np.float64)
@@ -962,13 +1018,22 @@ def simulate_kernel(
     st_dep_post = slot_i[:ns1, I_DEPPOST].copy() if n_static > 0 else np.zeros(1, np.int64)
     st_admitted = (slot_i[:ns1, I_NEXTSEQ] - 1).clip(min=0) if n_static > 0 else np.zeros(1, np.int64)
     tr_n = si[S_TR_N]
+    fl_n = si[S_FL_N]
     return (
         t_end, si[S_SERVICES], served_j, admitted_j, in_sys_j, si[S_PK_ADM], si[S_PK_DEP], in_router,
         busy_post, st_dep_post, st_done_t, st_admitted,
         area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x,
         tr_f[:tr_n, 0].copy(), tr_f[:tr_n, 1].copy(), tr_i[:tr_n, 0].copy(), tr_i[:tr_n, 1].copy(), tr_i[:tr_n, 2].copy(),
         si[S_NEXT_UID], si[S_MAX_ACTIVE],
+        fl_f[:fl_n].copy(), fl_i[:fl_n, 0].copy(), fl_i[:fl_n, 1].copy(), fl_i[:fl_n, 2].copy(),
     ), compile_seconds
+
+
+def _take(arrivals, n):
+    """The next n flow arrivals as contiguous (float64 times, int64 classes, int64 packets)."""
+    t, k, L = arrivals.take(n) if n > 0 else (np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    return (np.ascontiguousarray(t, dtype=np.float64), np.ascontiguousarray(k, dtype=np.int64),
+            np.ascontiguousarray(L, dtype=np.int64))
 
 
 def _area_py(area, x, K, t0, t1, warmup, T, B):

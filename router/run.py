@@ -1,17 +1,17 @@
 """The typed wrapper around the numba engine: validate, convert, run, check, tabulate.
 
 :func:`simulate` is the one entry point: it turns a validated
-:class:`flows.Scenario` into contiguous float64/int64 arrays, spawns the random
-streams from one :class:`numpy.random.SeedSequence`, runs
+:class:`flows.Scenario` into contiguous float64/int64 arrays, opens the
+scenario's flow-arrival stream (:class:`flows.traffic.ArrivalStream`), runs
 :func:`router.engine.simulate_kernel`, checks conservation (admitted = served
 + in system, per resource and for the router) and returns a flat
 :class:`RunResult`.
 
-Random streams (``SeedSequence(seed).spawn(2)``): child 0 drives flow
-arrivals (class, size, inter-arrival), child 1 gives the key of the
-counter-based hash that draws per-packet sizes.  Neither depends on the
-scheduler, so two schedulers run with the same seed see exactly the same flows
-and packets (common random numbers).
+Random streams: the spawn tree of ``SeedSequence(seed)`` is documented in
+:mod:`flows.traffic` (child 0 and its three children: inter-arrival times,
+classes, sizes; child 1: the key of the counter-based hash that draws
+per-packet sizes).  None depends on the scheduler, so two schedulers run with
+the same seed see exactly the same flows and packets (common random numbers).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 from analysis.batch_stats import ratio_ci
 from flows.errors import MrfqError
 from flows.scenario import Scenario
+from flows.traffic import ArrivalStream, cost_key
 from fq.registry import SCHEDULERS
 
 
@@ -83,6 +84,21 @@ class Trace:
 
 
 @dataclass(frozen=True)
+class FlowArrivals:
+    """The flow arrivals the engine consumed, in order: flow id, time, class index, packets."""
+
+    flow: np.ndarray
+    time: np.ndarray
+    klass: np.ndarray
+    packets: np.ndarray
+
+    def rows(self) -> list[tuple[int, float, int, int]]:
+        """``[(flow id, time, class, packets), ...]``"""
+        return [(int(u), float(t), int(k), int(n)) for u, t, k, n in zip(self.flow, self.time, self.klass,
+                                                                         self.packets)]
+
+
+@dataclass(frozen=True)
 class RunResult:
     scenario: Scenario
     scheduler: str
@@ -100,6 +116,7 @@ class RunResult:
     max_active_flows: int
     trace: Trace | None = None
     batches: dict = field(default_factory=dict, repr=False)
+    arrivals: FlowArrivals | None = None   # with ``trace``: the first ``trace`` flow arrivals
 
     def to_json(self) -> dict:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
@@ -172,17 +189,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     st_packets = np.array([f.packets for f in sc.flows] or [0], dtype=np.int64)
     st_order = np.array(sorted(range(nF), key=lambda i: (sc.flows[i].start, i)) or [0], dtype=np.int64)
     K = len(sc.classes)
-    rates = np.array([c.rate for c in sc.classes] or [0.0])
-    lam_total = float(rates.sum()) if K else 0.0
-    cls_cdf = np.cumsum(rates) / lam_total if lam_total > 0 else np.ones(max(K, 1))
-    if K:
-        cls_cdf[-1] = 1.0
     cls_spec = np.arange(nF, nF + max(K, 1), dtype=np.int64)
-    cls_p = np.array([1.0 / c.mean_packets for c in sc.classes] or [1.0])
-
-    arrivals_ss, costs_ss = np.random.SeedSequence(sc.run.seed).spawn(2)
-    rng = np.random.Generator(np.random.PCG64(arrivals_ss))
-    cost_key = int(costs_ss.generate_state(1, np.uint32)[0])
     B = sc.run.batches
     T = sc.run.duration
     warmup = sc.run.warmup
@@ -195,8 +202,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         float(sc.router.rtt), float(T), float(warmup), B, sc.run.max_services, int(trace),
         sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
         nF, st_start, st_packets, st_order,
-        K, cls_spec, cls_cdf, lam_total, cls_p,
-        rng, cost_key,
+        K, cls_spec, ArrivalStream(sc), cost_key(sc.run.seed),
     )
     w0 = time.perf_counter()
     c0 = time.process_time()
@@ -206,7 +212,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     (t_end, services, served_j, admitted_j, in_sys_j, pk_adm, pk_dep, in_router,
      busy_post, st_dep_post, st_done_t, st_admitted,
      area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x_end,
-     tr_t, tr_end, tr_res, tr_uid, tr_seq, n_uid, max_active) = out
+     tr_t, tr_end, tr_res, tr_uid, tr_seq, n_uid, max_active, fl_t, fl_uid, fl_k, fl_L) = out
 
     for j in range(J):
         if admitted_j[j] != served_j[j] + in_sys_j[j]:
@@ -247,6 +253,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         scenario=sc, scheduler=sc.router.scheduler, virtual_time=sc.router.virtual_time, seed=sc.run.seed,
         t_end=float(t_end), services=int(services), flows=flows, classes=classes, resources=resources,
         wall_seconds=wall, cpu_seconds=cpu, compile_seconds=compile_seconds, flows_started=int(n_uid), max_active_flows=int(max_active), trace=tr,
+        arrivals=FlowArrivals(fl_uid, fl_t, fl_k, fl_L) if trace else None,
         batches={"area": area[:K], "departed": dep_pk[:K], "done_n": done_n[:K], "done_packets": done_pk[:K],
                  "done_time": done_fct[:K]},
     )
