@@ -25,7 +25,7 @@ import numpy as np
 from analysis.batch_stats import ratio_ci
 from flows.errors import MrfqError
 from flows.scenario import Scenario
-from flows.traffic import ArrivalStream, cost_key
+from flows.traffic import CHUNK, ArrivalStream, cost_key
 from fq.registry import SCHEDULERS
 
 
@@ -165,16 +165,20 @@ def _spec_arrays(specs, J):
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
-             max_services: int | None = None, specialise: bool = True) -> RunResult:
+             max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
     like them).  ``trace`` bounds the number of service starts recorded.
     ``specialise=False`` runs the generic event loop even where the lean
-    variant for default options applies (same results; for tests).
+    variant for default options applies (same results; for tests).  ``arrival_chunk``: flow
+    arrivals handed to the engine per chunk (same results for any value; for tests).  With
+    ``trace``, :attr:`RunResult.arrivals` lists the first ``trace`` flow arrivals consumed.
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
+    if arrival_chunk < 1:
+        raise MrfqError(f"arrival_chunk = {arrival_chunk}: must be >= 1 (flow arrivals per chunk)")
     if trace < 0:
         raise MrfqError(f"trace = {trace}: must be >= 0 (number of service starts to record)")
 
@@ -206,7 +210,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     )
     w0 = time.perf_counter()
     c0 = time.process_time()
-    out, compile_seconds = simulate_kernel(*args, specialise=specialise)
+    out, compile_seconds = simulate_kernel(*args, specialise=specialise, chunk=int(arrival_chunk))
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     (t_end, services, served_j, admitted_j, in_sys_j, pk_adm, pk_dep, in_router,
