@@ -66,7 +66,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.special import ndtri
 
 from flows.errors import ScenarioError
 
@@ -110,6 +109,8 @@ class SizeLaw:
             X = np.minimum(x_m * np.power(1.0 - u1, -1.0 / a), SIZE_CAP)
             return _round_at_random(X, u2)
         if self.law == "lognormal":
+            from scipy.special import ndtri   # here, not at the top: `import flows` stays light
+
             s = float(self.sigma)
             with np.errstate(divide="ignore"):
                 z = ndtri(u1)                 # u1 = 0 gives -inf, hence Y = 0 and L = 1
