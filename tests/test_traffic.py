@@ -247,8 +247,6 @@ def test_bad_trace_is_exit_2_in_the_cli(tmp_path, capsys):
     assert main(["run", str(p)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "a.csv line 3: time = 0.5: decreases" in err
-    d = dict(TWO_CLASSES)
-    d["class"] = [dict(TWO_CLASSES["class"][0], size={"law": "zipf"})]
     toml = tmp_path / "z.toml"
     toml.write_text('resources = ["cpu", "link"]\n[[class]]\ncost = [1.0, 1.0]\nrate = 1.0\n'
                     'size = {law = "zipf", mean = 3}\n')
@@ -317,9 +315,7 @@ def test_compare_flags_non_geometric_rows(tmp_path, capsys):
     from router.cli import main
 
     d = flows.to_dict(flows.load_preset("br-unbalanced-pareto"))
-    for c in d["class"]:
-        c["size"]["mean"] = 200
-    p = tmp_path / "par.toml"
+    p = tmp_path / "par.toml"   # the preset with flows of mean 200 packets (a short run)
     lines = ['resources = ["cpu", "link"]', "[traffic]", "load = 0.5"]
     for c in d["class"]:
         lines += ["[[class]]", f'name = "{c["name"]}"', f"cost = {c['cost']}", f"share = {c['share']}",
