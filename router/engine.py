@@ -129,7 +129,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key))
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
-                                             batch_starts(warmup, T, B))
+                                             batch_starts(warmup, T, B), rtt)
     # static flows own rows 0..n_static-1 (flow id = row)
     for i in range(n_static):
         ft.slot_i[i * N_ICOLS + I_UID] = i
@@ -164,7 +164,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         if 2 * C > heap.SLOT_MASK + 1:
             raise MrfqError(f"more than {heap.SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
                             f"{heap.SLOT_BITS}-bit row numbers; lower the flow arrival rate or the flow sizes")
-        C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry)
+        C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry, rtt)
 
     ci, cf = carry.ci, carry.cf
     if ci[C_NEXT_UID] > heap.UID_LIMIT:

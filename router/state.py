@@ -154,8 +154,13 @@ def int_views(ri: np.ndarray, J: int):
     return tuple(ri[k * J:(k + 1) * J] for k in range(8))
 
 
+def _due_size(C: int, NR: int, J: int, rtt: float) -> int:
+    """Room in the ring of admissions delayed by rtt: at most N per flow; none without an rtt."""
+    return C * NR + J if rtt > 0.0 else 1
+
+
 def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int, B: int, trace_cap: int,
-             b_start: np.ndarray):
+             b_start: np.ndarray, rtt: float):
     """Every array of a run with room for C flows (rows ``n_static..C-1`` free)."""
     ft = FlowTable(
         slot_i=np.zeros(C * N_ICOLS, np.int64),
@@ -169,7 +174,8 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     rs = Resources(service_end=np.full(J, INF), busy_post=np.zeros(J), ri=np.zeros(8 * J, np.int64),
                    hp=heap.allocate(J, C))
     rs.ri[:J] = -1  # no packet in service
-    aq = Admissions(due_t=np.zeros(C * NR + J), due_s=np.zeros(C * NR + J, np.int64),
+    due = _due_size(C, NR, J, rtt)
+    aq = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64),
                     now_s=np.zeros(C * NR + J, np.int64))
     Kc = max(K, 1)
     acc = Accumulators(b_start=b_start, x=np.zeros(Kc), area=np.zeros((Kc, B)), departed=np.zeros((Kc, B)),
@@ -189,7 +195,8 @@ def _grown(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, aq: Admissions, carry: Carry):
+def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, aq: Admissions, carry: Carry,
+         rtt: float):
     """Double the flow table (and the heaps, the scheduler's per-flow state and the admission
     queues); the new rows go on the free list below the rows still free (taken last-in
     first-out: old ones first).  Returns the new capacity and tuples."""
@@ -205,7 +212,8 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     rs2 = rs._replace(hp=heap.grow(rs.hp, C2))
     n, head, cap = carry.ci[C_ADM_N], carry.ci[C_ADM_HEAD], aq.due_t.shape[0]
     order = (head + np.arange(n)) % cap
-    aq2 = Admissions(due_t=np.zeros(C2 * NR + J), due_s=np.zeros(C2 * NR + J, np.int64),
+    due = _due_size(C2, NR, J, rtt)
+    aq2 = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64),
                      now_s=np.zeros(C2 * NR + J, np.int64))
     aq2.due_t[:n] = aq.due_t[order]
     aq2.due_s[:n] = aq.due_s[order]
