@@ -14,7 +14,7 @@ from functools import partial
 from typing import Callable
 
 from flows.errors import MrfqError
-from fq.cluster import drf
+from fq.cluster import drf, drfh, naive, slots
 from fq.cluster.state import ClusterState, Pick, fill
 
 
@@ -39,6 +39,18 @@ ALLOCATORS: dict[str, AllocatorInfo] = {
     "drf": AllocatorInfo("drf", "progressive filling with discrete tasks, lowest weighted dominant share first",
                          "[DRF] sec. 4, Algorithm 1", drf.pick,
                          options={"blocked": drf.BLOCKED}, objective="drf"),
+    "drfh-first-fit": AllocatorInfo("drfh-first-fit", "lowest global dominant share, first server that fits",
+                                    "[DRFH] sec. V-B", drfh.pick_first_fit,
+                                    options={"blocked": drf.BLOCKED}, objective="drfh"),
+    "drfh-best-fit": AllocatorInfo("drfh-best-fit", "lowest global dominant share, server of least fitness H",
+                                   "[DRFH] sec. V-B, eq. (9)", drfh.pick_best_fit,
+                                   options={"blocked": drf.BLOCKED, "fitness_ref": drfh.FITNESS_REF},
+                                   objective="drfh"),
+    "naive-drf": AllocatorInfo("naive-drf", "DRF on each server separately (local dominant shares)",
+                               "[DRFH] sec. III-D, Fig. 2", naive.pick),
+    "slots": AllocatorInfo("slots", "fixed-size slots (max server / n_slots), fewest slots per weight first",
+                           "[DRF] sec. 2; [DRFH] sec. VI, Table II", slots.pick, prepare=slots.prepare,
+                           options={"n_slots": int, "task_slots": slots.TASK_SLOTS}),
 }
 
 
@@ -60,6 +72,8 @@ def bind(name: str, state: ClusterState, **options) -> Pick:
         allowed = info.options[k]
         if isinstance(allowed, tuple) and v not in allowed:
             raise MrfqError(f"allocator option {k} = {v!r}: must be one of {', '.join(map(repr, allowed))}")
+        if allowed is int and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise MrfqError(f"allocator option {k} = {v!r}: must be a whole number >= 1")
     info.prepare(state, **options)
     return partial(info.pick, **options) if options else info.pick
 
