@@ -69,7 +69,7 @@ def test_best_fit_drfh_reaches_the_drfh_allocation_10_tasks_each():
     allocate_static("drfh-best-fit", st_)
     assert st_.running.tolist() == [[10, 0], [0, 10]]
     np.testing.assert_allclose(st_.dominant_share(), [5 / 7, 5 / 7])
-    np.testing.assert_allclose(st_.free, 0, atol=1e-12)
+    np.testing.assert_allclose(st_.free, [[0, 2], [2, 0]], atol=1e-12)   # 2 GB and 2 CPUs stay idle
 
 
 def test_first_fit_drfh_on_the_two_server_example():
