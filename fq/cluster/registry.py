@@ -15,6 +15,7 @@ from typing import Callable
 
 from flows.errors import MrfqError
 from fq.cluster import drf, drfh, naive, slots
+from fq.cluster import hdrf
 from fq.cluster.state import ClusterState, Pick, fill
 
 
@@ -51,6 +52,16 @@ ALLOCATORS: dict[str, AllocatorInfo] = {
     "slots": AllocatorInfo("slots", "fixed-size slots (max server / n_slots), fewest slots per weight first",
                            "[DRF] sec. 2; [DRFH] sec. VI, Table II", slots.pick, prepare=slots.prepare,
                            options={"n_slots": int, "task_slots": slots.TASK_SLOTS}),
+    "h-drf": AllocatorInfo("h-drf", "dynamic hierarchical DRF: rescaling to the minimum child, blocked nodes ignored",
+                           "[H-DRF] sec. 3.4, Algorithms 2-4", hdrf.pick,
+                           options={"rescale": hdrf.FLAGS, "ignore_blocked": hdrf.FLAGS,
+                                    "saturation": hdrf.SATURATION, "server": hdrf.SERVER},
+                           objective="h-drf"),
+    "naive-h-drf": AllocatorInfo("naive-h-drf", "hierarchical DRF walk on plain subtree sums (starves jobs)",
+                                 "[H-DRF] sec. 3.3", hdrf.pick_naive, options={"server": hdrf.SERVER}),
+    "collapsed-h-drf": AllocatorInfo("collapsed-h-drf", "flat weighted DRF on the flattened tree weights",
+                                     "[H-DRF] sec. 3.2", hdrf.pick_collapsed,
+                                     options={"recompute": hdrf.RECOMPUTE, "server": hdrf.SERVER}),
 }
 
 
