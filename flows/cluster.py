@@ -486,6 +486,9 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         backlogged = u.get("backlogged", not (share > 0 or kind == "trace"))
         if not isinstance(backlogged, bool):
             raise _err(f"{w}.backlogged = {backlogged!r}: must be true or false")
+        if backlogged and share > 0:
+            raise _err(f"{w}.backlogged = true: a backlogged user cannot also receive jobs (job_share = {share:g}); "
+                       "set backlogged = false or job_share = 0")
         start = _num(f"{w}.start", u.get("start", 0.0), lo=0.0)
         stop = _num(f"{w}.stop", u.get("stop", math.inf), lo=0.0, allow_inf=True)
         if stop <= start:
@@ -522,6 +525,10 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         if not p.is_absolute() and base is not None:
             p = base / p
         rows = _read_trace(p, [u.name for u in users])
+        for r in rows:
+            if users[r[1]].backlogged:
+                raise _err(f"traffic.trace: has jobs for user {users[r[1]].name!r}, which is backlogged; "
+                           "set its backlogged = false")
 
     nm = d.get("name", name)
     if not isinstance(nm, str):
