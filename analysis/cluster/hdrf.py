@@ -56,6 +56,19 @@ class StaticHdrf:
     saturated: tuple[int, ...]
 
 
+def _bisect(ok, lo: float, hi: float) -> float:
+    """The largest x in [lo, hi) with ok(x) (ok monotone: true, then false), to float precision."""
+    for _ in range(_ITER):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _check(capacity, demand, tree: Tree, tasks_max):
     C = np.array(capacity, dtype=np.float64, ndmin=2)
     D = np.array(demand, dtype=np.float64, ndmin=2)
@@ -100,13 +113,22 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
             return not frozen[user_of[n]]
         return any(growing(int(c)) for c in children[n])
 
+    cur = np.zeros((N, R))  # consumption of every subtree at the start of the phase
+    cs = np.zeros(N)  # its dominant share over the unsaturated resources Y
+
     def at(n: int, sigma: float, out: np.ndarray) -> np.ndarray:
-        """Usage of subtree n when n is asked for dominant share sigma; writes leaf shares to out."""
+        """Usage of subtree n when n is asked for dominant share max(sigma, cs[n]) (a node already above
+        the level keeps what it has); writes the leaf shares to out."""
         if n in user_of:
             u = user_of[n]
-            x = frozen_share[u] if frozen[u] else sigma
+            x = frozen_share[u] if frozen[u] else max(sigma, cs[n])
             out[u] = x
             return x * a[u]
+        if not growing(n):
+            for c in children[n]:
+                at(int(c), 0.0, out)
+            return cur[n].copy()
+        sigma = max(sigma, cs[n])
         B = np.zeros(R)
         act = []
         for c in children[n]:
@@ -115,63 +137,66 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
                 act.append(c)
             else:
                 B += at(c, 0.0, out)
-        if not act:
-            return B
         if all(c in user_of for c in act):
-            V = sum(w[c] * a[user_of[c]] for c in act)
-            pos = Y & (V > 0)
-            mu = max(0.0, float(np.min((sigma - B[pos]) / V[pos])))
+            mu = _mu_leaves(B, act, sigma)
         else:
             def h(m: float) -> float:
-                tmp = out.copy()
-                v = B + sum(at(c, w[c] * m, tmp) for c in act)
-                return float(v[Y].max()) if Y.any() else 0.0
-            lo, hi = 0.0, sigma / min(w[c] for c in act) + 1e-300
+                v = B + sum(at(c, w[c] * m, out.copy()) for c in act)
+                return float(v[Y].max())
+            lo = min(cs[c] / w[c] for c in act)
+            hi = max(lo, sigma / min(w[c] for c in act)) + 1e-300
             while h(hi) < sigma:
                 hi *= 2.0
-            for _ in range(_ITER):
-                mid = 0.5 * (lo + hi)
-                if mid in (lo, hi):
-                    break
-                if h(mid) < sigma:
-                    lo = mid
-                else:
-                    hi = mid
-            mu = lo
+            mu = _bisect(lambda m: h(m) < sigma, lo, hi)
         return B + sum(at(c, w[c] * mu, out) for c in act)
+
+    def _mu_leaves(B: np.ndarray, act: list[int], sigma: float) -> float:
+        """Exact inverse of the piecewise-linear h(mu) = max_{j in Y} (B_j + sum_c max(cs_c, w_c mu) a_cj)."""
+        lv = np.array([cs[c] / w[c] for c in act])
+        A = np.array([a[user_of[c]] for c in act])
+        W = np.array([w[c] for c in act])
+        cs_act = np.array([cs[c] for c in act])
+
+        def h(m: float) -> float:
+            return float((B + (np.maximum(cs_act, W * m)[:, None] * A).sum(axis=0))[Y].max())
+
+        pts = np.unique(lv)
+        if h(pts[0]) >= sigma:
+            return float(pts[0])
+        k = int(np.searchsorted([h(m) for m in pts], sigma, side="left"))  # h(pts[k-1]) < sigma <= h(pts[k])
+        m0 = float(pts[k - 1])
+        grow = lv <= m0  # children growing on this segment: usage B' + m (W A)
+        base = B + (np.where(grow, 0.0, cs_act)[:, None] * A).sum(axis=0)
+        V = (np.where(grow, W, 0.0)[:, None] * A).sum(axis=0)
+        pos = Y & (V > 0)
+        return float(max(m0, np.min((sigma - base[pos]) / V[pos])))
 
     def evaluate(lam: float) -> tuple[np.ndarray, np.ndarray]:
         out = np.zeros(U)
-        return at(0, 0.0, out) if not growing(0) else _root(lam, out), out
-
-    def _root(lam: float, out: np.ndarray) -> np.ndarray:
         v = np.zeros(R)
         for c in children[0]:
             c = int(c)
-            v = v + at(c, w[c] * lam if growing(c) else 0.0, out)
-        return v
+            v = v + at(c, w[c] * lam, out)
+        return v, out
 
     def feasible(lam: float) -> bool:
         v, sh = evaluate(lam)
         return bool(np.all(v <= 1.0) and np.all(sh <= cap_share))
 
-    lam = 0.0
     for _ in range(U + R + 1):
         if not growing(0):
             break
-        hi = max(2.0 * lam, 1.0 / w[children[0]].min())
+        cur[:] = 0.0
+        cur[tree.leaf] = frozen_share[:, None] * a
+        for n in range(N - 1, 0, -1):
+            cur[tree.parent[n]] += cur[n]
+        cs[:] = cur[:, Y].max(axis=1) if Y.any() else 0.0
+        roots = [int(c) for c in children[0] if growing(int(c))]
+        lam0 = min(cs[c] / w[c] for c in roots)
+        hi = max(2.0 * lam0, 1.0 / min(w[c] for c in roots))
         while feasible(hi):
             hi *= 2.0
-        lo = lam
-        for _ in range(_ITER):
-            mid = 0.5 * (lo + hi)
-            if mid in (lo, hi):
-                break
-            if feasible(mid):
-                lo = mid
-            else:
-                hi = mid
-        lam = lo
+        lam = _bisect(feasible, lam0, hi)
         v, sh = evaluate(lam)
         new_sat = [j for j in range(R) if Y[j] and v[j] >= 1.0 - SAT_TOL]
         for j in new_sat:
@@ -180,7 +205,8 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
         stop = ~frozen & ((a[:, ~Y] > 0).any(axis=1) | (sh >= cap_share * (1 - SAT_TOL)))
         if not stop.any():
             raise RuntimeError("static H-DRF: a phase ended with no leaf stopping")  # cannot happen
-        frozen_share[stop] = sh[stop]
+        grown = ~frozen
+        frozen_share[grown] = sh[grown]  # growing leaves keep their level as the next phase's start
         frozen[stop] = True
     share = frozen_share.copy()
     usage = share[:, None] * a
