@@ -225,3 +225,25 @@ def test_registry_entries_and_options():
     s = _state("hdrf-fig4")
     allocate_static("collapsed-h-drf", s, recompute=False)
     assert s.tasks().tolist() == [7, 3, 10]  # weights 0.5 / 0.25 / 0.25 on 10 CPUs: 6.67 / 3.33
+
+
+def test_three_resources_catch_up_phase_by_hand():
+    """g1 (w 1): u0 <1,0,1>, u1 (w 2) <0,2,3>; g2 (w 2): u2 <1,2,1>, u3 (w 2) <1,0,0>, u4 <0,3,0>; 360 each.
+    Phase 1: g1 grows 3 mu1 = lam (GPU), g2 2.5 mu2 = 2 lam (CPU); CPU saturates at lam = 3/7:
+    u0 1/7, u1 2/7, u2 12/35, u3 24/35, u4 12/35.  Phase 2 (Y = mem, GPU): g2's share over Y is its
+    memory, 24/35 < 2 lam = 6/7, so u4 alone grows until memory saturates: u4 = 1 - 4/21 - 12/35."""
+    D = np.array([[1.0, 0, 1], [0, 2, 3], [1, 2, 1], [1, 0, 0], [0, 3, 0]])
+    tree = Tree(np.array([-1, 0, 0, 1, 1, 2, 2, 2]), np.array([1.0, 1, 2, 1, 2, 1, 2, 1]), np.arange(3, 8))
+    r = static_hdrf([[360, 360, 360]], D, tree)
+    assert r.share.tolist() == pytest.approx([1 / 7, 2 / 7, 12 / 35, 24 / 35, 1 - 4 / 21 - 12 / 35], abs=1e-12)
+    assert r.saturated == (0, 1)
+    # dynamic H-DRF, tasks finishing in random order on one pooled server, comes back to it
+    s = ClusterState.new([[360, 360, 360]], D, tree=tree)
+    fill(s, hdrf.pick)
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        busy = np.argwhere(s.running > 0)
+        u, k = busy[rng.integers(len(busy))]
+        s.finish(int(u), int(k))
+        fill(s, hdrf.pick)
+    assert s.tasks().tolist() == [52, 34, 62, 246, 56]  # 51.4, 34.3, 61.7, 246.9, 56.0

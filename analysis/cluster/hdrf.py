@@ -16,11 +16,22 @@ weighted dominant shares, a leaf stops when a resource it needs saturates (or wh
   ``U_c(x) = x * a_c`` is linear and ``mu = min_{j in Y, V_j > 0} (sigma - B_j) / V_j`` with
   ``V = sum_c w_c a_c``; otherwise ``mu`` is found by bisection (the left side is increasing);
 * ``lam`` rises (bisection) until a resource saturates or a leaf reaches its cap; those leaves
-  stop; repeat until no leaf can grow.
+  stop; repeat until no leaf can grow.  A node already above the level keeps what it has
+  (``max(target, current share)``), so the usage is continuous in ``lam``; with leaf children
+  only, ``mu`` is the exact inverse of a piecewise-linear function.
 
-Shares of internal nodes are taken over the unsaturated resources only; for the static
-allocation this changes nothing (a stopped child's consumption of a saturated resource never
-exceeds its parent's share at the moment it stopped, [H-DRF] §3.4 uses the same rule online).
+Choice (the paper is ambiguous here): the dominant share of a node is taken over the
+*unsaturated* resources ``Y`` only, as the dynamic algorithm does ([H-DRF] §3.4 "we ignore
+saturated resources when computing the dominant share of any internal node", Algorithm 3), and
+each phase starts from every node's current share over the new ``Y``: a node whose largest
+share was on the resource that just saturated looks lower than its siblings and catches up
+first (its children grow, the others wait), exactly as Algorithm 1's slivers would go to it.
+Algorithm 1 as printed takes ``max`` over all resources; that reading is implemented by the
+discrete mechanism (``fq.cluster.hdrf.pick_naive`` from an empty cluster is Algorithm 1 with
+task-sized slivers).  The two agree on every example of the paper and on two resources
+(tested); with three or more resources they can differ (a node then bursts only once its
+unsaturated resources pass its frozen share).  Theorem 1 (static = dynamic) holds for this
+module's reading: dynamic H-DRF churning on one pooled server converges to it (tests).
 Weights: a node's children equalise ``s_c / w_c`` ([H-DRF] §3 "can be generalised to multiple
 weights in a straightforward fashion", as weighted DRF [DRF] §4.3).
 
