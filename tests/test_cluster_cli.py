@@ -94,3 +94,13 @@ def test_presets_lists_every_preset(capsys):
 def test_parse_options():
     assert parse_options(["a=true", "b=FALSE", "n=3", "s=best-fit"]) == {"a": True, "b": False, "n": 3,
                                                                          "s": "best-fit"}
+
+
+def test_hdrf_examples_script_matches_the_paper(capsys):
+    import runpy
+    from pathlib import Path
+
+    mod = runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "cluster_hdrf_examples.py"))
+    assert mod["main"](["--json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    assert len(table) >= 40 and all(r["ok"] for r in table)
