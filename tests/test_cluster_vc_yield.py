@@ -62,6 +62,7 @@ def test_heuristics_never_beat_the_exact_solution_which_never_beats_the_bound(se
     bound = lp_bound(inst)
     assert bound == pytest.approx(lp_bound_solved(inst), abs=1e-7)     # closed form of §3.1 = the LP
     exact = milp_exact(inst)
+    assert exact == pytest.approx(milp_exact(inst, formulation="paper"), abs=1e-6)   # §2.5 as stated
     assert exact <= bound + 1e-7
     for h in HEURISTICS:
         r = solve(h, inst)
@@ -81,3 +82,37 @@ def test_generate_follows_the_paper_and_validation():
         VCInstance(1, np.array([0.5, 1.5]), np.array([0.1, 0.1]))
     with pytest.raises(MrfqError, match="heuristic = 'X'"):
         solve("X", VCInstance(1, np.array([0.5]), np.array([0.1])))
+
+
+def test_evaluate_tables_and_degradation_by_hand():
+    from analysis.cluster.vc_yield import VCRecord, degradation_from_best, evaluate, ratio_table
+
+    rec = evaluate(3, 2, [3], [0.5], cvs=(0.25,), instances=2, heuristics=("GR", "MCB8"), exact=True)
+    assert [r.algorithm for r in rec] == ["LP", "MILP", "GR", "MCB8"] * 2
+    tab = ratio_table(rec)
+    for a in ("MILP", "GR", "MCB8"):
+        m, fail = tab[a][0.5]
+        assert 0 < m <= 1 + 1e-9 and fail == 0.0
+    # hand-made records: best per instance is 0.8 then 0.5; B: 25% then 0% degradation; C failed once
+    mk = lambda i, a, y, f=False: VCRecord(2, 3, 0.5, 0.25, 0.25, i, a, y, y, f, 0.0)  # noqa: E731
+    recs = [mk(0, "A", 0.8), mk(0, "B", 0.6), mk(0, "C", 0.0, True), mk(1, "A", 0.4), mk(1, "B", 0.5),
+            mk(1, "C", 0.5), mk(0, "LP", 1.0), mk(1, "LP", 0.5)]
+    d = degradation_from_best(recs, ("A", "B", "C"))
+    assert d["A"] == pytest.approx((10.0, 20.0)) and d["B"] == pytest.approx((12.5, 25.0))
+    assert d["C"] == pytest.approx((0.0, 0.0))
+    t = ratio_table(recs)
+    assert t["A"][0.5] == pytest.approx((0.8, 0.0)) and t["C"][0.5] == pytest.approx((1.0, 0.5))
+
+
+def test_vc_script_runs_tiny(tmp_path, capsys):
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("cvy", os.path.join(root, "scripts", "cluster_vc_yield.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--slacks", "0.5", "--small-jobs", "5", "--large-jobs", "20", "--small-instances", "1",
+                     "--large-instances", "1", "--max-attempts", "200", "--out", str(tmp_path)]) == 0
+    assert "MCB8" in capsys.readouterr().out
+    assert (tmp_path / "vc_yield.png").exists()

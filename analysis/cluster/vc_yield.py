@@ -12,7 +12,7 @@ NP-hard in the strong sense (§2.4, Theorem 1).
 
 What is implemented:
 
-- :func:`milp_exact` - the MILP of §2.5 (eqs. (3)-(11)), solved by ``scipy.optimize.milp``
+- :func:`milp_exact` - the MILP of §2.5 (eqs. (3)-(11)) or an equivalent compact one, by ``scipy.optimize.milp``
   (HiGHS; the paper used GLPK), for small instances;
 - :func:`lp_bound` - the rational relaxation's optimum, in the closed form of §3.1:
   ``min(1, H / sum_j alpha_j)`` when ``sum_j m_j <= H`` (else the relaxation is infeasible,
@@ -157,18 +157,71 @@ def _milp_arrays(inst: VCInstance):
     return c, np.array(rows), np.array(lo), np.array(hi), n, H * J
 
 
-def milp_exact(inst: VCInstance, *, time_limit: float = 60.0) -> float:
-    """The exact maximum minimum yield (MILP of [VC] §2.5, HiGHS); 0.0 when infeasible."""
+FORMULATIONS = ("makespan", "paper")
+
+
+def milp_solve(inst: VCInstance, *, time_limit: float = 60.0, formulation: str = "makespan") -> tuple[float, bool]:
+    """Exact VCSched by MILP (HiGHS): (best minimum yield found, proven optimal); 0.0 when infeasible.
+
+    ``formulation``:
+    ``"paper"``     the MILP of [VC] §2.5 (placement ``e_ij``, CPU fractions ``a_ij``, yield Y);
+    ``"makespan"``  (default) the equivalent compact MILP: minimise the largest host CPU load
+                    ``L >= sum_j alpha_j e_ij`` under the memory constraints, then ``Y = min(1, 1/L)``
+                    (for a fixed placement the best minimum yield is ``min(1, 1 / max load)``, see
+                    :func:`placement_min_yield`); same optimum, a much tighter relaxation.
+    Both add the symmetry-breaking bounds ``e_ij = 0 for i > j`` (hosts are identical: order them
+    by their lowest-index job), which leave the optimum unchanged.
+    """
     from scipy.optimize import Bounds, LinearConstraint, milp
 
-    c, A, lo, hi, n, ne = _milp_arrays(inst)
+    if formulation not in FORMULATIONS:
+        raise MrfqError(f"formulation = {formulation!r}: must be one of {', '.join(FORMULATIONS)}")
+    H, J = inst.hosts, inst.jobs
+    if formulation == "paper":
+        c, A, lo, hi, n, ne = _milp_arrays(inst)
+    else:
+        n = ne = H * J
+        n += 1                                          # e_ij (i-major), then L
+        rows, lo, hi = [], [], []
+        for j in range(J):
+            r = np.zeros(n)
+            r[np.arange(H) * J + j] = 1.0
+            rows.append(r), lo.append(1.0), hi.append(1.0)
+        for i in range(H):
+            r = np.zeros(n)
+            r[i * J:(i + 1) * J] = inst.alpha
+            r[-1] = -1.0
+            rows.append(r), lo.append(-np.inf), hi.append(0.0)
+            r = np.zeros(n)
+            r[i * J:(i + 1) * J] = inst.mem
+            rows.append(r), lo.append(-np.inf), hi.append(1.0)
+        A, lo, hi = np.array(rows), np.array(lo), np.array(hi)
+        c = np.zeros(n)
+        c[-1] = 1.0
     integrality = np.zeros(n)
     integrality[:ne] = 1
+    ub = np.ones(n)
+    if formulation == "makespan":
+        ub[-1] = np.inf
+    for i in range(H):
+        ub[i * J:i * J + min(i, J)] = 0.0               # e_ij = 0 for j < i
     res = milp(c, constraints=LinearConstraint(A, lo, hi), integrality=integrality,
-               bounds=Bounds(np.zeros(n), np.ones(n)), options={"time_limit": time_limit})
+               bounds=Bounds(np.zeros(n), ub), options={"time_limit": time_limit})
     if res.x is None:
-        return 0.0
-    return float(res.x[-1])
+        return 0.0, res.status == 2                     # 2: infeasible (proven)
+    if formulation == "paper":
+        return float(res.x[-1]), res.status == 0
+    host = np.argmax(res.x[:ne].reshape(H, J), axis=0)
+    return placement_min_yield(inst, host), res.status == 0
+
+
+def milp_exact(inst: VCInstance, *, time_limit: float = 60.0, formulation: str = "makespan") -> float:
+    """The exact maximum minimum yield (:func:`milp_solve`); raises when the time limit stops HiGHS
+    before it proves optimality."""
+    y, optimal = milp_solve(inst, time_limit=time_limit, formulation=formulation)
+    if not optimal:
+        raise RuntimeError(f"VCSched MILP not solved to optimality within {time_limit} s")
+    return y
 
 
 def lp_bound_solved(inst: VCInstance) -> float:
@@ -362,3 +415,97 @@ def solve(name: str, inst: VCInstance, **options) -> VCResult:
     if name.startswith("MCB") and name[3:].isdigit() and 1 <= int(name[3:]) <= 8:
         return mcb(inst, int(name[3:]), **options)
     raise MrfqError(f"heuristic = {name!r}: unknown; choose one of {', '.join(HEURISTICS)}")
+
+
+# ---------------------------------------------------------------------------
+# the evaluation of [VC] §4 (flat records; the script prints and plots them)
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class VCRecord:
+    """One (instance, algorithm) result: ``min_yield`` is 0.0 on failure ("MILP" counts as failed
+    when infeasible or stopped by its time limit before proving optimality)."""
+
+    hosts: int
+    jobs: int
+    slack: float
+    cv_mem: float
+    cv_cpu: float
+    instance: int
+    algorithm: str
+    min_yield: float
+    avg_yield: float
+    failed: bool
+    seconds: float
+
+
+def evaluate(seed: int, hosts: int, jobs_list, slacks, cvs=(0.25, 0.75), instances: int = 2,
+             heuristics=HEURISTICS, *, exact: bool = False, max_attempts: int = 20_000,
+             milp_time_limit: float = 30.0) -> list[VCRecord]:
+    """Run every heuristic (plus ``"LP"`` bound and, if ``exact``, ``"MILP"``) on ``instances``
+    instances per (jobs, slack, cv_mem, cv_cpu) of [VC] §4.1, drawn from ``SeedSequence(seed)``
+    (one child per problem specification)."""
+    import time
+
+    specs = [(J, s, cm, cc) for J in jobs_list for s in slacks for cm in cvs for cc in cvs]
+    children = np.random.SeedSequence(seed).spawn(len(specs))
+    out: list[VCRecord] = []
+    for (J, s, cm, cc), child in zip(specs, children):
+        rng = np.random.default_rng(child)
+        for k in range(instances):
+            inst = generate(rng, hosts, J, s, cm, cc)
+            rows = [("LP", lambda: (lp_bound(inst), None))]
+            if exact:
+                rows.append(("MILP", lambda: milp_solve(inst, time_limit=milp_time_limit)))
+            for h in heuristics:
+                opts = {"max_attempts": max_attempts} if h in ("GB", "SGB") else {}
+                rows.append((h, lambda h=h, opts=opts: (None, solve(h, inst, **opts))))
+            for name, fn in rows:
+                t0 = time.perf_counter()
+                y, res = fn()
+                dt = time.perf_counter() - t0
+                if isinstance(res, (bool, np.bool_)) or res is None:
+                    # LP: failed when the relaxation is infeasible; MILP: also when not proven optimal
+                    failed = y <= 0 or res is False
+                    out.append(VCRecord(hosts, J, s, cm, cc, k, name, y, float("nan"), bool(failed), dt))
+                else:
+                    out.append(VCRecord(hosts, J, s, cm, cc, k, name, res.min_yield, res.avg_yield,
+                                        res.failed, dt))
+    return out
+
+
+def ratio_table(records: list[VCRecord], reference: str = "LP") -> dict[str, dict[float, tuple[float, float]]]:
+    """Per algorithm and slack: (mean min-yield / reference over instances solved by both, failure rate)."""
+    ref = {(r.jobs, r.slack, r.cv_mem, r.cv_cpu, r.instance): r.min_yield
+           for r in records if r.algorithm == reference}
+    table: dict[str, dict[float, list]] = {}
+    for r in records:
+        if r.algorithm == reference:
+            continue
+        key = (r.jobs, r.slack, r.cv_mem, r.cv_cpu, r.instance)
+        cell = table.setdefault(r.algorithm, {}).setdefault(r.slack, [[], 0, 0])
+        cell[2] += 1
+        if r.failed:
+            cell[1] += 1
+        elif ref.get(key, 0.0) > 0:
+            cell[0].append(r.min_yield / ref[key])
+    return {a: {s: (float(np.mean(c[0])) if c[0] else float("nan"), c[1] / c[2]) for s, c in sorted(d.items())}
+            for a, d in table.items()}
+
+
+def degradation_from_best(records: list[VCRecord], algorithms) -> dict[str, tuple[float, float]]:
+    """[VC] Table 1: per algorithm, (average, maximum) % degradation of its minimum yield from the
+    best of ``algorithms`` on each instance where that algorithm succeeded."""
+    by_inst: dict[tuple, dict[str, VCRecord]] = {}
+    for r in records:
+        if r.algorithm in algorithms:
+            by_inst.setdefault((r.jobs, r.slack, r.cv_mem, r.cv_cpu, r.instance), {})[r.algorithm] = r
+    deg: dict[str, list[float]] = {a: [] for a in algorithms}
+    for rs in by_inst.values():
+        best = max(r.min_yield for r in rs.values())
+        if best <= 0:
+            continue
+        for a, r in rs.items():
+            if not r.failed:
+                deg[a].append(100.0 * (best - r.min_yield) / best)
+    return {a: (float(np.mean(d)) if d else float("nan"), float(np.max(d)) if d else float("nan"))
+            for a, d in deg.items()}
