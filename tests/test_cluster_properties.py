@@ -106,6 +106,17 @@ def test_discrete_drf_can_be_gamed_by_bundling_tasks():
     assert (m.user, m.claimed, m.truthful_tasks, m.lying_tasks) == (0, (4.0, 16.0), 3.0, 4.0)
 
 
+def test_sharing_incentive_benchmarks_on_the_two_server_example():
+    # [DRFH] §IV-D: "pool" = half of (14 CPU, 14 GB): user 1 alone runs min(7/0.2, 7/1) = 7 tasks;
+    # "per-server" (benchmark (a)) = half of each server: min(1/0.2, 6/1) + min(6/0.2, 1/1) = 5 + 1 = 6.
+    a = drfh(DRFH_C, DRFH_D)
+    np.testing.assert_allclose(sharing_incentive(DRFH_C, DRFH_D, a.bundle), [10 / 7 - 1] * 2, rtol=1e-8)
+    np.testing.assert_allclose(sharing_incentive(DRFH_C, DRFH_D, a.bundle, benchmark="per-server"),
+                               [10 / 6 - 1] * 2, rtol=1e-8)
+    with pytest.raises(MrfqError, match="benchmark = 'x'"):
+        sharing_incentive(DRFH_C, DRFH_D, a.bundle, benchmark="x")
+
+
 def test_envy_matrix_by_hand():
     # bundles: u0 (2, 8) -> 2 tasks of <1, 4>; u1 (6, 2) -> 2 tasks of <3, 1>.
     b = np.array([[[2.0, 8.0]], [[6.0, 2.0]]])

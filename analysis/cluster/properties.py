@@ -37,6 +37,7 @@ from typing import Callable
 import numpy as np
 
 from analysis.cluster.objectives import CLUSTER_OBJECTIVES
+from flows.errors import MrfqError
 
 TOL = 1e-7
 BENCHMARKS = ("pool", "per-server")
@@ -67,7 +68,7 @@ def sharing_incentive(capacity, demand, bundle, weight=None, *, benchmark: str =
         elif benchmark == "per-server":
             alone = np.where(D[:, None, :] > 0, C[None] / D[:, None, :], np.inf).min(axis=2).sum(axis=1)
         else:
-            raise ValueError(benchmark)
+            raise MrfqError(f"benchmark = {benchmark!r}: must be one of {', '.join(BENCHMARKS)}")
     return tasks_of(bundle, D) / (share * alone) - 1.0
 
 
