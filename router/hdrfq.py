@@ -14,8 +14,14 @@ fair queueing over its children; a child that becomes backlogged at ``j`` gets
 serves, from the root down, the child of least start tag (ties: lowest node index) until a leaf,
 and its head packet; every node ``c`` on that path gets ``F_c = S_c + cost / w_c`` and, if still
 backlogged, ``S_c = F_c``.  ``cost`` is the packet's dominant processing time
-``max_k s_ik`` (``increment="dominant"``, DRFQ's increment, [DRFQ] §4) or its time at ``j``
-(``increment="resource"``, per-resource fairness as in BMF-WFQ).  Tags are updated when a packet
+``max_k s_ik`` (``increment="dominant"``, DRFQ's increment, [DRFQ] §4), its time at ``j``
+(``increment="resource"``, per-resource fairness as in BMF-WFQ), or, for each node ``c`` on the
+path, its time on ``c``'s own dominant resource so far (``increment="node-dominant"``: the
+resource where the processing time served to ``c``'s subtree, over all resources, is largest;
+for a leaf that is the flow's dominant resource).  With ``"dominant"`` an internal node is
+charged the *sum* of its children's dominant costs, while static H-DRF measures it by the
+*max over resources of the sum* of their usage ([H-DRF] §3.1): the two differ when siblings
+dovetail; ``"node-dominant"`` charges the increase of the node's own dominant share.  Tags are updated when a packet
 starts service.  Simultaneous events (SPEC §2): completions in resource order, then each idle
 resource with a backlog starts a packet, in resource order.
 
@@ -33,7 +39,7 @@ import numpy as np
 from flows.errors import MrfqError
 from fq.cluster.state import Tree
 
-INCREMENTS = ("dominant", "resource")
+INCREMENTS = ("dominant", "resource", "node-dominant")
 
 
 def simulate_hdrfq(cost, tree: Tree, *, window: int = 30, duration: float = 2000.0, warmup: float = 200.0,
@@ -65,6 +71,7 @@ def simulate_hdrfq(cost, tree: Tree, *, window: int = 30, duration: float = 2000
     queue = [[deque() for _ in range(F_)] for _ in range(J)]
     busy = [None] * J  # (finish time, flow)
     done = np.zeros(F_)
+    used = np.zeros((N, J))  # node-dominant: processing time served to each subtree at each resource
 
     def enqueue(j: int, f: int) -> None:
         queue[j][f].append(f)
@@ -88,6 +95,9 @@ def simulate_hdrfq(cost, tree: Tree, *, window: int = 30, duration: float = 2000
         queue[j][f].popleft()
         l = dom[f] if increment == "dominant" else s[f, j]
         for c in path:
+            if increment == "node-dominant":  # the packet's time on c's dominant resource so far
+                used[c, j] += s[f, j]
+                l = s[f, int(np.argmax(used[c]))]
             back[j, c] -= 1
             v[j, parent[c]] = S[j, c]
             Fin[j, c] = S[j, c] + l / w[c]

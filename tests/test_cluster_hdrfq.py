@@ -53,3 +53,16 @@ def test_dovetailing_siblings_are_charged_additively_not_as_hdrf():
     assert fl == pytest.approx([0.5, 5 / 11, 5 / 11])
     r = simulate_hdrfq(cost, _two_groups(), duration=3000.0, warmup=300.0)
     assert r == pytest.approx([2 / 3.1, 1 / 3.1, 1 / 3.1], rel=3e-3)
+
+
+def test_node_dominant_charge_fixes_dovetailing_but_starves_like_naive_hdrf():
+    """Charging each node the packet's time on the node's own dominant resource realises H-DRF for
+    dovetailing siblings, but in Fig. 4 n2's dominant resource is the GPU (n2,2 holds all of it), so
+    n2,1's CPU packets cost n2 nothing at the CPU and n1,1 starves: the packet analogue of naive
+    H-DRF's starvation (§3.3), which H-DRF's two fixes address at task level."""
+    cost = [[1, 1], [1, 0.1], [0.1, 1]]
+    r = simulate_hdrfq(cost, _two_groups(), duration=3000.0, warmup=300.0, increment="node-dominant")
+    assert r == pytest.approx([0.5, 5 / 11, 5 / 11], rel=3e-3)
+    r = simulate_hdrfq([[1, 0], [1, 0], [0, 1]], _two_groups(), duration=3000.0, warmup=300.0,
+                       increment="node-dominant")
+    assert r.tolist() == pytest.approx([0.0, 1.0, 1.0], abs=2e-3)
