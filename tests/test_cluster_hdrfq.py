@@ -66,3 +66,12 @@ def test_node_dominant_charge_fixes_dovetailing_but_starves_like_naive_hdrf():
     r = simulate_hdrfq([[1, 0], [1, 0], [0, 1]], _two_groups(), duration=3000.0, warmup=300.0,
                        increment="node-dominant")
     assert r.tolist() == pytest.approx([0.0, 1.0, 1.0], abs=2e-3)
+
+
+def test_random_trees_script_runs(capsys):
+    import runpy
+    from pathlib import Path
+
+    mod = runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "cluster_hdrfq_trees.py"))
+    assert mod["main"](["--trees", "2"]) == 0
+    assert "increment=node-dominant" in capsys.readouterr().out
