@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         tab = vc.ratio_table(rec)
         for a in SHOW:
             if a in tab:
-                ax.plot(slacks, [tab[a][s][0] for s in slacks], marker="o", label=a)
+                ax.plot(slacks, [tab[a][s][0] for s in slacks], marker="o", label=a, color=f"C{SHOW.index(a)}")
         ax.set_title(f"[VC] Figs. 11/15 flavour: {title}")
         ax.set_xlabel("memory slack")
     axs[0].set_ylabel("minimum yield / LP bound")
