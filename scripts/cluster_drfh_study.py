@@ -38,6 +38,7 @@ def main(argv=None) -> int:
     ap.add_argument("--duration", type=float, default=2000.0)
     ap.add_argument("--warmup", type=float, default=None, help="default: 15%% of --duration")
     ap.add_argument("--slots", default="10,12,14,16,20")
+    ap.add_argument("--demand-hi", type=float, default=0.15, help="largest per-task demand (max server = 1)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=".")
     ap.add_argument("--fig4-duration", type=float, default=1400.0)
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
 
     # ---- Fig. 5 and Table II --------------------------------------------------------------
     sc = ds.trace_scenario(args.seed, n_servers=args.servers, n_users=args.users, load=args.load,
-                           duration=args.duration,
+                           duration=args.duration, demand_hi=args.demand_hi,
                            warmup=0.15 * args.duration if args.warmup is None else args.warmup)
     T = sc.capacity().sum(axis=0)
     print(f"Figs. 5-6: {args.servers} Table-I servers (pool {T[0]:.1f} CPU, {T[1]:.1f} mem), {args.users} users, "

@@ -73,12 +73,14 @@ def fig4_scenario(seed: int = 1, *, n_servers: int = 100, task_mean: float = 50.
 
 
 def trace_scenario(seed: int = 1, *, n_servers: int = 200, n_users: int = 8, load: float = 0.9,
-                   duration: float = 3000.0, warmup: float = 300.0, samples: int = 60) -> ClusterScenario:
-    """The synthetic stand-in for the Google trace (see the module docstring)."""
+                   duration: float = 3000.0, warmup: float = 300.0, samples: int = 60,
+                   demand_hi: float = 0.15) -> ClusterScenario:
+    """The synthetic stand-in for the Google trace (see the module docstring); per-task demands are
+    log-uniform in [0.02, ``demand_hi``] of the largest server."""
     rng = np.random.default_rng([seed, 6])
     caps = table_i_servers(rng, n_servers)
     total = np.sum(caps, axis=0)
-    dem = np.exp(rng.uniform(np.log(0.02), np.log(0.15), size=(n_users, 2)))
+    dem = np.exp(rng.uniform(np.log(0.02), np.log(demand_hi), size=(n_users, 2)))
     mean_tasks = np.exp(rng.uniform(np.log(5), np.log(60), size=n_users))
     mean_dur = rng.uniform(20, 100, size=n_users)
     # offered work per job arrival (jobs split equally among users): sum_u (1/U) n_u d_u D_u / T
