@@ -12,7 +12,7 @@ the trace we keep what the paper specifies and draw the rest:
 - Figs. 5-6 and Table II (utilisation, job completion times, slot sizes): ``n_servers`` servers
   and ``n_users`` users with Poisson job arrivals.  Per user (our choices, drawn from one seeded
   generator): per-task demand log-uniform in [0.02, 0.15] of the largest server for each
-  resource, geometric tasks per job with a mean log-uniform in [5, 60], exponential task
+  resource (upper end ``demand_hi``), geometric tasks per job with a mean log-uniform in [5, 60], exponential task
   durations with a mean uniform in [20, 100] s; the arrival rate puts the offered load at
   ``load`` times the pooled capacity of the most loaded resource.
 
