@@ -76,8 +76,40 @@ def _tree(state: ClusterState) -> Tree:
     if state.tree is not None:
         return state.tree
     U = state.n_users  # no tree given: the flat tree, on which every variant is weighted DRF
+    key = (U, state.weight.tobytes())
+    if key not in _FLAT:
+        if len(_FLAT) > 256:
+            _FLAT.clear()
+        _FLAT[key] = _flat_tree(state)
+    return _FLAT[key]
+
+
+_FLAT: dict[tuple, Tree] = {}
+
+
+def _flat_tree(state: ClusterState) -> Tree:
+    U = state.n_users
     return Tree(parent=np.concatenate(([-1], np.zeros(U, dtype=np.int64))),
                 weight=np.concatenate(([1.0], state.weight)), leaf=np.arange(1, U + 1, dtype=np.int64))
+
+
+#: per-tree structure, keyed by id(tree); the tree itself is kept in the value so the id stays valid
+_STRUCT: dict[int, tuple] = {}
+
+
+def _structure(tree: Tree) -> tuple[Tree, list[np.ndarray], list[int], dict[int, int]]:
+    """(tree, children[n], internal nodes children-first, leaf node -> user), computed once per tree."""
+    hit = _STRUCT.get(id(tree))
+    if hit is not None and hit[0] is tree:
+        return hit
+    N = tree.parent.shape[0]
+    children = [np.flatnonzero(tree.parent == n) for n in range(N)]
+    internal = [n for n in range(N - 1, -1, -1) if children[n].size]
+    if len(_STRUCT) > 256:
+        _STRUCT.clear()
+    hit = (tree, children, internal, {int(v): u for u, v in enumerate(tree.leaf)})
+    _STRUCT[id(tree)] = hit
+    return hit
 
 
 def _launchable(state: ClusterState) -> tuple[np.ndarray, np.ndarray]:
@@ -132,10 +164,9 @@ def node_shares(state: ClusterState, *, rescale: bool = True, ignore_blocked: bo
     mask = Y.astype(np.float64)
     s[tree.leaf] = (Uv[tree.leaf] * mask).max(axis=1)
     w = tree.weight
-    for n in range(N - 1, -1, -1):
-        ch = np.flatnonzero(tree.parent == n)
-        if ch.size == 0:
-            continue
+    _, children, internal, _ = _structure(tree)
+    for n in internal:
+        ch = children[n]
         vec = Uv[ch].copy()
         if rescale:
             act = ch[active[ch]]
@@ -157,9 +188,9 @@ def _walk(state: ClusterState, s: np.ndarray, can: np.ndarray) -> int | None:
     if not reach[0]:
         return None
     n = 0
-    leaf_user = {int(v): u for u, v in enumerate(tree.leaf)}
+    _, children, _, leaf_user = _structure(tree)
     while n not in leaf_user:
-        ch = np.flatnonzero((tree.parent == n) & reach)
+        ch = children[n][reach[children[n]]]
         key = s[ch] / tree.weight[ch]
         n = int(ch[int(np.argmin(key))])  # argmin: first minimum = lowest index
     return leaf_user[n]
