@@ -248,18 +248,13 @@ def guarantees(tree: Tree, demanding=None) -> np.ndarray:
     return g
 
 
-def cluster_hdrf(capacity, demand, weight=None, *, tree: Tree | None = None, tasks_max=None):
-    """The ``h-drf`` entry of ``CLUSTER_OBJECTIVES``: static H-DRF as a ``ClusterAllocation``
-    (``weight`` is ignored: the weights are the tree's; no tree = the flat tree of ``weight``)."""
-    from analysis.cluster.objectives import ClusterAllocation
-
+def static_hdrf_of(capacity, demand, weight=None, *, tree: Tree | None = None, tasks_max=None) -> StaticHdrf:
+    """:func:`static_hdrf` with the ``CLUSTER_OBJECTIVES`` calling convention: ``weight`` is used only
+    when there is no tree (the flat tree of ``weight``: weighted DRF); with a tree its weights rule."""
     D = np.array(demand, dtype=np.float64, ndmin=2)
     U = D.shape[0]
     if tree is None:
         wu = np.ones(U) if weight is None else np.array(weight, dtype=np.float64)
         tree = Tree(parent=np.concatenate(([-1], np.zeros(U, dtype=np.int64))),
                     weight=np.concatenate(([1.0], wu)), leaf=np.arange(1, U + 1, dtype=np.int64))
-    r = static_hdrf(capacity, D, tree, tasks_max)
-    return ClusterAllocation("h-drf", r.tasks, r.share, (r.tasks[:, None] * D)[:, None, :],
-                             {"node_share": [float(x) for x in r.node_share],
-                              "saturated": list(r.saturated)})
+    return static_hdrf(capacity, D, tree, tasks_max)

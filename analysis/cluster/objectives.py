@@ -85,6 +85,15 @@ def cluster_drfh(capacity, demand, weight=None, *, tree=None, tasks_max=None,
                              {"per_server_tasks": per_server.tolist(), "level": al.level})
 
 
+def cluster_hdrf(capacity, demand, weight=None, *, tree=None, tasks_max=None) -> ClusterAllocation:
+    """Static H-DRF on the scenario's tree ([H-DRF] §3.1), see :mod:`analysis.cluster.hdrf`
+    (no tree: the flat tree of ``weight``, i.e. weighted DRF)."""
+    r = _hdrf.static_hdrf_of(capacity, demand, weight, tree=tree, tasks_max=tasks_max)
+    D = np.array(demand, dtype=np.float64, ndmin=2)
+    return ClusterAllocation("h-drf", r.tasks, r.share, (r.tasks[:, None] * D)[:, None, :],
+                             {"node_share": [float(x) for x in r.node_share], "saturated": list(r.saturated)})
+
+
 CLUSTER_OBJECTIVES = {
     "drf": ("DRF on the pooled resources (all-in-one server)", "[DRF] sec. 4", cluster_drf),
     "asset": ("asset fairness on the pooled resources", "[DRF] sec. 5.1", cluster_asset),
@@ -92,5 +101,5 @@ CLUSTER_OBJECTIVES = {
     "drfh": ("max-min global dominant shares under every server's capacity", "[DRFH] eq. (7), sec. V-A",
              cluster_drfh),
     "h-drf": ("static hierarchical DRF: siblings equalise weighted dominant shares (water-filling)",
-              "[H-DRF] sec. 3.1, Algorithm 1", _hdrf.cluster_hdrf),
+              "[H-DRF] sec. 3.1, Algorithm 1", cluster_hdrf),
 }
