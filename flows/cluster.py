@@ -62,10 +62,11 @@ from __future__ import annotations
 import csv
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources as _res
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -305,7 +306,7 @@ class ClusterScenario:
         return (np.array(parent, dtype=np.int64), np.array(weight, dtype=np.float64),
                 np.array(leaf, dtype=np.int64), tuple(names))
 
-    def replace_run(self, **changes: Any) -> "ClusterScenario":
+    def replace_run(self, **changes: Any) -> ClusterScenario:
         """A copy with ``[run]`` fields changed (validated like the file's)."""
         d = {"allocator": self.run.allocator, "duration": self.run.duration, "warmup": self.run.warmup,
              "seed": self.run.seed, "samples": self.run.samples}

@@ -5,8 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from flows.cluster import (ALLOCATOR_NAMES, backlog_duration, backlog_streams, cluster_from_dict,
-                           cluster_preset_names, draw_jobs, load_cluster, load_cluster_preset)
+from flows.cluster import (
+    ALLOCATOR_NAMES,
+    backlog_duration,
+    backlog_streams,
+    cluster_from_dict,
+    cluster_preset_names,
+    draw_jobs,
+    load_cluster,
+    load_cluster_preset,
+)
 from flows.errors import ScenarioError
 from fq.cluster.registry import ALLOCATORS
 

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import scaled
 
 from analysis.cluster.simcheck import compare
-from conftest import scaled
 from flows.cluster import cluster_from_dict, load_cluster_preset
 from flows.errors import MrfqError
 from router.cluster import simulate

@@ -6,7 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: files only
 
-from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.figure import Figure
 
 
 def plot_shares(run, fluid=None, *, title: str | None = None) -> Figure:
