@@ -198,13 +198,12 @@ def test_static_hdrf_matches_algorithm1_with_small_tasks(rows, gw):
     D[D.max(axis=1) == 0, 0] = 1.0
     D = D / D.max(axis=1, keepdims=True)  # one sliver = 1/K of the dominant resource
     U = D.shape[0]
-    parent = np.array([-1, 0, 0, 0] + [1 + g for *_, g in [(0, 0, 0, r[3] % 3) for r in rows]])
-    weight = np.array([1.0, *gw] + [float(r[2]) for r in rows])
-    used = sorted(set(parent[4:]))
-    keep = [0] + used  # drop internal nodes without leaves
-    remap = {old: new for new, old in enumerate(keep)}
-    parent = np.array([-1] + [remap[int(parent[n])] for n in used] + [remap[int(p)] for p in parent[4:]])
-    weight = np.concatenate((weight[keep], weight[4:]))
+    group = [r[3] % 3 for r in rows]  # each user under one of up to three organisations
+    used = sorted(set(group))
+    node_of = {g: 1 + i for i, g in enumerate(used)}  # internal nodes 1..G, leaves after them
+    parent = np.array([-1] + [0] * len(used) + [node_of[g] for g in group])
+    weight = np.array([1.0] + [gw[g] for g in used] + [float(r[2]) for r in rows])
+    keep = [0] + used
     tree = Tree(parent, weight, np.arange(len(keep), len(keep) + U))
     cap = np.array([[K, K]])
     r = static_hdrf(cap, D, tree)
