@@ -189,3 +189,23 @@ def presets_handler(args) -> int:
     for n in cluster_preset_names():
         print(f"{n:<20} {load_cluster_preset(n).description}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m analysis.cli_cluster ACTION ...``: the ``mrfq cluster`` actions before the dispatcher
+    is wired (one line on stderr and exit 2 on bad input, as ``mrfq``)."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="mrfq")
+    register(p.add_subparsers(dest="cmd", required=True))
+    args = p.parse_args(["cluster", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except MrfqError as e:
+        print(f"mrfq: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -104,3 +104,13 @@ def test_hdrf_examples_script_matches_the_paper(capsys):
     assert mod["main"](["--json"]) == 0
     table = json.loads(capsys.readouterr().out)
     assert len(table) >= 40 and all(r["ok"] for r in table)
+
+
+def test_standalone_main_exit_codes(capsys):
+    from analysis.cli_cluster import main
+
+    assert main(["alloc", "--preset", "drf-nsdi", "--objective", "drf"]) == 0
+    assert "A              tasks     3.0000" in capsys.readouterr().out
+    assert main(["sim", "--preset", "drf-nsdi", "--allocator", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mrfq: --allocator 'nope': unknown") and err.count("\n") == 1
