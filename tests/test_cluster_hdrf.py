@@ -246,3 +246,31 @@ def test_three_resources_catch_up_phase_by_hand():
         s.finish(int(u), int(k))
         fill(s, hdrf.pick)
     assert s.tasks().tolist() == [52, 34, 62, 246, 56]  # 51.4, 34.3, 61.7, 246.9, 56.0
+
+
+def _random_churn(state, pick, n, seed=0):
+    fill(state, pick)
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        busy = np.argwhere(state.running > 0)
+        u, k = busy[rng.integers(len(busy))]
+        state.finish(int(u), int(k))
+        fill(state, pick)
+    return state
+
+
+def test_first_fit_drift_on_many_servers():
+    """The README finding: the three-resource example on 12 servers of 30, tasks finishing in random
+    order.  With First-Fit placement u2's <1,2,1> tasks rarely fit on the fragmented servers but u2
+    is not blocked, so rescaling pins g2's share to u2's: g2 looks nearly empty while it holds almost
+    all the CPUs, and u0 and u2 lose most of their tasks.  Best-Fit placement stays near static H-DRF
+    (51.4, 34.3, 61.7, 246.9, 56.0 tasks)."""
+    D = np.array([[1.0, 0, 1], [0, 2, 3], [1, 2, 1], [1, 0, 0], [0, 3, 0]])
+    tree = Tree(np.array([-1, 0, 0, 1, 1, 2, 2, 2]), np.array([1.0, 1, 2, 1, 2, 1, 2, 1]), np.arange(3, 8))
+    s = _random_churn(ClusterState.new([[30, 30, 30]] * 12, D, tree=tree), hdrf.pick, 750)
+    assert s.tasks().tolist() == [13, 76, 15, 332, 59]
+    shares, _ = hdrf.node_shares(s)
+    g2_plain = (s.allocation()[2:] / s.total).sum(axis=0).max()
+    assert shares[2] < 0.05 and g2_plain > 0.95
+    b = _random_churn(ClusterState.new([[30, 30, 30]] * 12, D, tree=tree), partial(hdrf.pick, server="best-fit"), 750)
+    assert np.all(np.abs(b.tasks() - [51.4, 34.3, 61.7, 246.9, 56.0]) <= 4)
