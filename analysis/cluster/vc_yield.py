@@ -25,7 +25,8 @@ What is implemented:
 - :func:`max_average_yield` - the second phase of §3.5 (placement fixed: every job gets
   ``Y alpha_j``, then each host's spare CPU goes to its jobs in increasing ``alpha_j``).
 
-The randomised roundings RRND / RRNZ (§3.2) are not implemented.
+- the randomised roundings ``RRND`` / ``RRNZ`` of §3.2 on the relaxed MILP's solution (HiGHS
+  instead of GLPK; the relaxation's optimum is degenerate, HiGHS returns one vertex of it).
 
 Choices the paper leaves open, named as options:
 
@@ -48,7 +49,10 @@ import numpy as np
 
 from flows.errors import MrfqError
 
-HEURISTICS = ("GR", "SG", "GB", "SGB", "MCB1", "MCB2", "MCB3", "MCB4", "MCB5", "MCB6", "MCB7", "MCB8")
+HEURISTICS = ("GR", "SG", "GB", "SGB", "MCB1", "MCB2", "MCB3", "MCB4", "MCB5", "MCB6", "MCB7", "MCB8",
+              "RRND", "RRNZ")
+#: RRNZ: the value that replaces zero placement fractions ([VC] §3.2 uses 0.01)
+RRNZ_EPS = 0.01
 FIRST_LIST = ("cpu", "mem")
 #: memory fit tolerance (absorbs float sums)
 MEM_TOL = 1e-12
@@ -224,8 +228,7 @@ def milp_exact(inst: VCInstance, *, time_limit: float = 60.0, formulation: str =
     return y
 
 
-def lp_bound_solved(inst: VCInstance) -> float:
-    """The rational relaxation of the MILP solved as an LP (HiGHS); equals :func:`lp_bound`."""
+def _relaxation(inst: VCInstance):
     from scipy.optimize import linprog
 
     c, A, lo, hi, n, ne = _milp_arrays(inst)
@@ -233,7 +236,38 @@ def lp_bound_solved(inst: VCInstance) -> float:
     ub_rows = ~eq
     res = linprog(c, A_ub=A[ub_rows], b_ub=hi[ub_rows], A_eq=A[eq], b_eq=hi[eq],
                   bounds=[(0, 1)] * n, method="highs")
-    return float(res.x[-1]) if res.status == 0 else 0.0
+    return res if res.status == 0 else None
+
+
+def lp_bound_solved(inst: VCInstance) -> float:
+    """The rational relaxation of the MILP solved as an LP (HiGHS); equals :func:`lp_bound`."""
+    res = _relaxation(inst)
+    return float(res.x[-1]) if res is not None else 0.0
+
+
+def randomized_rounding(inst: VCInstance, rng: np.random.Generator, *, no_zero: bool = False) -> np.ndarray | None:
+    """RRND / RRNZ ([VC] §3.2): solve the relaxed MILP; then, job by job in index order, draw a host
+    with probability proportional to the relaxed ``e_ij`` (RRNZ: zeros replaced by ``RRNZ_EPS``),
+    excluding hosts where its memory no longer fits (their probability set to zero and the others
+    renormalised); None when no host is left for some job or the relaxation is infeasible."""
+    res = _relaxation(inst)
+    if res is None:
+        return None
+    H, J = inst.hosts, inst.jobs
+    e = np.clip(res.x[:H * J].reshape(H, J), 0.0, 1.0)
+    if no_zero:
+        e = np.where(e <= 1e-12, RRNZ_EPS, e)
+    free = np.ones(H)
+    host = np.full(J, -1)
+    for j in range(J):
+        p = e[:, j].copy()
+        p[free < inst.mem[j] - MEM_TOL] = 0.0
+        if p.sum() <= 0:
+            return None
+        i = int(rng.choice(H, p=p / p.sum()))
+        host[j] = i
+        free[i] -= inst.mem[j]
+    return host
 
 
 # ---------------------------------------------------------------------------
@@ -407,7 +441,10 @@ def mcb(inst: VCInstance, variant: int, *, tol: float = 1e-4, first_list: str = 
 
 
 def solve(name: str, inst: VCInstance, **options) -> VCResult:
-    """Run heuristic ``name`` (one of :data:`HEURISTICS`) including the average-yield phase."""
+    """Run heuristic ``name`` (one of :data:`HEURISTICS`) including the average-yield phase.
+    RRND / RRNZ need ``rng=`` (a ``numpy.random.Generator``)."""
+    if name in ("RRND", "RRNZ"):
+        return _result(inst, randomized_rounding(inst, options["rng"], no_zero=name == "RRNZ"))
     if name in ("GR", "SG"):
         return _result(inst, greedy(inst, sort=name == "SG"))
     if name in ("GB", "SGB"):
@@ -443,21 +480,23 @@ def evaluate(seed: int, hosts: int, jobs_list, slacks, cvs=(0.25, 0.75), instanc
              milp_time_limit: float = 30.0) -> list[VCRecord]:
     """Run every heuristic (plus ``"LP"`` bound and, if ``exact``, ``"MILP"``) on ``instances``
     instances per (jobs, slack, cv_mem, cv_cpu) of [VC] §4.1, drawn from ``SeedSequence(seed)``
-    (one child per problem specification)."""
+    (one child per problem specification; its own child drives the randomised roundings)."""
     import time
 
     specs = [(J, s, cm, cc) for J in jobs_list for s in slacks for cm in cvs for cc in cvs]
     children = np.random.SeedSequence(seed).spawn(len(specs))
     out: list[VCRecord] = []
     for (J, s, cm, cc), child in zip(specs, children):
-        rng = np.random.default_rng(child)
+        rng = np.random.default_rng(child)                     # the instances
+        rounding = np.random.default_rng(child.spawn(1)[0])    # RRND / RRNZ draws
         for k in range(instances):
             inst = generate(rng, hosts, J, s, cm, cc)
             rows = [("LP", lambda: (lp_bound(inst), None))]
             if exact:
                 rows.append(("MILP", lambda: milp_solve(inst, time_limit=milp_time_limit)))
             for h in heuristics:
-                opts = {"max_attempts": max_attempts} if h in ("GB", "SGB") else {}
+                opts = ({"max_attempts": max_attempts} if h in ("GB", "SGB") else
+                        {"rng": rounding} if h in ("RRND", "RRNZ") else {})
                 rows.append((h, lambda h=h, opts=opts: (None, solve(h, inst, **opts))))
             for name, fn in rows:
                 t0 = time.perf_counter()
