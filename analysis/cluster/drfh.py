@@ -45,20 +45,19 @@ GROW_TOL = 1e-7
 @dataclass(frozen=True, eq=False)
 class DrfhAllocation:
     """tasks[U] (fractional), G[U] global dominant shares, g[U, S] per-server shares,
-    bundle[U, S, R] resources given (scenario units), level: the equalised g of (7)."""
+    bundle[U, S, R] resources given (scenario units), level: the equalised g of (7),
+    dstar[U] each user's global dominant demand ``max_r D_ir`` (share of the pool per task)."""
 
     tasks: np.ndarray
     G: np.ndarray
     g: np.ndarray
     bundle: np.ndarray
     level: float
+    dstar: np.ndarray
 
     def to_dict(self) -> dict:
         return {"tasks": self.tasks.tolist(), "global_dominant_share": self.G.tolist(),
-                "per_server_tasks": (self.g / self._dstar()[:, None]).tolist(), "level": self.level}
-
-    def _dstar(self):
-        return np.where(self.G > 0, self.G / np.where(self.tasks > 0, self.tasks, 1), 1.0)
+                "per_server_tasks": (self.g / self.dstar[:, None]).tolist(), "level": self.level}
 
 
 def _check(capacity, demand, weight, tasks_max):
@@ -188,4 +187,4 @@ def drfh(capacity, demand, weight=None, tasks_max=None, *, refine: str = "maxmin
     G = g.sum(axis=1)
     tasks = G / dstar
     bundle = g[:, :, None] * dbar[:, None, :] * T[None, None, :]
-    return DrfhAllocation(tasks=tasks, G=G, g=g, bundle=bundle, level=float(level))
+    return DrfhAllocation(tasks=tasks, G=G, g=g, bundle=bundle, level=float(level), dstar=dstar)

@@ -79,10 +79,8 @@ def cluster_drfh(capacity, demand, weight=None, *, tree=None, tasks_max=None,
                  refine: str = "maxmin") -> ClusterAllocation:
     """Fluid DRFH on heterogeneous servers ([DRFH] eq. (7), §V-A), see :mod:`analysis.cluster.drfh`."""
     al = _drfh.drfh(capacity, demand, weight, tasks_max, refine=refine)
-    T, D = _pool(capacity, demand)
-    per_server = al.bundle.max(axis=2) / np.where(D.max(axis=1) > 0, D.max(axis=1), 1)[:, None]
     return ClusterAllocation("drfh", al.tasks, al.G, al.bundle,
-                             {"per_server_tasks": per_server.tolist(), "level": al.level})
+                             {"per_server_tasks": (al.g / al.dstar[:, None]).tolist(), "level": al.level})
 
 
 def cluster_hdrf(capacity, demand, weight=None, *, tree=None, tasks_max=None) -> ClusterAllocation:

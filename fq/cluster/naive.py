@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq.cluster.state import ClusterState
+from fq.cluster.state import FIT_TOL, ClusterState
 
 
 def pick(state: ClusterState) -> tuple[int, int] | None:
@@ -28,7 +28,7 @@ def pick(state: ClusterState) -> tuple[int, int] | None:
             cap = state.capacity[s]
             per_task = np.where(state.demand > 0, state.demand / cap, 0.0).max(axis=1)
             local = state.running[:, s] * per_task / state.weight
-            cand = np.flatnonzero(pend & np.all(state.free[s] >= state.charge - 1e-9 * state.total, axis=1))
+            cand = np.flatnonzero(pend & np.all(state.free[s] >= state.charge - FIT_TOL * state.total, axis=1))
             if cand.size:
                 u = cand[np.argsort(local[cand], kind="stable")][0]
                 return int(u), s
