@@ -18,7 +18,7 @@ allocator, so allocators are compared on common random numbers.
 Outputs (:class:`ClusterRun`): per-user dominant shares (``max_r tasks_u demand[u, r] / R_r``
 on the pooled capacity ``R``), time-averaged over ``[warmup, duration]`` and over ``samples``
 equal bins of ``[0, duration]`` (the share-over-time curve); per-resource utilisation (time
-average of the charged resources over the pool); job completion times (finish of the last task
+average of the charged resources over the pool, overall and per bin); job completion times (finish of the last task
 minus arrival) of every job that finished; counters and the wall-clock speed.  Same scenario and
 seed, same result, bit for bit.
 """
@@ -48,6 +48,7 @@ class ClusterRun:
     tasks_mean[U]             time-averaged running tasks over [warmup, duration]
     utilisation[R]            time-averaged charged fraction of the pool over [warmup, duration]
     sample_time[B]            bin centres; share_time[B, U] bin averages of the dominant shares
+    util_time[B, R]           bin averages of the utilisation
     job_user[K], job_arrival[K], job_finish[K], job_tasks[K]   finished jobs (in finishing order)
     launched[U]               tasks launched per user; events, picks, wall (seconds)
     """
@@ -60,6 +61,7 @@ class ClusterRun:
     utilisation: np.ndarray
     sample_time: np.ndarray
     share_time: np.ndarray
+    util_time: np.ndarray
     job_user: np.ndarray
     job_arrival: np.ndarray
     job_finish: np.ndarray
@@ -100,6 +102,7 @@ class ClusterRun:
         if series:
             d["sample_time"] = self.sample_time.tolist()
             d["share_time"] = self.share_time.tolist()
+            d["util_time"] = self.util_time.tolist()
         return d
 
 
@@ -179,7 +182,7 @@ def simulate(sc: ClusterScenario, *, allocator: str | None = None, seed: int | N
     done_tasks: list[int] = []
     share_int = _Integrator(T, sc.run.warmup, sc.run.samples, U)
     tasks_int = _Integrator(T, sc.run.warmup, 1, U)
-    use_int = _Integrator(T, sc.run.warmup, 1, R)
+    use_int = _Integrator(T, sc.run.warmup, sc.run.samples, R)
     inv_total = 1.0 / state.total
     dem_frac = state.demand * inv_total
     charge_frac = state.charge * inv_total
@@ -252,7 +255,7 @@ def simulate(sc: ClusterScenario, *, allocator: str | None = None, seed: int | N
         allocator=sc.run.allocator, users=tuple(sc.user_names()), resources=sc.resources,
         share_mean=share_int.total / span, tasks_mean=tasks_int.total / span, utilisation=use_int.total / span,
         sample_time=0.5 * (share_int.edges[:-1] + share_int.edges[1:]),
-        share_time=share_int.binned / width[:, None],
+        share_time=share_int.binned / width[:, None], util_time=use_int.binned / width[:, None],
         job_user=np.array(done_user, dtype=np.int64), job_arrival=np.array(done_arr, dtype=np.float64),
         job_finish=np.array(done_fin, dtype=np.float64), job_tasks=np.array(done_tasks, dtype=np.int64),
         launched=launched, events=events, picks=picks, wall=wall,

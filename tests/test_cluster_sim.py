@@ -34,6 +34,7 @@ def test_whole_run_by_hand(tmp_path):
                                      pytest.approx([0.5, 0.5]), pytest.approx([1.0, 0.0])]
     assert r.sample_time.tolist() == [0.5, 1.5, 2.5, 3.5]
     assert r.utilisation.tolist() == pytest.approx([1.0])
+    assert r.util_time[:, 0].tolist() == pytest.approx([1.0, 1.0, 1.0, 1.0])
     assert r.job_arrival.tolist() == [0.5] and r.job_finish.tolist() == [3.0]
     assert r.completion.tolist() == [2.5] and r.job_tasks.tolist() == [2]
     assert r.launched.tolist() == [6, 2]  # A: 2 at 0, 1 at 1, 1 at 2, 2 at 3

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 def plot_shares(run, fluid=None, *, title: str | None = None) -> Figure:
     """Dominant share of every user over time (bin averages of ``run.share_time``), with the fluid
     value of the allocator's objective as a dashed line per user when ``fluid`` (a
-    ``analysis.cluster.simcheck.SimVsFluid``) is given; utilisation per resource in a second panel."""
+    ``analysis.cluster.simcheck.SimVsFluid``) is given; utilisation of every resource over time below."""
     fig = Figure(figsize=(8.0, 5.5))
     ax = fig.add_subplot(2, 1, 1)
     for u, name in enumerate(run.users):
@@ -23,10 +23,13 @@ def plot_shares(run, fluid=None, *, title: str | None = None) -> Figure:
     ax.set_ylim(0, max(1.0, float(run.share_time.max()) * 1.05))
     ax.legend(fontsize=8, ncol=min(4, len(run.users)))
     ax.set_title(title or f"allocator {run.allocator}" + (f" (dashed: fluid {fluid.objective})" if fluid else ""))
-    ax2 = fig.add_subplot(2, 1, 2)
-    ax2.bar(list(run.resources), run.utilisation)
+    ax2 = fig.add_subplot(2, 1, 2, sharex=ax)
+    for r, name in enumerate(run.resources):
+        ax2.step(run.sample_time, run.util_time[:, r], where="mid",
+                 label=f"{name} (mean {run.utilisation[r]:.3f} after warm-up)")
     ax2.set_ylim(0, 1.05)
-    ax2.set_ylabel("utilisation (time average)")
-    ax.set_xlabel("time")
+    ax2.set_ylabel("utilisation")
+    ax2.set_xlabel("time")
+    ax2.legend(fontsize=8)
     fig.tight_layout()
     return fig
