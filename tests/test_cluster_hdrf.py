@@ -274,3 +274,18 @@ def test_first_fit_drift_on_many_servers():
     assert shares[2] < 0.05 and g2_plain > 0.95
     b = _random_churn(ClusterState.new([[30, 30, 30]] * 12, D, tree=tree), partial(hdrf.pick, server="best-fit"), 750)
     assert np.all(np.abs(b.tasks() - [51.4, 34.3, 61.7, 246.9, 56.0]) <= 4)
+
+
+def test_walk_that_stops_wastes_resources():
+    """The non-Pareto-efficient variant (blocked="stop"): the walk follows the lowest child with a
+    pending task even when nothing below it fits.  Fig. 4: once the CPUs are full n1 is the lowest
+    (tie at 0.5 broken to n1), n1,1's task fits nowhere and nothing is launched: 6 of the 10 GPUs
+    stay idle, where Algorithm 4's skipping gives n2,2 all 10."""
+    for name in ("naive-h-drf", "h-drf"):
+        s = _state("hdrf-fig4")
+        allocate_static(name, s, blocked="stop")
+        assert s.tasks().tolist() == [5, 5, 4]
+        assert s.free[0].tolist() == [0.0, 6.0]
+    s = _state("hdrf-fig4")
+    allocate_static("h-drf", s, blocked="skip")
+    assert s.tasks().tolist() == [5, 5, 10]

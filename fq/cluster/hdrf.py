@@ -50,6 +50,13 @@ one server), named as options:
 ``server``
     ``"first-fit"`` (default): the lowest-index server on which the task fits; ``"best-fit"``:
     the server of least [DRFH] eq. (9) fitness (:func:`fq.cluster.drfh.fitness`).
+``blocked``
+    ``"skip"`` (default, Algorithm 4: "the child with the lowest dominant share ... which also has a
+    task in its subtree that can be scheduled"); ``"stop"``: the walk follows the lowest child with
+    a pending task even when nothing below it fits, and then launches nothing, as
+    :mod:`fq.cluster.drf`'s ``blocked="stop"``: a scheduler that only ever serves the most deserving
+    queue and leaves resources idle (Fig. 4: 5 of the 10 GPUs; [H-DRF] §1 and §5.2 report such
+    non-Pareto-efficient hierarchical schedulers without giving their rule).
 ``recompute`` (collapsed only)
     ``True`` (default, §3.2 "each time jobs are added, removed, or change their
     demand-status, the weights are recalculated"): sibling sums over demanding siblings only;
@@ -69,6 +76,7 @@ from fq.cluster.state import FIT_TOL, ClusterState, Tree
 SATURATION = ("resource", "fit", "exhausted")
 SERVER = ("first-fit", "best-fit")
 RECOMPUTE = (True, False)
+BLOCKED = ("skip", "stop")
 FLAGS = (True, False)
 
 
@@ -180,11 +188,13 @@ def node_shares(state: ClusterState, *, rescale: bool = True, ignore_blocked: bo
     return s, Uv
 
 
-def _walk(state: ClusterState, s: np.ndarray, can: np.ndarray) -> int | None:
+def _walk(state: ClusterState, s: np.ndarray, can: np.ndarray, blocked: str = "skip") -> int | None:
     """[H-DRF] Algorithm 4 ``Alloc``: from the root to a leaf, lowest ``s_c / w_c`` among children
-    with a launchable task below; returns the user, or None when nothing fits."""
+    with a launchable task below (``blocked="skip"``), or among children with a pending task below
+    (``"stop"``: the walk may end at a leaf whose task fits nowhere, and nothing is launched);
+    returns the user, or None."""
     tree = _tree(state)
-    reach = _subtree_any(tree, can)
+    reach = _subtree_any(tree, can if blocked == "skip" else state.pending > 0)
     if not reach[0]:
         return None
     n = 0
@@ -193,7 +203,8 @@ def _walk(state: ClusterState, s: np.ndarray, can: np.ndarray) -> int | None:
         ch = children[n][reach[children[n]]]
         key = s[ch] / tree.weight[ch]
         n = int(ch[int(np.argmin(key))])  # argmin: first minimum = lowest index
-    return leaf_user[n]
+    u = leaf_user[n]
+    return u if can[u] else None
 
 
 def _server(state: ClusterState, u: int, fits_u: np.ndarray, server: str) -> int:
@@ -204,20 +215,20 @@ def _server(state: ClusterState, u: int, fits_u: np.ndarray, server: str) -> int
 
 
 def pick(state: ClusterState, *, rescale: bool = True, ignore_blocked: bool = True,
-         saturation: str = "resource", server: str = "first-fit") -> tuple[int, int] | None:
+         saturation: str = "resource", server: str = "first-fit", blocked: str = "skip") -> tuple[int, int] | None:
     """Next launch of dynamic H-DRF ([H-DRF] Algorithms 2-4), or None when no pending task fits."""
-    assert saturation in SATURATION and server in SERVER
+    assert saturation in SATURATION and server in SERVER and blocked in BLOCKED
     can, fits = _launchable(state)
     if not can.any():
         return None
     s, _ = node_shares(state, rescale=rescale, ignore_blocked=ignore_blocked, saturation=saturation, can=can)
-    u = _walk(state, s, can)
+    u = _walk(state, s, can, blocked)
     return None if u is None else (u, _server(state, u, fits[u], server))
 
 
-def pick_naive(state: ClusterState, *, server: str = "first-fit") -> tuple[int, int] | None:
+def pick_naive(state: ClusterState, *, server: str = "first-fit", blocked: str = "skip") -> tuple[int, int] | None:
     """Next launch of naive H-DRF ([H-DRF] §3.3): plain sums at internal nodes, no fixes."""
-    return pick(state, rescale=False, ignore_blocked=False, server=server)
+    return pick(state, rescale=False, ignore_blocked=False, server=server, blocked=blocked)
 
 
 def collapsed_weights(state: ClusterState, *, recompute: bool = True) -> np.ndarray:
