@@ -289,3 +289,24 @@ def test_walk_that_stops_wastes_resources():
     s = _state("hdrf-fig4")
     allocate_static("h-drf", s, blocked="skip")
     assert s.tasks().tolist() == [5, 5, 10]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_hierarchical_share_guarantee_theorem2(seed):
+    """[H-DRF] Theorem 2 on random trees (2-5 users, 2-3 resources, 1-3 groups, weights): every node's
+    dominant share (its subtree's summed usage, max over resources) is at least its hierarchical share
+    guarantee (product of w / sum of sibling weights along its path, all users demanding)."""
+    rng = np.random.default_rng(seed)
+    U, R = int(rng.integers(2, 6)), int(rng.integers(2, 4))
+    D = rng.integers(0, 4, size=(U, R)).astype(float)
+    D[D.max(axis=1) == 0, 0] = 1.0
+    grp = rng.integers(0, int(rng.integers(1, 4)), size=U)
+    used = sorted(set(grp.tolist()))
+    node = {g: 1 + i for i, g in enumerate(used)}
+    parent = np.array([-1] + [0] * len(used) + [node[g] for g in grp.tolist()])
+    w = np.concatenate(([1.0], rng.choice([1.0, 2.0, 3.0], size=len(used)), rng.choice([1.0, 2.0], size=U)))
+    tree = Tree(parent, w, np.arange(1 + len(used), 1 + len(used) + U))
+    r = static_hdrf([[10.0] * R], D, tree)
+    assert np.all(r.node_share >= guarantees(tree) - 1e-9)
+    assert np.all(r.usage.sum(axis=0) <= 1 + 1e-9)
