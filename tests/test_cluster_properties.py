@@ -7,8 +7,16 @@ from hypothesis import strategies as st
 
 from analysis.cluster.drfh import drfh
 from analysis.cluster.objectives import CLUSTER_OBJECTIVES
-from analysis.cluster.properties import (best_misreport, check_all, discrete_mechanism, envy,
-                                         objective_mechanism, pareto_gain, sharing_incentive, tasks_of)
+from analysis.cluster.properties import (
+    best_misreport,
+    check_all,
+    discrete_mechanism,
+    envy,
+    objective_mechanism,
+    pareto_gain,
+    sharing_incentive,
+    tasks_of,
+)
 from flows.errors import MrfqError
 
 pytestmark = pytest.mark.nojit

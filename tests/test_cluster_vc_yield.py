@@ -5,9 +5,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.cluster.vc_yield import (HEURISTICS, VCInstance, generate, greedy, greedy_backtracking,
-                                       lp_bound, lp_bound_solved, max_average_yield, mcb_pack, milp_exact,
-                                       placement_min_yield, solve)
+from analysis.cluster.vc_yield import (
+    HEURISTICS,
+    VCInstance,
+    generate,
+    greedy,
+    greedy_backtracking,
+    lp_bound,
+    lp_bound_solved,
+    max_average_yield,
+    mcb_pack,
+    milp_exact,
+    placement_min_yield,
+    solve,
+)
 from flows.errors import MrfqError
 
 pytestmark = pytest.mark.nojit

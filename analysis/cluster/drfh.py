@@ -106,9 +106,9 @@ def drfh(capacity, demand, weight=None, tasks_max=None, *, refine: str = "maxmin
 
     # capacity rows: sum_i g_il dbar_ir <= c_lr
     A_cap = np.zeros((S * R, nv))
-    for l in range(S):
+    for srv in range(S):
         for r in range(R):
-            A_cap[l * R + r, np.arange(U) * S + l] = dbar[:, r]
+            A_cap[srv * R + r, np.arange(U) * S + srv] = dbar[:, r]
     b_cap = c.reshape(-1)
     Gsum = np.zeros((U, nv))
     for i in range(U):

@@ -129,9 +129,9 @@ def fluid_phase_shares(sc: ClusterScenario, phases=FIG4_PHASES) -> dict[str, np.
 def matched_completions(sc: ClusterScenario, a, b) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Completion times of the jobs finished in both runs ``a`` and ``b`` (same scenario and seed, so
     the same jobs: matched on (user, arrival time)); returns (tasks, completion in a, completion in b)."""
-    ka = {(int(u), float(t)): i for i, (u, t) in enumerate(zip(a.job_user, a.job_arrival))}
+    ka = {(int(u), float(t)): i for i, (u, t) in enumerate(zip(a.job_user, a.job_arrival, strict=True))}
     rows = []
-    for j, (u, t) in enumerate(zip(b.job_user, b.job_arrival)):
+    for j, (u, t) in enumerate(zip(b.job_user, b.job_arrival, strict=True)):
         i = ka.get((int(u), float(t)))
         if i is not None:
             rows.append((a.job_tasks[i], a.completion[i], b.completion[j]))

@@ -31,8 +31,8 @@ Tolerance ``TOL`` (relative) absorbs LP and float rounding.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -486,29 +486,28 @@ def evaluate(seed: int, hosts: int, jobs_list, slacks, cvs=(0.25, 0.75), instanc
     specs = [(J, s, cm, cc) for J in jobs_list for s in slacks for cm in cvs for cc in cvs]
     children = np.random.SeedSequence(seed).spawn(len(specs))
     out: list[VCRecord] = []
-    for (J, s, cm, cc), child in zip(specs, children):
+    for (J, s, cm, cc), child in zip(specs, children, strict=True):
         rng = np.random.default_rng(child)                     # the instances
         rounding = np.random.default_rng(child.spawn(1)[0])    # RRND / RRNZ draws
         for k in range(instances):
             inst = generate(rng, hosts, J, s, cm, cc)
-            rows = [("LP", lambda: (lp_bound(inst), None))]
-            if exact:
-                rows.append(("MILP", lambda: milp_solve(inst, time_limit=milp_time_limit)))
-            for h in heuristics:
-                opts = ({"max_attempts": max_attempts} if h in ("GB", "SGB") else
-                        {"rng": rounding} if h in ("RRND", "RRNZ") else {})
-                rows.append((h, lambda h=h, opts=opts: (None, solve(h, inst, **opts))))
-            for name, fn in rows:
+            names = ["LP"] + (["MILP"] if exact else []) + list(heuristics)
+            for name in names:
                 t0 = time.perf_counter()
-                y, res = fn()
-                dt = time.perf_counter() - t0
-                if isinstance(res, (bool, np.bool_)) or res is None:
-                    # LP: failed when the relaxation is infeasible; MILP: also when not proven optimal
-                    failed = y <= 0 or res is False
-                    out.append(VCRecord(hosts, J, s, cm, cc, k, name, y, float("nan"), bool(failed), dt))
+                if name == "LP":
+                    y = lp_bound(inst)
+                    rec = (y, float("nan"), y <= 0)
+                elif name == "MILP":
+                    # failed when infeasible or stopped by the time limit before proving optimality
+                    y, optimal = milp_solve(inst, time_limit=milp_time_limit)
+                    rec = (y, float("nan"), y <= 0 or not optimal)
                 else:
-                    out.append(VCRecord(hosts, J, s, cm, cc, k, name, res.min_yield, res.avg_yield,
-                                        res.failed, dt))
+                    opts = ({"max_attempts": max_attempts} if name in ("GB", "SGB") else
+                            {"rng": rounding} if name in ("RRND", "RRNZ") else {})
+                    res = solve(name, inst, **opts)
+                    rec = (res.min_yield, res.avg_yield, res.failed)
+                dt = time.perf_counter() - t0
+                out.append(VCRecord(hosts, J, s, cm, cc, k, name, rec[0], rec[1], bool(rec[2]), dt))
     return out
 
 

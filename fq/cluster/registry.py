@@ -9,13 +9,12 @@ Adding a mechanism = one module in ``fq/cluster/`` + one line here + its test.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
 
 from flows.errors import MrfqError
-from fq.cluster import drf, drfh, naive, slots
-from fq.cluster import hdrf
+from fq.cluster import drf, drfh, hdrf, naive, slots
 from fq.cluster.state import ClusterState, Pick, fill
 
 
@@ -28,7 +27,7 @@ class AllocatorInfo:
     name: str
     summary: str
     reference: str
-    pick: Callable[..., "tuple[int, int] | None"]
+    pick: Callable[..., tuple[int, int] | None]
     prepare: Callable[..., None] = _no_prepare
     #: option name -> allowed values (first = default); validated by :func:`bind`
     options: dict = field(default_factory=dict)

@@ -30,8 +30,8 @@ rounding of repeated float subtraction; never admits a genuine over-commit).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -92,7 +92,7 @@ class ClusterState:
 
     # -- construction ---------------------------------------------------------
     @classmethod
-    def new(cls, capacity, demand, weight=None, pending=None, tree: Tree | None = None) -> "ClusterState":
+    def new(cls, capacity, demand, weight=None, pending=None, tree: Tree | None = None) -> ClusterState:
         """An empty cluster: everything free, nothing running.
 
         ``capacity`` is (S, R) (or (R,) for one server), ``demand`` is (U, R);
@@ -109,7 +109,7 @@ class ClusterState:
         return cls(capacity=C, free=C.copy(), demand=D, weight=W,
                    running=np.zeros((U, C.shape[0]), dtype=np.int64), pending=P, tree=tree)
 
-    def copy(self) -> "ClusterState":
+    def copy(self) -> ClusterState:
         return ClusterState(self.capacity, self.free.copy(), self.demand, self.weight,
                             self.running.copy(), self.pending.copy(), self.tree,
                             None if self.charge is self.demand else self.charge)
