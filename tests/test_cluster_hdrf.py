@@ -10,6 +10,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from conftest import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -310,3 +311,31 @@ def test_hierarchical_share_guarantee_theorem2(seed):
     r = static_hdrf([[10.0] * R], D, tree)
     assert np.all(r.node_share >= guarantees(tree) - 1e-9)
     assert np.all(r.usage.sum(axis=0) <= 1 + 1e-9)
+
+
+@pytest.mark.slow
+def test_no_leaf_gains_by_misreporting_theorem3():
+    """[H-DRF] Theorem 3 (strategy-proofness), checked for single leaves with cluster-a's misreport
+    grid search (each demand entry scaled by 0.5 ... 4): Figs. 6 and the §3.2 tree, and random
+    two-group trees on two resources.  No lie raises a leaf's true tasks (beyond float noise)."""
+    from analysis.cluster.objectives import cluster_hdrf
+    from analysis.cluster.properties import best_misreport
+
+    cases = []
+    for name in ("hdrf-fig6", "hdrf-collapsed"):
+        sc = load_cluster_preset(name)
+        cases.append((sc.capacity(), sc.demand(), _tree(sc)))
+    rng = np.random.default_rng(2)
+    for _ in range(int(scaled(6, 2))):
+        U = int(rng.integers(2, 5))
+        D = rng.integers(0, 4, size=(U, 2)).astype(float)
+        D[D.max(axis=1) == 0, 0] = 1.0
+        grp = rng.integers(0, 2, size=U).tolist()
+        used = sorted(set(grp))
+        node = {g: 1 + i for i, g in enumerate(used)}
+        parent = np.array([-1] + [0] * len(used) + [node[g] for g in grp])
+        w = np.concatenate(([1.0], rng.choice([1.0, 2.0], size=len(used)), rng.choice([1.0, 2.0], size=U)))
+        cases.append(([[10.0, 10.0]], D, Tree(parent, w, np.arange(1 + len(used), 1 + len(used) + U))))
+    for C, D, tree in cases:
+        m = best_misreport(lambda c, d, w, tree=tree: cluster_hdrf(c, d, tree=tree).bundle, C, D)
+        assert m.gain <= 1 + 1e-9, m
