@@ -144,5 +144,7 @@ def test_drf_and_drfh_have_the_four_properties_on_random_small_instances(data):
     rep = check_all(objective_mechanism("drfh"), C, D, factors=(0.5, 1.0, 2.0, 3.0))
     assert rep.envy_free and rep.pareto_efficient and rep.strategy_proof, rep
     if S == 1:
+        # [DRFH] Prop. 4: on one server DRFH is DRF (progressive filling of analysis/allocations.py)
+        np.testing.assert_allclose(drfh(C, D).tasks, _obj("drf", C, D).tasks, rtol=1e-7)
         rep = check_all(objective_mechanism("drf"), C, D, factors=(0.5, 1.0, 2.0, 3.0))
         assert rep.sharing_incentive and rep.envy_free and rep.pareto_efficient and rep.strategy_proof
