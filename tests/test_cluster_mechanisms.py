@@ -141,3 +141,20 @@ def test_every_allocator_stays_feasible_and_stops_only_when_nothing_fits(S, U, R
         np.testing.assert_allclose(s.free, np.array(cap, float) - used, atol=1e-9)
         # work conserving: when a "skip" mechanism stops, no pending task fits anywhere
         assert not any(s.fits(u).any() for u in range(U)), name
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 3), st.integers(1, 3), st.data())
+def test_naive_drf_is_single_server_drf_on_every_server(S, U, R, data):
+    # oracle: with backlogged users the servers are independent, and on one server the local dominant
+    # share is the global one, so column s of naive-drf's result is task-level DRF on server s alone.
+    cap = data.draw(st.lists(st.lists(st.integers(1, 9), min_size=R, max_size=R), min_size=S, max_size=S))
+    dem = data.draw(st.lists(st.lists(st.integers(0, 4), min_size=R, max_size=R), min_size=U, max_size=U)
+                    .filter(lambda d: all(max(row) > 0 for row in d)))
+    w = data.draw(st.lists(st.integers(1, 3), min_size=U, max_size=U))
+    s_all = ClusterState.new(cap, dem, weight=w)
+    allocate_static("naive-drf", s_all)
+    for s in range(S):
+        one = ClusterState.new([cap[s]], dem, weight=w)
+        allocate_static("drf", one)
+        assert s_all.running[:, s].tolist() == one.running[:, 0].tolist()

@@ -23,13 +23,15 @@ def pick(state: ClusterState) -> tuple[int, int] | None:
     pend = state.pending > 0
     if not pend.any():
         return None
+    # fit[s, u]: one more task of (pending) user u fits on server s (one vectorised test for all servers)
+    fit = np.all(state.free[:, None, :] >= (state.charge - FIT_TOL * state.total)[None, :, :], axis=2) & pend
+    rows = np.flatnonzero(fit.any(axis=1))
+    if rows.size == 0:
+        return None
+    s = int(rows[0])
+    cap = state.capacity[s]
     with np.errstate(divide="ignore", invalid="ignore"):
-        for s in range(state.n_servers):
-            cap = state.capacity[s]
-            per_task = np.where(state.demand > 0, state.demand / cap, 0.0).max(axis=1)
-            local = state.running[:, s] * per_task / state.weight
-            cand = np.flatnonzero(pend & np.all(state.free[s] >= state.charge - FIT_TOL * state.total, axis=1))
-            if cand.size:
-                u = cand[np.argsort(local[cand], kind="stable")][0]
-                return int(u), s
-    return None
+        per_task = np.where(state.demand > 0, state.demand / cap, 0.0).max(axis=1)
+    local = state.running[:, s] * per_task / state.weight
+    cand = np.flatnonzero(fit[s])
+    return int(cand[np.argsort(local[cand], kind="stable")][0]), s
