@@ -94,7 +94,7 @@ def main(argv=None) -> int:
         red = ds.reduction_by_size(tk, cb, cs)
         print(f"{'tasks/job':>10} {'jobs':>6} {'reduction':>9}")
         for label, n, x in red:
-            print(f"{label:>10} {n:>6} {x:>8.1f}%")
+            print(f"{label:>10} {n:>6} " + (f"{x:>8.1f}%" if np.isfinite(x) else f"{'-':>9}"))
         ds.plot_completion({"Best-Fit DRFH": cb, "Slots (14/max)": cs}, red).savefig(
             os.path.join(args.out, "drfh_fig6.png"), dpi=120)
     return 0
