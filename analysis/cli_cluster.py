@@ -1,0 +1,211 @@
+"""``mrfq cluster``: cluster scenarios (issue 11) — the task simulator and the fluid allocations.
+
+:func:`register` adds one ``cluster`` subcommand with three actions, each setting ``func`` to a
+handler ``handler(args) -> int`` that raises :class:`flows.errors.MrfqError` on bad input (the
+dispatcher prints one line and exits 2) and never calls ``sys.exit``:
+
+    mrfq cluster sim FILE|--preset NAME [--allocator NAME] [--option K=V ...] [--seed N]
+                     [--duration T] [--json] [--plot PATH]
+    mrfq cluster alloc FILE|--preset NAME [--objective drf|drfh|h-drf|asset|ceei|all] [--json]
+    mrfq cluster presets
+
+``sim`` runs ``router.cluster.simulate`` and prints per-user time-averaged dominant shares
+(with the fluid value of the allocator's objective when every user is backlogged), running
+tasks, mean job completion times, per-resource utilisation and the speed; ``--plot`` draws the
+dominant shares over time.  ``alloc`` prints the fluid allocations of ``CLUSTER_OBJECTIVES``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from flows.errors import MrfqError
+
+ALLOC_OBJECTIVES = ("drf", "drfh", "h-drf", "asset", "ceei")
+
+
+def register(subparsers) -> None:
+    """Add the ``cluster`` subcommand (actions ``sim``, ``alloc``, ``presets``)."""
+    p = subparsers.add_parser(
+        "cluster", help="task-level clusters: simulator and fluid allocations (DRF, DRFH, H-DRF)",
+        description="Cluster scenarios (TOML: servers, users, an optional H-DRF tree, job traffic; "
+                    "see flows/cluster.py).")
+    sub = p.add_subparsers(dest="cluster_cmd", required=True, metavar="ACTION")
+
+    s = sub.add_parser("sim", help="run the task-level simulator",
+                       description="Jobs of tasks arrive, the allocator launches tasks as resources free up.")
+    _scenario_args(s)
+    s.add_argument("--allocator", metavar="NAME",
+                   help="drf, drfh-first-fit, drfh-best-fit, naive-drf, slots, h-drf, naive-h-drf, collapsed-h-drf "
+                        "(default: the scenario's run.allocator)")
+    s.add_argument("--option", action="append", default=[], metavar="K=V",
+                   help="an allocator option, e.g. server=best-fit or rescale=false (repeat)")
+    s.add_argument("--seed", metavar="N", help="override run.seed")
+    s.add_argument("--duration", metavar="T", help="override run.duration")
+    s.add_argument("--json", action="store_true", help="print one JSON object (with the share time series)")
+    s.add_argument("--plot", metavar="PATH", help="draw the dominant shares over time (PNG)")
+    s.set_defaults(func=sim_handler)
+
+    a = sub.add_parser("alloc", help="fluid allocations of the scenario's users (all backlogged)",
+                       description="Fluid DRF, asset fairness and CEEI on the pooled servers, DRFH under every "
+                                   "server's capacity, static H-DRF on the scenario's tree.")
+    _scenario_args(a)
+    a.add_argument("--objective", default="all", metavar="NAME",
+                   help=f"{', '.join(ALLOC_OBJECTIVES)} or all (default all)")
+    a.add_argument("--json", action="store_true", help="print one JSON object, one key per objective")
+    a.set_defaults(func=alloc_handler)
+
+    pr = sub.add_parser("presets", help="list the shipped cluster scenarios")
+    pr.set_defaults(func=presets_handler)
+
+
+def _scenario_args(p) -> None:
+    p.add_argument("scenario", nargs="?", metavar="FILE.toml", help="cluster scenario file")
+    p.add_argument("--preset", metavar="NAME", help="a shipped cluster scenario (mrfq cluster presets)")
+
+
+def _load(args):
+    from flows.cluster import load_cluster, load_cluster_preset
+
+    if args.scenario and args.preset:
+        raise MrfqError("give either FILE.toml or --preset NAME, not both")
+    if args.preset:
+        return load_cluster_preset(args.preset)
+    if args.scenario:
+        return load_cluster(args.scenario)
+    raise MrfqError("no scenario: give FILE.toml or --preset NAME (see `mrfq cluster presets`)")
+
+
+def _number(field: str, text: str, *, whole: bool = False, positive: bool = False) -> float | int:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise MrfqError(f"{field} = {text!r}: not a number") from None
+    if not math.isfinite(v) or (positive and v <= 0) or (whole and (v != int(v) or v < 0)):
+        need = "a whole number >= 0" if whole else "a positive number"
+        raise MrfqError(f"{field} = {text!r}: must be {need}")
+    return int(v) if whole else v
+
+
+def parse_options(items: list[str]) -> dict:
+    """``K=V`` strings to allocator options: true/false to bool, whole numbers to int, else str."""
+    out: dict = {}
+    for it in items:
+        if "=" not in it or not it.split("=", 1)[0]:
+            raise MrfqError(f"--option {it!r}: must be KEY=VALUE, e.g. --option server=best-fit")
+        k, v = it.split("=", 1)
+        low = v.strip().lower()
+        if low in ("true", "false"):
+            out[k] = low == "true"
+        elif low.lstrip("-").isdigit():
+            out[k] = int(low)
+        else:
+            out[k] = v.strip()
+    return out
+
+
+# ---------------------------------------------------------------------------
+def sim_handler(args) -> int:
+    from analysis.cluster.simcheck import compare
+    from router.cluster import simulate
+
+    sc = _load(args)
+    seed = None if args.seed is None else _number("--seed", args.seed, whole=True)
+    duration = None if args.duration is None else _number("--duration", args.duration, positive=True)
+    if args.allocator is not None:
+        from flows.cluster import ALLOCATOR_NAMES
+
+        if args.allocator not in ALLOCATOR_NAMES:
+            raise MrfqError(f"--allocator {args.allocator!r}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
+    run = simulate(sc, allocator=args.allocator, seed=seed, duration=duration, options=parse_options(args.option))
+    try:
+        fluid = compare(sc, run)
+    except MrfqError:
+        fluid = None  # not every user backlogged, or a baseline without an objective: no fluid column
+    if args.plot:
+        from analysis.cluster.plot import plot_shares
+
+        fig = plot_shares(run, fluid, title=f"{sc.name}: {run.allocator}")
+        try:
+            fig.savefig(args.plot, dpi=120)
+        except (OSError, ValueError) as e:
+            raise MrfqError(f"--plot {args.plot!r}: cannot write ({e})") from None
+    if args.json:
+        d = {"scenario": sc.name, **run.to_dict(), "tasks_per_second": run.tasks_per_second}
+        if fluid is not None:
+            d["fluid"] = {"objective": fluid.objective, "dominant_share": fluid.fluid.tolist()}
+        print(json.dumps(d))
+        return 0
+    print(f"{sc.name}: allocator {run.allocator}, {sc.capacity().shape[0]} servers, "
+          f"averages over [{sc.run.warmup:g}, {(duration or sc.run.duration):g}]")
+    mc = run.mean_completion()
+    head = f"{'user':<14}{'dominant share':>15}"
+    if fluid is not None:
+        head += f"{'fluid ' + fluid.objective:>15}"
+    head += f"{'tasks':>10}{'jobs done':>11}{'mean JCT':>11}"
+    print(head)
+    done = [int((run.job_user == u).sum()) for u in range(len(run.users))]
+    for u, name in enumerate(run.users):
+        row = f"{name:<14}{run.share_mean[u]:>15.4f}"
+        if fluid is not None:
+            row += f"{fluid.fluid[u]:>15.4f}"
+        jct = "-" if math.isnan(mc[u]) else f"{mc[u]:.3f}"
+        row += f"{run.tasks_mean[u]:>10.2f}{done[u]:>11d}{jct:>11}"
+        print(row)
+    print("utilisation: " + ", ".join(f"{r} {x:.3f}" for r, x in zip(run.resources, run.utilisation)))
+    print(f"{int(run.launched.sum())} tasks launched, {run.events} events, "
+          f"{run.tasks_per_second:,.0f} tasks/s")
+    return 0
+
+
+def alloc_handler(args) -> int:
+    from analysis.cluster.simcheck import fluid_allocation
+
+    sc = _load(args)
+    if args.objective == "all":
+        objs = list(ALLOC_OBJECTIVES)
+    elif args.objective in ALLOC_OBJECTIVES:
+        objs = [args.objective]
+    else:
+        raise MrfqError(f"--objective {args.objective!r}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)} or all")
+    res = {o: fluid_allocation(sc, o) for o in objs}
+    if args.json:
+        print(json.dumps({"scenario": sc.name, "users": sc.user_names(),
+                          "objectives": {o: r.to_dict() for o, r in res.items()}}))
+        return 0
+    print(f"{sc.name}: {sc.capacity().shape[0]} servers, pooled capacity "
+          + ", ".join(f"{r} {x:g}" for r, x in zip(sc.resources, sc.capacity().sum(axis=0))))
+    for o, r in res.items():
+        print(f"{o}:")
+        for u, name in enumerate(sc.user_names()):
+            print(f"  {name:<14} tasks {r.tasks[u]:>10.4f}   dominant share {r.dominant_share[u]:.4f}")
+    return 0
+
+
+def presets_handler(args) -> int:
+    from flows.cluster import cluster_preset_names, load_cluster_preset
+
+    for n in cluster_preset_names():
+        print(f"{n:<20} {load_cluster_preset(n).description}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m analysis.cli_cluster ACTION ...``: the ``mrfq cluster`` actions before the dispatcher
+    is wired (one line on stderr and exit 2 on bad input, as ``mrfq``)."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="mrfq")
+    register(p.add_subparsers(dest="cmd", required=True))
+    args = p.parse_args(["cluster", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except MrfqError as e:
+        print(f"mrfq: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

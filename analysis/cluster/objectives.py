@@ -1,0 +1,103 @@
+"""The cluster objectives (issue 11): one table ``CLUSTER_OBJECTIVES = {name: (summary, reference, function)}``.
+
+Every function has the signature ``f(capacity, demand, weight=None, *, tree=None) -> ClusterAllocation``
+with ``capacity[S, R]`` (or ``[R]``) and ``demand[U, R]`` in the scenario's units.
+
+``drf``, ``asset`` and ``ceei`` are the all-in-one objectives of [DRF] §4-5: the
+servers are pooled into one (capacity ``T = capacity.sum(0)``) and the fluid
+solvers of :mod:`analysis.allocations` run on ``a = demand / T`` (so ``phi`` is a
+number of tasks; [DRF] §4.1 computes it this way).  ``drfh`` respects every
+server's capacity ([DRFH] eq. (7)); on one server it equals ``drf`` ([DRFH] Prop. 4).
+``tree`` is ignored by these objectives (it is for ``h-drf``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis import allocations
+from analysis.cluster import drfh as _drfh
+from analysis.cluster import hdrf as _hdrf
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterAllocation:
+    """objective; tasks[U] (fractional in the fluid model); dominant_share[U] (global:
+    ``max_r tasks_u demand[u, r] / T_r``); bundle[U, S, R] resources given per server
+    (scenario units; S = 1 for the pooled objectives); extra: objective-specific outputs."""
+
+    objective: str
+    tasks: np.ndarray
+    dominant_share: np.ndarray
+    bundle: np.ndarray
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = {"objective": self.objective, "tasks": [float(v) for v in self.tasks],
+             "dominant_share": [float(v) for v in self.dominant_share]}
+        d.update(self.extra)
+        return d
+
+
+def _pool(capacity, demand):
+    C = np.array(capacity, dtype=np.float64, ndmin=2)
+    D = np.array(demand, dtype=np.float64, ndmin=2)
+    T = C.sum(axis=0)
+    return T, D
+
+
+def _pooled(objective: str, capacity, demand, weight) -> ClusterAllocation:
+    T, D = _pool(capacity, demand)
+    a = D / np.where(T > 0, T, 1.0)
+    al = allocations.allocate(objective, a, weight)
+    tasks = np.array(al.phi)
+    extra = {"saturated": list(al.saturated)}
+    if al.prices is not None:
+        extra["prices"] = [float(p) for p in al.prices]
+    return ClusterAllocation(objective, tasks, (tasks[:, None] * a).max(axis=1),
+                             (tasks[:, None] * D)[:, None, :], extra)
+
+
+def cluster_drf(capacity, demand, weight=None, *, tree=None) -> ClusterAllocation:
+    """Fluid DRF on the pooled resources ([DRF] §4, progressive filling)."""
+    return _pooled("drf", capacity, demand, weight)
+
+
+def cluster_asset(capacity, demand, weight=None, *, tree=None) -> ClusterAllocation:
+    """Asset fairness on the pooled resources ([DRF] §5.1)."""
+    return _pooled("asset", capacity, demand, weight)
+
+
+def cluster_ceei(capacity, demand, weight=None, *, tree=None) -> ClusterAllocation:
+    """CEEI on the pooled resources ([DRF] §5.2; equal incomes, or ``weight``)."""
+    return _pooled("ceei", capacity, demand, weight)
+
+
+def cluster_drfh(capacity, demand, weight=None, *, tree=None, tasks_max=None,
+                 refine: str = "maxmin") -> ClusterAllocation:
+    """Fluid DRFH on heterogeneous servers ([DRFH] eq. (7), §V-A), see :mod:`analysis.cluster.drfh`."""
+    al = _drfh.drfh(capacity, demand, weight, tasks_max, refine=refine)
+    return ClusterAllocation("drfh", al.tasks, al.G, al.bundle,
+                             {"per_server_tasks": (al.g / al.dstar[:, None]).tolist(), "level": al.level})
+
+
+def cluster_hdrf(capacity, demand, weight=None, *, tree=None, tasks_max=None) -> ClusterAllocation:
+    """Static H-DRF on the scenario's tree ([H-DRF] §3.1), see :mod:`analysis.cluster.hdrf`
+    (no tree: the flat tree of ``weight``, i.e. weighted DRF)."""
+    r = _hdrf.static_hdrf_of(capacity, demand, weight, tree=tree, tasks_max=tasks_max)
+    D = np.array(demand, dtype=np.float64, ndmin=2)
+    return ClusterAllocation("h-drf", r.tasks, r.share, (r.tasks[:, None] * D)[:, None, :],
+                             {"node_share": [float(x) for x in r.node_share], "saturated": list(r.saturated)})
+
+
+CLUSTER_OBJECTIVES = {
+    "drf": ("DRF on the pooled resources (all-in-one server)", "[DRF] sec. 4", cluster_drf),
+    "asset": ("asset fairness on the pooled resources", "[DRF] sec. 5.1", cluster_asset),
+    "ceei": ("competitive equilibrium from equal incomes, pooled", "[DRF] sec. 5.2", cluster_ceei),
+    "drfh": ("max-min global dominant shares under every server's capacity", "[DRFH] eq. (7), sec. V-A",
+             cluster_drfh),
+    "h-drf": ("static hierarchical DRF: siblings equalise weighted dominant shares (water-filling)",
+              "[H-DRF] sec. 3.1, Algorithm 1", cluster_hdrf),
+}
