@@ -43,11 +43,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.state_rates import state_phi
+from analysis import objectives
+from analysis.state_rates import kernel_norm, state_phi
 from flows.errors import MrfqError
 from fq._jit import jit
-
-MARKOV_OBJECTIVES = ("drf", "pf", "bmf")
 
 
 class TruncationTooLarge(MrfqError):
@@ -540,8 +539,6 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
     warmup      fraction of ``events`` discarded first (the chain starts empty)
     rng         a numpy.random.Generator (the only randomness used)
     """
-    from analysis.state_rates import STATE_OBJECTIVES
-
     if not isinstance(rng, np.random.Generator):
         raise MrfqError("rng: must be a numpy.random.Generator (e.g. np.random.default_rng(seed))")
     if int(events) < 1000 or int(batches) < 2:
@@ -549,16 +546,16 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
     if not 0 < confidence < 1:
         raise MrfqError(f"confidence = {confidence}: must be in (0, 1)")
     J = m.a.shape[1]
-    if J > 2 and objective in ("pf", "bmf"):
+    if not objectives.kernel_handles(objective, J):
         raise MrfqError(f"method = 'simulate': {objective} with {J} resources is not in the simulator "
                         "(two resources at most); use --method exact")
     t0 = time.perf_counter()
-    code = STATE_OBJECTIVES[objective]
+    code = objectives.TABLE[objective].state_code
     batch_events = int(events) // int(batches)
     n_warm = int(warmup * events)
     integ = np.zeros((int(batches), m.a.shape[0]))
     dur = np.zeros(int(batches))
-    norm = np.ascontiguousarray(m.a.max(axis=1))
+    norm = np.ascontiguousarray(kernel_norm(objective, m.a))
     _kernels()["gillespie"](code, m.a, m.w, norm, m.lam, m.sigma, rng, n_warm, int(batches),
                             batch_events, integ, dur)
     from scipy.stats import t as student_t
@@ -583,7 +580,7 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
           tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 2_000_000,
           caps=None, rng: np.random.Generator | None = None, events: int = 4_000_000,
           batches: int = 40, confidence: float = 0.95) -> MarkovResult:
-    """gamma_k of every class under ``objective`` ("drf", "pf" or "bmf").
+    """gamma_k of every class under ``objective`` (one of :data:`analysis.objectives.MARKOV`).
 
     classes_or_scenario  a Scenario, a sequence of class specs, or a :class:`FluidModel`
     method               "exact" (truncated sparse solve, grown until the boundary mass is
@@ -592,8 +589,7 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
     load                 rescale class rates so the most loaded resource has this load
     caps                 initial truncation per class (exact)
     """
-    if objective not in MARKOV_OBJECTIVES:
-        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(MARKOV_OBJECTIVES)}")
+    objectives.get(objective, objectives.MARKOV)
     if method not in METHODS:
         raise MrfqError(f"method = {method!r}: unknown; choose one of {', '.join(METHODS)}")
     if isinstance(classes_or_scenario, FluidModel):
