@@ -25,8 +25,8 @@ names objectives from this table (a test checks it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from analysis import allocations
 from flows.errors import MrfqError

@@ -28,7 +28,9 @@ from analysis import allocations as _alloc
 from analysis import objectives
 from analysis.objectives import S_ASSET, S_DRF, S_PF
 from flows.errors import MrfqError
-from fq._jit import jit  # the project's numba flags (cache by MRFQ_NUMBA_CACHE, fastmath off)
+from fq._jit import (
+    jit,  # the project's numba flags (cache by MRFQ_NUMBA_CACHE, fastmath off)
+)
 
 
 @jit
