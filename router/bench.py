@@ -77,15 +77,19 @@ WORKLOADS = [
 ]
 
 
-def rtt_for(target_flows: int, load: float = 0.8, window: int = 30) -> float:
+def rtt_for(target_flows: int, load: float = 0.8, window: int = 30, mean_packets: float = RTT_MEAN_PACKETS) -> float:
     """Round-trip time that keeps about ``target_flows`` window-limited flows in the system.
 
-    A window-limited flow moves ``W`` packets per ``rtt`` (its sojourn at the resources is
-    negligible beside the rtt), so by Little's law ``N = lambda L rtt / W``; the class mix
-    of :data:`VECTORS` with equal shares puts load ``lambda L (1 + 0.2 + 1) / 3`` on each
-    resource, so ``lambda L = 3 load / 2.2``.
+    A flow puts its first ``W`` packets in at once; each departure admits the next packet
+    ``rtt`` later, so a flow of ``s`` packets lives about ``(ceil(s / W) - 1) rtt`` (its
+    queueing is short beside the rtt).  For geometric sizes of mean ``L``,
+    ``E[ceil(s / W)] = 1 / (1 - (1 - 1/L)^W)``; by Little's law
+    ``N = lambda rtt (E[ceil(s / W)] - 1)``.  The class mix of :data:`VECTORS` with equal
+    shares puts load ``lambda L (1 + 0.2 + 1) / 3`` on each resource.
     """
-    return target_flows * window / (3 * load / 2.2)
+    lam = 3 * load / 2.2 / mean_packets
+    rounds = 1.0 / (1.0 - (1.0 - 1.0 / mean_packets) ** window) - 1.0
+    return target_flows / (lam * rounds)
 
 
 def scenario_for(w: Workload, services: int) -> flows.Scenario:
@@ -98,11 +102,10 @@ def scenario_for(w: Workload, services: int) -> flows.Scenario:
         d["traffic"] = {"load": 0.8}
         d["class"] = [{"name": f"c{k}", "cost": list(v), "share": 1, "mean_packets": 20000}
                       for k, v in enumerate(VECTORS)]
-    else:  # window-limited flows with a round-trip time; run to about three sojourns, measure the last
+    else:  # window-limited flows with a round-trip time; a sojourn is ~1.5 rtt: measure after 2 rtt
         rtt = rtt_for(w.flows)
-        T = 3.0 * rtt * (RTT_MEAN_PACKETS / 30 + 1)
         d["router"]["rtt"] = rtt
-        d["run"].update(duration=T, warmup=T / 3, max_services=0)
+        d["run"].update(duration=6.0 * rtt, warmup=2.0 * rtt, max_services=0)
         d["traffic"] = {"load": 0.8}
         d["class"] = [{"name": f"c{k}", "cost": list(v), "share": 1, "mean_packets": RTT_MEAN_PACKETS}
                       for k, v in enumerate(VECTORS)]
@@ -358,7 +361,7 @@ def run(args) -> int:
     try:
         binary = build_c(src)
         if binary is None:
-            c_note = (f"C yardstick skipped: no C compiler found" if src.exists()
+            c_note = ("C yardstick skipped: no C compiler found" if src.exists()
                       else f"C yardstick skipped: {src} not found (give --c-source)")
     except subprocess.CalledProcessError as e:
         c_note = f"C yardstick skipped: compiling {src} failed ({e.stderr.decode()[:200]})"
