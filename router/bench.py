@@ -333,7 +333,7 @@ def _row_text(row: dict) -> str:
             mem += f", C {row['c_peak_rss_kb'] / 1024:.0f} MiB"
         if "mean_flows" in row:
             mem += f"; flows in system: mean {row['mean_flows']:,.0f}, max {row['max_active_flows']:,}"
-    return f"{row['workload']:<28} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}{mem}"
+    return f"{row['workload']:<30} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}{mem}"
 
 
 def log_flows_table(rows: list[dict]) -> list[tuple[int, float, float]]:
@@ -376,7 +376,7 @@ def run(args) -> int:
         rows.append(row)
         if not args.json:
             if len(rows) == 1:
-                print(f"{'workload':<28} {'mrfq Msvc/cpu-s':>9} {'/wall-s':>9} {'C /cpu-s':>9}  "
+                print(f"{'workload':<30} {'mrfq Msvc/cpu-s':>9} {'/wall-s':>9} {'C /cpu-s':>9}  "
                       "ratio mrfq/C: median [min-max, IQR]")
             print(_row_text(row), flush=True)
     out = {"rows": rows, "services_per_run": services, "repetitions": reps}
