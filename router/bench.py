@@ -15,7 +15,9 @@ same way (reference and engine interleaved on one small workload).
 
 **Many flows.**  The static 10^5- and 10^6-flow rows run each timed mrfq
 repetition in a fresh process, so that its peak resident memory
-(``ru_maxrss``) is the run's own; the C program reports its own peak RSS.  The
+(``ru_maxrss``) is the run's own; the C program reports its own peak RSS.  Both
+are started as forked children of a small shell (:func:`own_rss`), else Linux would
+charge them this process's memory.  The
 mrfq figure includes the interpreter, numpy and numba (``baseline``: the same
 process after a 3-flow run).  The dynamic row with a round-trip time
 (``router.rtt``) keeps about 10^5 window-limited flows in the system at once
@@ -112,6 +114,17 @@ def scenario_for(w: Workload, services: int) -> flows.Scenario:
     return flows.from_dict(d)
 
 
+def own_rss(args: list[str]) -> list[str]:
+    """``args`` run as a forked child of a small shell.
+
+    On Linux a process's peak RSS (``ru_maxrss``) carries over the high-water mark of the
+    memory it was exec'd from, and Python's subprocess execs from (a vfork of) this large
+    process: a 30-flow C run then reports this process's 250 MB.  A child *forked* by
+    ``sh`` starts from the shell's few hundred kB, so its own figure is its own.
+    """
+    return ["sh", "-c", '"$@"; exit $?', "sh", *args]
+
+
 def _spread(ratios: list[float]) -> dict:
     """Median, min, max and quartiles of the per-pair ratios."""
     r = sorted(ratios)
@@ -159,7 +172,7 @@ class MrfqSide:
 
     def _isolated(self, services: int) -> dict:
         env = dict(os.environ, MRFQ_NUMBA_CACHE="1")
-        p = subprocess.run([sys.executable, "-c", _ISOLATED, self.w.name, str(services)], env=env,
+        p = subprocess.run(own_rss([sys.executable, "-c", _ISOLATED, self.w.name, str(services)]), env=env,
                            capture_output=True, text=True, check=True)
         return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -191,7 +204,7 @@ class CSide:
                        capture_output=True)
 
     def once(self) -> tuple[float, float]:
-        line = subprocess.run(self.args, check=True, capture_output=True, text=True).stdout.splitlines()[0]
+        line = subprocess.run(own_rss(self.args), check=True, capture_output=True, text=True).stdout.splitlines()[0]
         kv = dict(re.findall(r"(\w+)=([^\s]+)", line))
         if "maxrss_kB" in kv:
             self.rss.append(int(float(kv["maxrss_kB"])))
@@ -291,7 +304,7 @@ def peak_memory_kb(services_list: list[int]) -> dict:
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = {}
     for n in services_list:
-        p = subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True, text=True, check=True)
+        p = subprocess.run(own_rss([sys.executable, "-c", code, str(n)]), capture_output=True, text=True, check=True)
         out[n] = int(p.stdout.strip().splitlines()[-1])
     return out
 

@@ -58,3 +58,20 @@ def test_run_pairs_without_c(tmp_path):
     row = bench.run_pairs(bench.WORKLOADS[0], 5000, 2, None)
     assert row["pairs"] == 2 and row["ratio"] is None and row["c_msvc_per_cpu_s"] is None
     assert row["services"] >= 5000 and row["mrfq_msvc_per_cpu_s"] > 0
+
+
+@pytest.mark.nojit
+def test_own_rss_is_the_childs_own():
+    """A child exec'd from this (large) process inherits its RSS high-water mark on Linux; one
+    forked by the small shell of own_rss does not."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    ballast = np.ones(200 * 2**20 // 8)  # 200 MiB resident in this process
+    code = "import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    kb = int(subprocess.run(bench.own_rss([sys.executable, "-c", code]), capture_output=True, text=True,
+                            check=True).stdout)
+    assert ballast.sum() > 0
+    assert kb < 100 * 1024  # a bare interpreter: tens of MiB, not the 200 MiB ballast
