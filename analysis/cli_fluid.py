@@ -43,7 +43,7 @@ def register(subparsers) -> None:
     q.add_argument("--objective", default="all", metavar="NAME", help=f"{', '.join(objectives.MARKOV)} or all (default all)")
     q.add_argument("--method", default="exact", metavar="M",
                    help="exact (default), simulate, or auto (exact unless the truncation would exceed "
-                        "2e6 states, then simulate)")
+                        "4e6 states or 4 GB, then simulate)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--plot", metavar="FILE.png", help="draw gamma against load ([BR] Figs. 1-2)")
     q.add_argument("--seed", metavar="N", help="simulate: seed (default: the scenario's run.seed)")

@@ -623,7 +623,7 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
 
 # ---------------------------------------------------------------------------
 def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: float | None = None,
-          tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 2_000_000,
+          tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 4_000_000,
           max_memory: float = 4e9, caps=None, rng: np.random.Generator | None = None, events: int = 4_000_000,
           batches: int = 40, confidence: float = 0.95) -> MarkovResult:
     """gamma_k of every class under ``objective`` (one of :data:`analysis.objectives.MARKOV`).

@@ -11,7 +11,7 @@ states and the solve time.  Then the time of one `mrfq alloc` call after import.
 
 ``--near-saturation`` times the exact DRF solve of both presets at loads 0.95 and
 0.98 and of a 4-class, 3-resource scenario (:data:`FOUR_BY_THREE`) at 0.9, each
-with the default limits (2e6 states, 4 GB); a refused truncation is printed with
+with the default limits (4e6 states, 4 GB); a refused truncation is printed with
 its reason and the time it took to find out.
 """
 
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--loads", default="0.3,0.6,0.8")
     ap.add_argument("--presets", default="br-balanced,br-unbalanced")
     ap.add_argument("--near-saturation", action="store_true", help="time DRF at 0.95/0.98 and the 4-class case")
-    ap.add_argument("--max-states", type=float, default=2e6, help="--near-saturation: state limit (default 2e6)")
+    ap.add_argument("--max-states", type=float, default=4e6, help="--near-saturation: state limit (default 4e6)")
     args = ap.parse_args(argv)
     if args.near_saturation:
         near_saturation(args.max_states)
