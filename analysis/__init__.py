@@ -7,9 +7,7 @@ imported on demand.
 """
 
 from analysis.allocations import (
-    OBJECTIVES,
     Allocation,
-    allocate,
     asset_fairness,
     bmf,
     ceei,
@@ -17,5 +15,7 @@ from analysis.allocations import (
     is_bmf,
     pf,
 )
+from analysis.objectives import ALLOC as OBJECTIVES
+from analysis.objectives import allocate
 
 __all__ = ["OBJECTIVES", "Allocation", "allocate", "asset_fairness", "bmf", "ceei", "drf", "is_bmf", "pf"]

@@ -24,8 +24,6 @@ import numpy as np
 
 from flows.errors import MrfqError
 
-#: objective names accepted by :func:`allocate` (and the CLI)
-OBJECTIVES = ("drf", "asset", "pf", "ceei", "bmf")
 #: a resource is saturated when sum_i phi_i a_ij >= 1 - SAT_TOL
 SAT_TOL = 1e-9
 #: BMF continuum: which point to report ((choice), SPEC §6.5)
@@ -40,7 +38,7 @@ class Allocation:
     saturated  indices of the saturated resources (usage >= 1 - SAT_TOL)
     unique     False when the objective admits a continuum of allocations (BMF, J >= 3)
     prices     Lagrange multipliers mu_j (PF, KKT (3)) or market prices p_j (CEEI); else None
-    objective  "drf", "asset", "pf", "ceei" or "bmf"
+    objective  its name in :data:`analysis.objectives.TABLE`
     """
 
     phi: np.ndarray
@@ -535,12 +533,3 @@ def bmf(a, w=None, *, select: str = "maxmin", max_maps: int = 1 << 16) -> Alloca
     phic, unique = _bmf_classes(np.ascontiguousarray(keys[:, :-1]), np.ascontiguousarray(keys[:, -1]),
                                 counts.astype(np.float64), select=select, max_maps=max_maps)
     return _alloc(A, phic[inv], "bmf", unique=unique)
-
-
-# ---------------------------------------------------------------------------
-def allocate(objective: str, a, w=None) -> Allocation:
-    """Dispatch by name: one of :data:`OBJECTIVES`."""
-    fns = {"drf": drf, "asset": asset_fairness, "pf": pf, "ceei": ceei, "bmf": bmf}
-    if objective not in fns:
-        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(OBJECTIVES)}")
-    return fns[objective](a, w)

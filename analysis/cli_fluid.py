@@ -13,10 +13,8 @@ import json
 import math
 import sys
 
+from analysis import objectives
 from flows.errors import MrfqError
-
-ALLOC_OBJECTIVES = ("drf", "pf", "bmf", "asset", "ceei")
-FLUID_OBJECTIVES = ("drf", "pf", "bmf")
 
 
 def register(subparsers) -> None:
@@ -30,7 +28,7 @@ def register(subparsers) -> None:
     p.add_argument("--weight", action="append", default=[], metavar="W",
                    help="weight of each transaction, in --cost order (repeat; default all 1)")
     p.add_argument("--objective", default="all", metavar="NAME",
-                   help="drf, pf, bmf, asset, ceei or all (default all)")
+                   help=f"{', '.join(objectives.ALLOC)} or all (default all)")
     p.add_argument("--json", action="store_true", help="print one JSON object, one key per objective")
     p.set_defaults(func=alloc_handler)
 
@@ -42,10 +40,10 @@ def register(subparsers) -> None:
     q.add_argument("--preset", metavar="NAME", help="a shipped scenario instead of a file")
     q.add_argument("--load", metavar="X", help="load of the most loaded resource, in (0, 1)")
     q.add_argument("--loads", metavar="START:STOP:STEP", help="a range of loads (inclusive), e.g. 0.05:0.95:0.05")
-    q.add_argument("--objective", default="all", metavar="NAME", help="drf, pf, bmf or all (default all)")
+    q.add_argument("--objective", default="all", metavar="NAME", help=f"{', '.join(objectives.MARKOV)} or all (default all)")
     q.add_argument("--method", default="exact", metavar="M",
                    help="exact (default), simulate, or auto (exact unless the truncation would exceed "
-                        "2e6 states, then simulate)")
+                        "4e6 states or 4 GB, then simulate)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--plot", metavar="FILE.png", help="draw gamma against load ([BR] Figs. 1-2)")
     q.add_argument("--seed", metavar="N", help="simulate: seed (default: the scenario's run.seed)")
@@ -149,12 +147,10 @@ def _check_load(field: str, x: float) -> float:
 # mrfq alloc
 # ---------------------------------------------------------------------------
 def alloc_handler(args) -> int:
-    from analysis import allocations as al
-
     costs = parse_costs(args.cost)
     w = parse_weights(args.weight, len(costs))
-    objs = _objectives(args.objective, ALLOC_OBJECTIVES)
-    results = {o: al.allocate(o, costs, w) for o in objs}
+    objs = _objectives(args.objective, objectives.ALLOC)
+    results = {o: objectives.allocate(o, costs, w) for o in objs}
     if args.json:
         print(json.dumps({o: r.to_dict() for o, r in results.items()}))
         return 0
@@ -231,7 +227,7 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
 
 def fluid_handler(args) -> int:
     sc = _scenario(args)
-    objs = _objectives(args.objective, FLUID_OBJECTIVES)
+    objs = _objectives(args.objective, objectives.MARKOV)
     method = args.method
     if method not in ("exact", "simulate", "auto"):
         raise MrfqError(f"--method {method!r}: unknown; choose exact, simulate or auto")

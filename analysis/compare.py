@@ -51,7 +51,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from analysis import objectives
 from analysis.batch_stats import ratio_ci, t_quantile
+from analysis.fluid_path import fluid_path
 from analysis.sweep import Point, ResultStore, execute
 from flows.errors import MrfqError
 from flows.scenario import Scenario, to_dict
@@ -73,6 +75,9 @@ class CompareConfig:
     batches: int = 10
     confidence: float = 0.95
     seed: int = 1
+    #: control variates: "all" = the fluid path of every Markov objective (multiple
+    #: regression), "own" = only the scheduler's own objective, "none" = plain ratio
+    controls: str = "all"
 
     @staticmethod
     def quick(**kw) -> "CompareConfig":
@@ -169,16 +174,32 @@ def fluid_gammas(base: Scenario, objective: str, load: float, store: ResultStore
     return payload
 
 
-def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None = None) -> dict:
+def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None = None,
+           controls: list[tuple[dict, list[dict]]] | None = None) -> dict:
     """Pool the batches of all replications of one point for class k.
 
-    Without a fluid reference (or without control-variate sums) this is the plain ratio
-    estimator of the batch sums.  With them, it is the regression control-variate estimator
-    ``gamma_packet - beta (gamma_fluid_path - gamma_markov)``, ``beta`` fitted on the
-    linearised batch residuals (``beta ~ 1`` where the packet system follows the fluid path,
-    ``~ 0`` where it does not, so the control never widens the interval much); its standard
-    error comes from the residuals ``u - beta v`` (``B - 2`` degrees of freedom), plus
-    ``beta`` times the Markov value's own half-width when that came from a simulation.
+    Without controls this is the plain ratio estimator of the batch sums.  With them it
+    is the regression (multiple) control-variate estimator
+
+        gamma_cv = gamma_packet - sum_i beta_i (gamma_fluid_i - gamma_markov_i)
+
+    where control i is the fluid model of objective i run on the *same* arrival path
+    (:mod:`analysis.fluid_path`; its expectation ``gamma_markov_i`` is the Markov model's
+    value, known), and ``beta`` is the least-squares fit of the packet estimator's
+    linearised batch residuals ``u_b = (Y_b - g X_b) / mean X`` on the controls'
+    ``v_ib`` (the delta method for ratios).  This is the classical estimator of Lavenberg
+    & Welch (1981) / Law & Kelton §11.3 with ``q`` controls: consistent for any ``beta``
+    (the controls have known means), so a scheduler that does not follow any one fluid
+    model (drfq-dovetail, between DRF and BMF) still gets an honest interval, only a
+    wider one; ``beta ~ 0`` where no control tracks it.  Its standard error comes from
+    the regression residuals ``d = u - V beta`` with ``B - 1 - q`` degrees of freedom
+    (the cost of fitting ``beta`` on the same batches), plus ``|beta_i|`` times each
+    Markov value's own half-width when that came from a simulation (independent).
+
+    ``fluid`` + each payload's ``cv`` is one control (the scheduler's own objective, as
+    computed by the sweep's workers); ``controls`` adds more: ``(markov payload,
+    [fluid-path batch sums per payload])`` pairs.  Controls without flows of class k in
+    the window are skipped.
     """
     y = np.concatenate([np.asarray(p["departed"][k]) for p in payloads])
     x = np.concatenate([np.asarray(p["area"][k]) for p in payloads])
@@ -186,30 +207,42 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     g, lo, hi = ratio_ci(y, x, confidence)
     out = {"gamma": g, "ci": (lo, hi), "raw": g, "raw_ci": (lo, hi), "completed": completed,
            "estimator": "ratio"}
-    if fluid is None or not all(p.get("cv") for p in payloads) or x.sum() <= 0:
+    cands = []
+    if fluid is not None and all(p.get("cv") for p in payloads):
+        cands.append((fluid, [p["cv"] for p in payloads]))
+    cands += list(controls or [])
+    if not cands or x.sum() <= 0:
         return out
-    yf = np.concatenate([np.asarray(p["cv"]["departed"][k]) for p in payloads])
-    xf = np.concatenate([np.asarray(p["cv"]["area"][k]) for p in payloads])
-    if xf.sum() <= 0:
-        return out
-    gp = y.sum() / x.sum()
-    gf = yf.sum() / xf.sum()
     B = len(x)
-    if B < 3:
-        return out
-    # linearised batch residuals of the two ratio estimators (delta method)
+    gp = y.sum() / x.sum()
     u = (y - gp * x) / x.mean()
-    v = (yf - gf * xf) / xf.mean()
-    vv = float((v * v).sum())
-    beta = float((u * v).sum()) / vv if vv > 0 else 0.0
-    d = u - beta * v
-    se = math.sqrt(float((d * d).sum()) / (B * (B - 2)))
-    h = t_quantile(confidence, B - 2) * se
-    h_fluid = beta * ((fluid.get("halfwidth") or [0.0] * (k + 1))[k] or 0.0)
-    g_cv = gp - beta * (gf - fluid["gamma"][k])
-    out.update(packet_halfwidth=h, beta=beta)
+    V, shift, hws = [], [], []
+    for mk, paths in cands:
+        yf = np.concatenate([np.asarray(c["departed"][k]) for c in paths])
+        xf = np.concatenate([np.asarray(c["area"][k]) for c in paths])
+        if xf.sum() <= 0 or len(xf) != B:
+            continue
+        gf = yf.sum() / xf.sum()
+        v = (yf - gf * xf) / xf.mean()
+        if not np.any(v):
+            continue
+        V.append(v)
+        shift.append(gf - mk["gamma"][k])
+        hws.append((mk.get("halfwidth") or [0.0] * (k + 1))[k] or 0.0)
+    q = len(V)
+    if q == 0 or B < q + 3:
+        return out
+    Vm = np.column_stack(V)
+    beta, *_ = np.linalg.lstsq(Vm, u, rcond=None)
+    d = u - Vm @ beta
+    se = math.sqrt(float((d * d).sum()) / (B * (B - 1 - q)))
+    h = t_quantile(confidence, B - 1 - q) * se
+    h_fluid = math.sqrt(sum((b * hw) ** 2 for b, hw in zip(beta, hws)))
+    g_cv = gp - float(beta @ np.array(shift))
+    out.update(packet_halfwidth=h, beta=[float(b) for b in beta], controls=q)
     h = math.sqrt(h * h + h_fluid * h_fluid)
-    out.update(gamma=g_cv, ci=(g_cv - h, g_cv + h), estimator="control variate")
+    out.update(gamma=g_cv, ci=(g_cv - h, g_cv + h),
+               estimator="control variate" if q == 1 else f"{q} control variates")
     return out
 
 
@@ -237,18 +270,37 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
         h = sc.digest()
         return [(Point(h, s, load, r, cfg.seed + r, sc.run.duration), d) for r in range(r_from, r_to)]
 
-    # the fluid reference first: it is the control variate's known mean
+    # the fluid reference first: it is the control variates' known mean
+    if cfg.controls not in ("all", "own", "none"):
+        raise MrfqError(f"controls = {cfg.controls!r}: unknown; choose all, own or none")
+    J = len(base.resources)
+    ctl_objs = [o for o in objectives.MARKOV if objectives.kernel_handles(o, J)] if cfg.controls == "all" else []
     fl: dict = {}
     if fluid:
-        for s in cfg.schedulers:
-            obj = OBJECTIVE[s]
-            for load in cfg.loads:
+        for load in cfg.loads:
+            for obj in [OBJECTIVE[s] for s in cfg.schedulers] + ctl_objs:
                 if obj is not None and (obj, load) not in fl:
                     fl[(obj, load)] = fluid_gammas(base, obj, load, store)
 
     def fluid_of(s, load):
         obj = OBJECTIVE[s]
-        return fl.get((obj, load)) if obj is not None else None
+        return fl.get((obj, load)) if obj is not None and cfg.controls != "none" else None
+
+    paths: dict = {}  # (load, replication, objective) -> fluid-path batch sums (scheduler-free)
+
+    def controls_of(s, load, reps_done):
+        if not fluid or not ctl_objs:
+            return None
+        sc = point_scenario(base, s, load, cfg)
+        out = []
+        for o in ctl_objs:
+            if o == OBJECTIVE[s]:
+                continue  # the payloads' own "cv"
+            for r in reps_done:
+                if (load, r, o) not in paths:
+                    paths[(load, r, o)] = fluid_path(sc, o, cfg.seed + r, batches=cfg.batches)
+            out.append((fl[(o, load)], [paths[(load, r, o)] for r in reps_done]))
+        return out
 
     pending = {key: (0, reps[key]) for key in reps}
     while pending:
@@ -287,7 +339,7 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
             payloads = [got[r] for r in sorted(got)]
             worst = 0.0
             for k in range(len(base.classes)):
-                st = pooled(payloads, k, cfg.confidence, fluid_of(*key))
+                st = pooled(payloads, k, cfg.confidence, fluid_of(*key), controls_of(*key, sorted(got)))
                 g, (lo, hi) = st["gamma"], st["ci"]
                 # more packet replications cannot shrink a simulated fluid value's own interval:
                 # the rule looks at the packet side only
@@ -306,10 +358,12 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
             got = done[(s, load)]
             payloads = [got[r] for r in sorted(got)]
             fd = fluid_of(s, load)
+            ctl = controls_of(s, load, sorted(got))
             for k, c in enumerate(base.classes):
-                st = pooled(payloads, k, cfg.confidence, fd)
+                st = pooled(payloads, k, cfg.confidence, fd, ctl)
                 g, (lo, hi) = st["gamma"], st["ci"]
-                gf = fd["gamma"][k] if fd is not None else None
+                own = fl.get((OBJECTIVE[s], load)) if OBJECTIVE[s] is not None else None
+                gf = own["gamma"][k] if own is not None else None
                 rows.append(Row(
                     scheduler=s, load=load, cls=c.name, gamma_packet=float(g), ci=(float(lo), float(hi)),
                     gamma_fluid=None if gf is None else float(gf),

@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.state_rates import STATE_OBJECTIVES, state_phi
+from analysis import objectives
+from analysis.state_rates import kernel_norm, state_phi
 from flows.traffic import arrivals_until
 from fq._jit import jit
 from router.batches import add_area as _area
-
-CODES = {k: STATE_OBJECTIVES[k] for k in ("drf", "pf", "bmf")}
 
 
 def arrival_path(scenario, seed: int, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,13 +135,14 @@ def fluid_path_kernel(code, a, w, norm, times, classes, sizes, warmup, T, B, are
 
 def fluid_path(scenario, objective: str, seed: int, *, batches: int, keep_arrivals: bool = False) -> dict | None:
     """Batch sums of the fluid model on the engine's arrival path for this seed, or None
-    where no per-state kernel exists (PF/BMF with three or more resources).  With
+    where the objective has no Markov model or no per-state kernel for this many resources
+    (PF/BMF with three or more resources; :data:`analysis.objectives.TABLE`).  With
     ``keep_arrivals`` the result also holds the arrivals the kernel consumed (``"arrivals"``:
     times, classes, sizes as lists)."""
-    if objective not in CODES or not scenario.classes:
+    if objective not in objectives.MARKOV or not scenario.classes:
         return None
     a = np.ascontiguousarray([c.mean_cost() for c in scenario.classes], dtype=np.float64)
-    if objective != "drf" and a.shape[1] > 2:
+    if not objectives.kernel_handles(objective, a.shape[1]):
         return None
     w = np.ascontiguousarray([c.weight for c in scenario.classes], dtype=np.float64)
     T, warmup = scenario.run.duration, scenario.run.warmup
@@ -150,7 +150,7 @@ def fluid_path(scenario, objective: str, seed: int, *, batches: int, keep_arriva
     K = a.shape[0]
     area = np.zeros((K, batches))
     served = np.zeros((K, batches))
-    fluid_path_kernel(CODES[objective], a, w, np.ascontiguousarray(a.max(axis=1)), times, classes, sizes,
+    fluid_path_kernel(objectives.TABLE[objective].state_code, a, w, np.ascontiguousarray(kernel_norm(objective, a)), times, classes, sizes,
                       float(warmup), float(T), batches, area, served)
     out = {"area": area.tolist(), "departed": served.tolist()}
     if keep_arrivals:

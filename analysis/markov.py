@@ -17,15 +17,36 @@ Exact method.  Truncate ``x_k <= X_k`` (arrivals of class k blocked at its cap),
 build the sparse transposed generator ``Q^T`` (7 non-zeros per row for K = 3),
 set ``pi_0 = 1`` and drop the balance equation of state 0 (the system stays as
 sparse as ``Q``; replacing a row by ones would not).  The reduced system is
-solved by GMRES(100) right-preconditioned with ILU(0) (numba kernels:
+solved by restarted GMRES right-preconditioned with ILU(0) (numba kernels:
 ``-A`` is a column diagonally dominant M-matrix, so ILU(0) exists and is
-effective; about 35 iterations for 2e5 states); SuperLU is the fallback.  Caps
-grow (per class, extrapolating the geometric tail of each marginal) until the
-boundary mass ``P(some x_k = X_k)`` is below ``tol_boundary`` and gamma moved by
-less than ``tol_gamma`` (relative) since the previous truncation.  The caps are
-per class ((choice): the spec's single X for every class is the special case
-``caps=(X,) * K``; per-class caps make the unbalanced presets several times
-cheaper).
+effective; about 90 iterations for 1.3e5 states at load 0.95); SuperLU is the
+fallback.  Caps grow (per class, extrapolating the geometric tail of each
+marginal) until the boundary mass ``P(some x_k = X_k)`` is below ``tol_boundary``
+and gamma moved by less than ``tol_gamma`` (relative) since the previous
+truncation.  The caps are per class ((choice): the spec's single X for every
+class is the special case ``caps=(X,) * K``; per-class caps make the unbalanced
+presets several times cheaper).
+
+Why the hand-written ILU(0)+GMRES stays (measured on br-unbalanced, DRF, load
+0.95, caps (164, 26, 28) = 129 195 states, this 2-core machine): ILU(0)+GMRES
+3.2 s and 0.35 GB peak; scipy ``spsolve`` (SuperLU, COLAMD ordering) 222 s and
+2.5 GB (the 3-D stencil's fill-in); PyAMG smoothed aggregation (nonsymmetric,
+GMRES-accelerated) 71 s, 66 s of it in the setup; PyAMG's Ruge-Stuben and AIR
+solvers build no useful hierarchy for this non-symmetric generator.  scipy's own
+``spilu`` + ``gmres`` is a Python-level loop over the same algorithm.  So the
+numba kernels beat the library solvers on the measured case and are kept.
+
+The Krylov basis (``restart`` vectors of N doubles) dominates memory for large
+N: the restart length shrinks with N so the basis stays under ``KRYLOV_BYTES``,
+and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
+``max_memory`` is refused like one with more than ``max_states`` states.
+
+Limits (measured, see the README): the box truncation needs about 0.6 M states
+for br-unbalanced at 0.95 (13 s), but br-balanced at 0.95 and both presets at
+0.98 need tens of millions of states for a boundary mass below 1e-6 (the mass
+lies along the diagonal, where all classes are large together, so a simplex or
+probability-threshold region saves at most a factor ~3); beyond ``max_states``
+the exact solve is refused and callers fall back to the simulation.
 
 Simulation.  An event-driven (Gillespie) simulation of the same chain in numba,
 with randomness from a ``numpy.random.Generator`` passed in.  Time averages use
@@ -43,11 +64,30 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.state_rates import state_phi
+from analysis import objectives
+from analysis.state_rates import kernel_norm, state_phi
 from flows.errors import MrfqError
 from fq._jit import jit
 
-MARKOV_OBJECTIVES = ("drf", "pf", "bmf")
+#: memory for the GMRES Krylov basis (bytes); the restart length shrinks with N to fit
+KRYLOV_BYTES = 800 * 2**20
+#: GMRES restart length when memory allows
+RESTART = 100
+
+
+def restart_for(n: int) -> int:
+    """GMRES restart length for ``n`` unknowns: RESTART, fewer when the basis would pass KRYLOV_BYTES."""
+    return int(max(20, min(RESTART, KRYLOV_BYTES // (8 * max(n, 1)) - 1)))
+
+
+def exact_memory_bytes(n_states: int, K: int) -> int:
+    """Peak memory estimate of one truncated solve with ``n_states`` states and K classes:
+    the states and rates (about 4K + 4 doubles per state), the generator in COO and CSR form
+    and its ILU(0) factors (2K + 1 non-zeros per row, value + index, four copies), the
+    Krylov basis and a few work vectors."""
+    nnz = (2 * K + 1) * n_states
+    return int(8 * (4 * K + 4) * n_states + 4 * 16 * nnz + 8 * (restart_for(n_states) + 1) * n_states
+               + 10 * 8 * n_states)
 
 
 class TruncationTooLarge(MrfqError):
@@ -431,7 +471,7 @@ def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | Non
         indices = A.indices.astype(np.int64)
         data = np.ascontiguousarray(A.data, dtype=np.float64)
         lu, diag = kr["ilu0"](indptr, indices, data)
-        _, res = kr["gmres"](indptr, indices, data, lu, diag, b, y, 100, 3000, rtol)
+        _, res = kr["gmres"](indptr, indices, data, lu, diag, b, y, restart_for(N - 1), 3000, rtol)
         if not np.isfinite(res) or res > 1e3 * rtol:
             from scipy.sparse.linalg import spsolve
 
@@ -494,7 +534,7 @@ def _next_caps(t: _Truncated, tol_boundary: float, boundary_ok: bool) -> tuple[i
 
 
 def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamma: float,
-                 max_states: int, caps=None) -> MarkovResult:
+                 max_states: int, caps=None, max_memory: float = 4e9) -> MarkovResult:
     t0 = time.perf_counter()
     K = m.a.shape[0]
     if caps is None:
@@ -520,6 +560,11 @@ def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamm
             raise TruncationTooLarge(
                 f"truncation: the exact solve needs more than {max_states} states at this load "
                 f"(caps {list(new)}, boundary mass {t.boundary:.2g}); use --method simulate or a lower load")
+        if exact_memory_bytes(int(n_new), K) > max_memory:
+            raise TruncationTooLarge(
+                f"truncation: the exact solve would need about {exact_memory_bytes(int(n_new), K) / 1e9:.1f} GB "
+                f"(> {max_memory / 1e9:.1f} GB) for {int(n_new)} states (caps {list(new)}, boundary mass "
+                f"{t.boundary:.2g}); use --method simulate or a lower load")
         x0 = _pad(t.pi, caps, new)
         prev, caps = t, new
     return MarkovResult(
@@ -540,8 +585,6 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
     warmup      fraction of ``events`` discarded first (the chain starts empty)
     rng         a numpy.random.Generator (the only randomness used)
     """
-    from analysis.state_rates import STATE_OBJECTIVES
-
     if not isinstance(rng, np.random.Generator):
         raise MrfqError("rng: must be a numpy.random.Generator (e.g. np.random.default_rng(seed))")
     if int(events) < 1000 or int(batches) < 2:
@@ -549,16 +592,16 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
     if not 0 < confidence < 1:
         raise MrfqError(f"confidence = {confidence}: must be in (0, 1)")
     J = m.a.shape[1]
-    if J > 2 and objective in ("pf", "bmf"):
+    if not objectives.kernel_handles(objective, J):
         raise MrfqError(f"method = 'simulate': {objective} with {J} resources is not in the simulator "
                         "(two resources at most); use --method exact")
     t0 = time.perf_counter()
-    code = STATE_OBJECTIVES[objective]
+    code = objectives.TABLE[objective].state_code
     batch_events = int(events) // int(batches)
     n_warm = int(warmup * events)
     integ = np.zeros((int(batches), m.a.shape[0]))
     dur = np.zeros(int(batches))
-    norm = np.ascontiguousarray(m.a.max(axis=1))
+    norm = np.ascontiguousarray(kernel_norm(objective, m.a))
     _kernels()["gillespie"](code, m.a, m.w, norm, m.lam, m.sigma, rng, n_warm, int(batches),
                             batch_events, integ, dur)
     from scipy.stats import t as student_t
@@ -580,10 +623,10 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
 
 # ---------------------------------------------------------------------------
 def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: float | None = None,
-          tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 2_000_000,
-          caps=None, rng: np.random.Generator | None = None, events: int = 4_000_000,
+          tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 4_000_000,
+          max_memory: float = 4e9, caps=None, rng: np.random.Generator | None = None, events: int = 4_000_000,
           batches: int = 40, confidence: float = 0.95) -> MarkovResult:
-    """gamma_k of every class under ``objective`` ("drf", "pf" or "bmf").
+    """gamma_k of every class under ``objective`` (one of :data:`analysis.objectives.MARKOV`).
 
     classes_or_scenario  a Scenario, a sequence of class specs, or a :class:`FluidModel`
     method               "exact" (truncated sparse solve, grown until the boundary mass is
@@ -591,9 +634,10 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
                          or "simulate" (needs ``rng``; ``events``, ``batches``, ``confidence``)
     load                 rescale class rates so the most loaded resource has this load
     caps                 initial truncation per class (exact)
+    max_states, max_memory  exact: refuse (TruncationTooLarge) a truncation with more states
+                         or a larger estimated footprint (bytes, :func:`exact_memory_bytes`)
     """
-    if objective not in MARKOV_OBJECTIVES:
-        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(MARKOV_OBJECTIVES)}")
+    objectives.get(objective, objectives.MARKOV)
     if method not in METHODS:
         raise MrfqError(f"method = {method!r}: unknown; choose one of {', '.join(METHODS)}")
     if isinstance(classes_or_scenario, FluidModel):
@@ -606,7 +650,7 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
         m = model_from(classes_or_scenario, load=load)
     if method == "exact":
         return _solve_exact(m, objective, tol_boundary=tol_boundary, tol_gamma=tol_gamma,
-                            max_states=max_states, caps=caps)
+                            max_states=max_states, caps=caps, max_memory=max_memory)
     if rng is None:
         raise MrfqError("method = 'simulate': needs rng, a numpy.random.Generator")
     return simulate(m, objective, rng, events=events, batches=batches, confidence=confidence)

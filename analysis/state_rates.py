@@ -25,11 +25,12 @@ from __future__ import annotations
 import numpy as np
 
 from analysis import allocations as _alloc
+from analysis import objectives
+from analysis.objectives import S_ASSET, S_DRF, S_PF
 from flows.errors import MrfqError
-from fq._jit import jit  # the project's numba flags (cache by MRFQ_NUMBA_CACHE, fastmath off)
-
-#: objectives the Markov model supports, with their kernel codes
-STATE_OBJECTIVES = {"drf": 0, "pf": 1, "bmf": 2, "asset": 3}
+from fq._jit import (
+    jit,  # the project's numba flags (cache by MRFQ_NUMBA_CACHE, fastmath off)
+)
 
 
 @jit
@@ -301,7 +302,8 @@ def bmf_state(x, a, w, out):
 
 @jit
 def rates_kernel(code, X, a, w, norm, out):
-    """Per-flow rates for every row of X (S, K) into out (S, K); code from STATE_OBJECTIVES."""
+    """Per-flow rates for every row of X (S, K) into out (S, K); ``code`` is an objective's
+    ``state_code`` (:data:`analysis.objectives.TABLE`)."""
     S = X.shape[0]
     x = np.zeros(X.shape[1])
     for i in range(S):
@@ -312,11 +314,12 @@ def rates_kernel(code, X, a, w, norm, out):
 
 @jit(inline="always")
 def state_phi(code, x, a, w, norm, out):
-    """Per-flow rates in one state for objective ``code`` (STATE_OBJECTIVES): the one dispatch
-    used by the vectorised rates, the Markov simulation and the fluid path."""
-    if code == 0 or code == 3:
+    """Per-flow rates in one state for the objective whose ``state_code`` is ``code``
+    (:data:`analysis.objectives.TABLE`; the named constants are compile-time constants here):
+    the one dispatch used by the vectorised rates, the Markov simulation and the fluid path."""
+    if code == S_DRF or code == S_ASSET:
         drf_state(x, a, w, norm, out)
-    elif code == 1:
+    elif code == S_PF:
         pf2_state(x, a, w, out)
     else:
         bmf_state(x, a, w, out)
@@ -327,23 +330,27 @@ def _python_state(objective, x, a, w):
     out = np.zeros(x.shape[0])
     if pres.size == 0:
         return out
-    fn = {"pf": _alloc.pf, "bmf": _alloc.bmf, "drf": _alloc.drf, "asset": _alloc.asset_fairness}[objective]
-    tot = fn(a[pres], x[pres] * w[pres]).phi  # class totals with class weights x_k w_k
+    tot = objectives.TABLE[objective].allocate(a[pres], x[pres] * w[pres]).phi  # class totals with class weights x_k w_k
     out[pres] = tot / x[pres]
     return out
+
+
+def kernel_norm(objective: str, a: np.ndarray) -> np.ndarray:
+    """The progressive-filling measure's normaliser ``norm_k`` of :func:`drf_state`:
+    ``sum_j a_kj`` for asset fairness, ``max_j a_kj`` otherwise (unused by PF/BMF)."""
+    return a.sum(axis=1) if objective == "asset" else a.max(axis=1)
 
 
 def state_rates(objective: str, X, a, w=None) -> np.ndarray:
     """Per-flow rates ``phi_k(x)`` for every state (row) of ``X``.
 
-    objective  "drf", "pf", "bmf" or "asset"
+    objective  one of :data:`analysis.objectives.STATE` (drf, pf, bmf, asset)
     X          (S, K) flows per class (non-negative integers or floats)
     a          (K, J) requirement vectors (time units per packet at each resource)
     w          (K,) class weights (default 1)
     Returns an (S, K) float64 array of packets per time unit per flow (0 where x_k = 0).
     """
-    if objective not in STATE_OBJECTIVES:
-        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(STATE_OBJECTIVES)}")
+    obj = objectives.get(objective, objectives.STATE)
     A, W = _alloc.prepare(a, w)
     X = np.ascontiguousarray(np.atleast_2d(np.asarray(X, dtype=np.float64)))
     K, J = A.shape
@@ -352,10 +359,8 @@ def state_rates(objective: str, X, a, w=None) -> np.ndarray:
     if np.any(X < 0):
         raise MrfqError("X: flow counts must be >= 0")
     out = np.zeros(X.shape)
-    code = STATE_OBJECTIVES[objective]
-    if J <= 2 or code in (0, 3):
-        norm = A.max(axis=1) if code != 3 else A.sum(axis=1)
-        rates_kernel(code, X, A, W, np.ascontiguousarray(norm), out)
+    if objectives.kernel_handles(objective, J):
+        rates_kernel(obj.state_code, X, A, W, np.ascontiguousarray(kernel_norm(objective, A)), out)
         bad = np.flatnonzero(np.isnan(out).any(axis=1))
     else:
         bad = np.arange(X.shape[0])

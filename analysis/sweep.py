@@ -153,13 +153,14 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     anything."""
     import flows
     from analysis.fluid_path import fluid_path
+    from analysis.objectives import MARKOV
     from router.run import simulate
 
     sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
                           "class": [{"cost": [1.0, 0.5], "rate": 0.5, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
     simulate(sc)
-    for objective in ("drf", "pf", "bmf"):
+    for objective in MARKOV:
         fluid_path(sc, objective, 1, batches=2)
     for d, nm, scheduler in specs:
         simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1)

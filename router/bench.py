@@ -2,17 +2,36 @@
 
 ``mrfq bench`` (or ``python scripts/bench.py``) runs each workload through
 mrfq and through ``../shared/bench/limit/mrfq_ref.c`` (compiled here with
-``gcc -O2``, the yardstick's own flags), and prints services per second by
-process CPU time and by wall clock — the median of several repetitions after
-one untimed warm-up run — and the ratio mrfq / C.  It also times the SimPy
-reference model on a small workload, the first call with compilation (fresh
-numba cache), and peak memory at two run lengths.  It prints figures; it never
-fails on timing.
+``gcc -O2``, the yardstick's own flags), after one untimed warm-up run of each.
+
+**Interleaved pairs.**  The timed runs alternate, mrfq then C, mrfq then C,
+..., and the ratio mrfq / C (services per CPU second) is taken *per pair*: a
+burst of load from another process on a shared machine then lands on both
+sides of a pair rather than on one side of the whole table.  A row reports the
+median ratio and its spread over the pairs (min-max and the interquartile
+range; ``--json`` rows carry ``ratio``, ``ratio_low``/``ratio_high`` (min,
+max) and ``ratio_q1``/``ratio_q3``).  The SimPy reference row is timed the
+same way (reference and engine interleaved on one small workload).
+
+**Many flows.**  The static 10^5- and 10^6-flow rows run each timed mrfq
+repetition in a fresh process, so that its peak resident memory
+(``ru_maxrss``) is the run's own; the C program reports its own peak RSS.  Both
+are started as forked children of a small shell (:func:`own_rss`), else Linux would
+charge them this process's memory.  The
+mrfq figure includes the interpreter, numpy and numba (``baseline``: the same
+process after a 3-flow run).  The dynamic row with a round-trip time
+(``router.rtt``) keeps about 10^5 window-limited flows in the system at once
+(mrfq only: the yardstick has no RTT).  ``cost per service`` against
+``log(flows)`` is printed for the static rows.
+
+It prints figures; it never fails on timing.  On a machine shared with other
+work the figures are indicative only.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -29,14 +48,20 @@ from flows.errors import MrfqError
 
 VECTORS = ((1.0, 0.2), (0.2, 1.0), (1.0, 1.0))
 
+#: the RTT row: window W, mean flow size, round-trip time chosen so that about
+#: ``RTT_TARGET_FLOWS`` window-limited flows are in the system at load 0.8
+RTT_TARGET_FLOWS = 100_000
+RTT_MEAN_PACKETS = 60
+
 
 @dataclass(frozen=True)
 class Workload:
     name: str
     scheduler: str  # mrfq name
     c_sched: str    # yardstick name
-    mode: str       # static | dynamic
+    mode: str       # static | dynamic | rtt (mrfq only)
     flows: int = 3
+    isolated: bool = False  # time each mrfq repetition in its own process (peak RSS of the run)
 
 
 WORKLOADS = [
@@ -48,7 +73,25 @@ WORKLOADS = [
     Workload("300 static, drfq", "drfq", "drfq", "static", 300),
     Workload("3000 static, drfq", "drfq", "drfq", "static", 3000),
     Workload("10000 static, drfq", "drfq", "drfq", "static", 10000),
+    Workload("1e5 static, drfq", "drfq", "drfq", "static", 100_000, isolated=True),
+    Workload("1e6 static, drfq", "drfq", "drfq", "static", 1_000_000, isolated=True),
+    Workload("rtt, ~1e5 in system, drfq", "drfq", "", "rtt", RTT_TARGET_FLOWS, isolated=True),
 ]
+
+
+def rtt_for(target_flows: int, load: float = 0.8, window: int = 30, mean_packets: float = RTT_MEAN_PACKETS) -> float:
+    """Round-trip time that keeps about ``target_flows`` window-limited flows in the system.
+
+    A flow puts its first ``W`` packets in at once; each departure admits the next packet
+    ``rtt`` later, so a flow of ``s`` packets lives about ``(ceil(s / W) - 1) rtt`` (its
+    queueing is short beside the rtt).  For geometric sizes of mean ``L``,
+    ``E[ceil(s / W)] = 1 / (1 - (1 - 1/L)^W)``; by Little's law
+    ``N = lambda rtt (E[ceil(s / W)] - 1)``.  The class mix of :data:`VECTORS` with equal
+    shares puts load ``lambda L (1 + 0.2 + 1) / 3`` on each resource.
+    """
+    lam = 3 * load / 2.2 / mean_packets
+    rounds = 1.0 / (1.0 - (1.0 - 1.0 / mean_packets) ** window) - 1.0
+    return target_flows / (lam * rounds)
 
 
 def scenario_for(w: Workload, services: int) -> flows.Scenario:
@@ -57,25 +100,152 @@ def scenario_for(w: Workload, services: int) -> flows.Scenario:
                "run": {"duration": 1e300, "warmup": 0.0, "seed": 1, "max_services": int(services)}}
     if w.mode == "static":
         d["flow"] = [{"name": f"f{i}", "cost": list(VECTORS[i % 3])} for i in range(w.flows)]
-    else:
+    elif w.mode == "dynamic":
         d["traffic"] = {"load": 0.8}
         d["class"] = [{"name": f"c{k}", "cost": list(v), "share": 1, "mean_packets": 20000}
+                      for k, v in enumerate(VECTORS)]
+    else:  # window-limited flows with a round-trip time; a sojourn is ~1.5 rtt: measure after 2 rtt
+        rtt = rtt_for(w.flows)
+        d["router"]["rtt"] = rtt
+        d["run"].update(duration=6.0 * rtt, warmup=2.0 * rtt, max_services=0)
+        d["traffic"] = {"load": 0.8}
+        d["class"] = [{"name": f"c{k}", "cost": list(v), "share": 1, "mean_packets": RTT_MEAN_PACKETS}
                       for k, v in enumerate(VECTORS)]
     return flows.from_dict(d)
 
 
-def run_mrfq(w: Workload, services: int, reps: int) -> dict:
-    from router.run import simulate
+def own_rss(args: list[str]) -> list[str]:
+    """``args`` run as a forked child of a small shell.
 
-    sc = scenario_for(w, services)
-    simulate(sc.replace(**{"run.max_services": min(services, 100000)}))  # warm-up (compile, caches)
-    cpu, wall, n = [], [], 0
+    On Linux a process's peak RSS (``ru_maxrss``) carries over the high-water mark of the
+    memory it was exec'd from, and Python's subprocess execs from (a vfork of) this large
+    process: a 30-flow C run then reports this process's 250 MB.  A child *forked* by
+    ``sh`` starts from the shell's few hundred kB, so its own figure is its own.
+    """
+    return ["sh", "-c", '"$@"; exit $?', "sh", *args]
+
+
+def _spread(ratios: list[float]) -> dict:
+    """Median, min, max and quartiles of the per-pair ratios."""
+    r = sorted(ratios)
+    if len(r) >= 2:
+        q1, _, q3 = statistics.quantiles(r, n=4, method="inclusive")
+    else:
+        q1 = q3 = r[0]
+    return {"ratio": statistics.median(r), "ratio_low": r[0], "ratio_high": r[-1], "ratio_q1": q1, "ratio_q3": q3,
+            "ratios": r}
+
+
+_ISOLATED = """
+import json, resource, sys
+import flows
+from router.bench import WORKLOADS, scenario_for
+from router.run import simulate
+w = next(x for x in WORKLOADS if x.name == sys.argv[1])
+small = scenario_for(WORKLOADS[0], 1000)
+simulate(small)  # import, load the cached loop, one tiny run: the baseline
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+sc = scenario_for(w, int(sys.argv[2]))
+r = simulate(sc)
+print(json.dumps({"services": r.services, "cpu": r.cpu_seconds, "wall": r.wall_seconds,
+                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "baseline_kb": base,
+                  "max_active_flows": r.max_active_flows,
+                  "mean_flows": sum(c.mean_flows for c in r.classes) if r.classes else None}))
+"""
+
+
+class MrfqSide:
+    """Timed mrfq runs of one workload (in this process, or one fresh process per run)."""
+
+    def __init__(self, w: Workload, services: int):
+        self.w, self.services = w, services
+        self.sc = scenario_for(w, services) if not w.isolated else None
+        self.extra: dict = {}
+
+    def warm(self) -> None:
+        from router.run import simulate
+
+        if self.w.isolated:
+            self._isolated(1000)  # compile into the cache once
+        else:
+            simulate(self.sc.replace(**{"run.max_services": min(self.services, 100000)}))
+
+    def _isolated(self, services: int) -> dict:
+        env = dict(os.environ, MRFQ_NUMBA_CACHE="1")
+        p = subprocess.run(own_rss([sys.executable, "-c", _ISOLATED, self.w.name, str(services)]), env=env,
+                           capture_output=True, text=True, check=True)
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def once(self) -> tuple[float, float, int]:
+        """(Msvc per CPU second, Msvc per wall second, services) of one timed run."""
+        if self.w.isolated:
+            d = self._isolated(self.services)
+            for key in ("maxrss_kb", "baseline_kb", "max_active_flows", "mean_flows"):
+                self.extra.setdefault(key, []).append(d[key])
+            return d["services"] / d["cpu"] / 1e6, d["services"] / d["wall"] / 1e6, d["services"]
+        from router.run import simulate
+
+        r = simulate(self.sc)
+        return r.services / r.cpu_seconds / 1e6, r.services / r.wall_seconds / 1e6, r.services
+
+
+class CSide:
+    """Timed runs of the C yardstick on one workload."""
+
+    def __init__(self, binary: Path, w: Workload, services: int):
+        self.args = [str(binary), "-s", w.c_sched, "-m", w.mode, "-n", str(int(services))]
+        if w.mode == "static":
+            self.args += ["-F", str(w.flows)]
+        self.services = services
+        self.rss: list[int] = []
+
+    def warm(self) -> None:
+        subprocess.run(self.args[:6] + [str(min(self.services, 100000))] + self.args[7:], check=True,
+                       capture_output=True)
+
+    def once(self) -> tuple[float, float]:
+        line = subprocess.run(own_rss(self.args), check=True, capture_output=True, text=True).stdout.splitlines()[0]
+        kv = dict(re.findall(r"(\w+)=([^\s]+)", line))
+        if "maxrss_kB" in kv:
+            self.rss.append(int(float(kv["maxrss_kB"])))
+        return float(kv["Msvc_per_cpu_s"]), float(kv["Msvc_per_s"])
+
+
+def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dict:
+    """Interleaved timed runs: mrfq, C, mrfq, C, ...; the ratio per pair."""
+    m = MrfqSide(w, services)
+    c = CSide(binary, w, services) if binary is not None and w.c_sched else None
+    m.warm()
+    if c is not None:
+        c.warm()
+    mc, mw, cc, cw, n = [], [], [], [], 0
     for _ in range(reps):
-        r = simulate(sc)
-        cpu.append(r.services / r.cpu_seconds / 1e6)
-        wall.append(r.services / r.wall_seconds / 1e6)
-        n = r.services
-    return {"cpu": statistics.median(cpu), "wall": statistics.median(wall), "services": n}
+        a, b, n = m.once()
+        mc.append(a)
+        mw.append(b)
+        if c is not None:
+            x, y = c.once()
+            cc.append(x)
+            cw.append(y)
+    row = {"workload": w.name, "flows": w.flows if w.mode != "dynamic" else None, "services": n,
+           "mrfq_msvc_per_cpu_s": statistics.median(mc), "mrfq_msvc_per_wall_s": statistics.median(mw),
+           "c_msvc_per_cpu_s": statistics.median(cc) if cc else None,
+           "c_msvc_per_wall_s": statistics.median(cw) if cw else None,
+           "ratio": None, "ratio_low": None, "ratio_high": None, "ratio_q1": None, "ratio_q3": None,
+           "pairs": len(mc)}
+    if cc:
+        sp = _spread([a / x for a, x in zip(mc, cc)])
+        sp.pop("ratios")
+        row.update(sp)
+    if m.extra:
+        row["mrfq_peak_rss_kb"] = max(m.extra["maxrss_kb"])
+        row["mrfq_baseline_rss_kb"] = max(m.extra["baseline_kb"])
+        row["max_active_flows"] = max(m.extra["max_active_flows"])
+        if m.extra["mean_flows"][0] is not None:
+            row["mean_flows"] = statistics.median(m.extra["mean_flows"])
+    if c is not None and c.rss:
+        row["c_peak_rss_kb"] = max(c.rss)
+    return row
 
 
 def build_c(source: Path) -> Path | None:
@@ -89,37 +259,30 @@ def build_c(source: Path) -> Path | None:
     return out
 
 
-def run_c(binary: Path, w: Workload, services: int, reps: int) -> dict:
-    args = [str(binary), "-s", w.c_sched, "-m", w.mode, "-n", str(int(services))]
-    if w.mode == "static":
-        args += ["-F", str(w.flows)]
-    subprocess.run(args[:-1] + [str(min(services, 100000))], check=True, capture_output=True)
-    cpu, wall = [], []
-    for _ in range(reps):
-        line = subprocess.run(args, check=True, capture_output=True, text=True).stdout.splitlines()[0]
-        kv = dict(re.findall(r"(\w+)=([^\s]+)", line))
-        cpu.append(float(kv["Msvc_per_cpu_s"]))
-        wall.append(float(kv["Msvc_per_s"]))
-    return {"cpu": statistics.median(cpu), "wall": statistics.median(wall)}
-
-
-def time_reference(services: int) -> dict | None:
-    """Services per second of the SimPy reference vs the engine on the same small workload."""
-    try:
-        from router.reference import simulate_reference
-    except ImportError:
-        return None
+def time_reference(services: int, reps: int = 3) -> dict:
+    """The SimPy reference vs the engine on the same small workload, interleaved (reference,
+    engine, reference, engine, ...); the speed-up engine / reference per pair."""
+    from router.reference import simulate_reference
     from router.run import simulate
 
     sc = scenario_for(WORKLOADS[0], services)
     sc = sc.replace(**{"run.max_services": 0, "run.duration": services / 2.2})
-    t0 = time.process_time()
-    ref = simulate_reference(sc)
-    t_ref = time.process_time() - t0
-    r = simulate(sc)
-    n_ref = getattr(ref, "services", r.services)
-    return {"reference_msvc_per_cpu_s": n_ref / t_ref / 1e6, "mrfq_msvc_per_cpu_s": r.services / r.cpu_seconds / 1e6,
-            "services": int(n_ref)}
+    simulate(sc)  # warm the engine
+    ref_rate, eng_rate, n_ref = [], [], 0
+    for _ in range(reps):
+        t0 = time.process_time()
+        ref = simulate_reference(sc)
+        t_ref = time.process_time() - t0
+        n_ref = int(ref.services)
+        ref_rate.append(n_ref / t_ref / 1e6)
+        r = simulate(sc)
+        eng_rate.append(r.services / r.cpu_seconds / 1e6)
+    sp = _spread([e / x for e, x in zip(eng_rate, ref_rate)])
+    sp.pop("ratios")
+    return {"reference_msvc_per_cpu_s": statistics.median(ref_rate),
+            "mrfq_msvc_per_cpu_s": statistics.median(eng_rate), "services": n_ref, "pairs": reps,
+            "speedup": sp["ratio"], "speedup_low": sp["ratio_low"], "speedup_high": sp["ratio_high"],
+            "speedup_q1": sp["ratio_q1"], "speedup_q3": sp["ratio_q3"]}
 
 
 def first_call_seconds() -> dict:
@@ -141,7 +304,7 @@ def peak_memory_kb(services_list: list[int]) -> dict:
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = {}
     for n in services_list:
-        p = subprocess.run([sys.executable, "-c", code, str(n)], capture_output=True, text=True, check=True)
+        p = subprocess.run(own_rss([sys.executable, "-c", code, str(n)]), capture_output=True, text=True, check=True)
         out[n] = int(p.stdout.strip().splitlines()[-1])
     return out
 
@@ -166,13 +329,44 @@ def add_arguments(ap) -> None:
     ap.add_argument("--c-source", default=None, help="path of mrfq_ref.c (default ../shared/bench/limit)")
     ap.add_argument("--only", help="run only workloads whose name contains this text")
     ap.add_argument("--no-extras", action="store_true", help="skip the SimPy, first-call and memory rows")
+    ap.add_argument("--max-flows", type=int, default=None,
+                    help="skip static/RTT workloads with more flows than this (quick: 1e5; default none)")
+
+
+def _row_text(row: dict) -> str:
+    cc = f"{row['c_msvc_per_cpu_s']:9.1f}" if row["c_msvc_per_cpu_s"] is not None else f"{'-':>9}"
+    if row["ratio"] is not None:
+        ra = f"{row['ratio']:5.2f} [{row['ratio_low']:.2f}-{row['ratio_high']:.2f}, IQR {row['ratio_q1']:.2f}-{row['ratio_q3']:.2f}]"
+    else:
+        ra = "-"
+    mem = ""
+    if "mrfq_peak_rss_kb" in row:
+        mem = f"  RSS mrfq {row['mrfq_peak_rss_kb'] / 1024:.0f} MiB (base {row['mrfq_baseline_rss_kb'] / 1024:.0f})"
+        if "c_peak_rss_kb" in row:
+            mem += f", C {row['c_peak_rss_kb'] / 1024:.0f} MiB"
+        if "mean_flows" in row:
+            mem += f"; flows in system: mean {row['mean_flows']:,.0f}, max {row['max_active_flows']:,}"
+    return f"{row['workload']:<30} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}{mem}"
+
+
+def log_flows_table(rows: list[dict]) -> list[tuple[int, float, float]]:
+    """(flows, ns per service, ns per service / ln(flows)) of the static drfq rows, by flows."""
+    out = []
+    for r in rows:
+        f = r.get("flows")
+        if f and f > 1 and "static" in r["workload"] and "drfq" in r["workload"]:
+            ns = 1e3 / r["mrfq_msvc_per_cpu_s"]
+            out.append((int(f), ns, ns / math.log(f)))
+    return sorted(out)
 
 
 def run(args) -> int:
     services = int(args.services or (2e6 if args.quick else 2e7))
     reps = args.reps or (3 if args.quick else 5)
     if services < 1000 or reps < 1:
-        raise MrfqError("--services must be >= 1000 and --reps >= 1")
+        raise MrfqError(f"--services = {services}, --reps = {reps}: need --services >= 1000 and --reps >= 1")
+    if args.max_flows is not None and args.max_flows < 1:
+        raise MrfqError(f"--max-flows = {args.max_flows}: must be >= 1")
     root = Path(__file__).resolve().parent.parent
     src = Path(args.c_source) if args.c_source else root.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
     binary = None
@@ -180,35 +374,29 @@ def run(args) -> int:
     try:
         binary = build_c(src)
         if binary is None:
-            c_note = (f"C yardstick skipped: no C compiler found" if src.exists()
+            c_note = ("C yardstick skipped: no C compiler found" if src.exists()
                       else f"C yardstick skipped: {src} not found (give --c-source)")
     except subprocess.CalledProcessError as e:
         c_note = f"C yardstick skipped: compiling {src} failed ({e.stderr.decode()[:200]})"
     rows = []
+    max_flows = args.max_flows if args.max_flows is not None else (100_000 if args.quick else None)
     for w in WORKLOADS:
         if args.only and args.only not in w.name:
             continue
-        m = run_mrfq(w, services, reps)
-        c = run_c(binary, w, services, reps) if binary else None
-        row = {"workload": w.name, "services": m["services"], "mrfq_msvc_per_cpu_s": m["cpu"],
-               "mrfq_msvc_per_wall_s": m["wall"],
-               "c_msvc_per_cpu_s": c["cpu"] if c else None, "c_msvc_per_wall_s": c["wall"] if c else None,
-               "ratio": m["cpu"] / c["cpu"] if c else None}
+        if max_flows is not None and w.mode != "dynamic" and w.flows > max_flows:
+            continue
+        row = run_pairs(w, services, reps, binary)
         rows.append(row)
         if not args.json:
             if len(rows) == 1:
-                print(f"{'workload':<32} {'mrfq Msvc/cpu-s':>15} {'mrfq Msvc/wall-s':>16} {'C Msvc/cpu-s':>13} "
-                      f"{'ratio':>6}")
-            cc = f"{row['c_msvc_per_cpu_s']:13.1f}" if c else f"{'-':>13}"
-            ra = f"{row['ratio']:6.2f}" if c else f"{'-':>6}"
-            print(f"{w.name:<32} {m['cpu']:15.1f} {m['wall']:16.1f} {cc} {ra}", flush=True)
+                print(f"{'workload':<30} {'mrfq Msvc/cpu-s':>9} {'/wall-s':>9} {'C /cpu-s':>9}  "
+                      "ratio mrfq/C: median [min-max, IQR]")
+            print(_row_text(row), flush=True)
     out = {"rows": rows, "services_per_run": services, "repetitions": reps}
     if c_note:
         out["note"] = c_note
     if not args.no_extras:
-        ref = time_reference(20000 if args.quick else 100000)
-        if ref:
-            out["simpy_reference"] = ref
+        out["simpy_reference"] = time_reference(20000 if args.quick else 100000, reps)
         out["first_call"] = first_call_seconds()
         out["peak_rss_kb"] = peak_memory_kb([int(1e6), int(1e7)] if args.quick else [int(1e7), int(1e8)])
     if args.json:
@@ -216,11 +404,18 @@ def run(args) -> int:
         return 0
     if c_note:
         print(c_note)
-    print(f"(median of {reps} runs of {services:,} services each after a warm-up run; ratio = mrfq / C by CPU time)")
+    print(f"({reps} interleaved pairs mrfq, C of {services:,} services each after a warm-up run of each; "
+          "ratio = mrfq / C by CPU time per pair, median [min-max, interquartile range]; "
+          "indicative only on a shared machine)")
+    lf = log_flows_table(rows)
+    if len(lf) >= 2:
+        print("cost per service vs log(flows), static drfq: " + ", ".join(
+            f"{f:,}: {ns:.0f} ns ({q:.1f} ns/ln F)" for f, ns, q in lf))
     if "simpy_reference" in out:
         s = out["simpy_reference"]
         print(f"SimPy reference model: {s['reference_msvc_per_cpu_s'] * 1e3:.1f} k services/cpu-s on 3 static flows "
-              f"({s['services']:,} services); the numba engine is {s['mrfq_msvc_per_cpu_s'] / s['reference_msvc_per_cpu_s']:,.0f}x faster")
+              f"({s['services']:,} services); the numba engine is {s['speedup']:,.0f}x faster "
+              f"[{s['speedup_low']:,.0f}-{s['speedup_high']:,.0f}] ({s['pairs']} interleaved pairs)")
     if "first_call" in out:
         f = out["first_call"]
         print(f"first run in a fresh process, including import: {f['cold_cache_s']:.1f} s with an empty numba cache "

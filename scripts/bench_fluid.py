@@ -7,6 +7,12 @@ truncation (cap per class), the boundary mass P(some x_k = X_k), the number of
 states and the solve time.  Then the time of one `mrfq alloc` call after import.
 
     python scripts/bench_fluid.py [--loads 0.3,0.6,0.8]
+    python scripts/bench_fluid.py --near-saturation   # DRF at 0.95 / 0.98 and the 4-class case
+
+``--near-saturation`` times the exact DRF solve of both presets at loads 0.95 and
+0.98 and of a 4-class, 3-resource scenario (:data:`FOUR_BY_THREE`) at 0.9, each
+with the default limits (4e6 states, 4 GB); a refused truncation is printed with
+its reason and the time it took to find out.
 """
 
 from __future__ import annotations
@@ -21,19 +27,51 @@ from contextlib import redirect_stdout
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import flows  # noqa: E402
-from analysis import markov  # noqa: E402
+from analysis import markov, objectives  # noqa: E402
+
+
+#: cpu, link and memory bandwidth; one class heavy on each and a balanced one, shares (8, 1, 1, 1)
+FOUR_BY_THREE = {"name": "four-by-three", "resources": ["cpu", "link", "mem"], "traffic": {"load": 0.5},
+                 "class": [{"name": f"c{k + 1}", "cost": c, "share": s, "mean_packets": 20000}
+                           for k, (c, s) in enumerate(zip([[1, .25, .25], [.25, 1, .25], [.25, .25, 1], [1, 1, 1]],
+                                                          [8, 1, 1, 1]))]}
+
+
+def near_saturation(max_states: float) -> None:
+    import resource
+
+    cases = [("br-unbalanced", 0.95), ("br-balanced", 0.95), ("br-unbalanced", 0.98), ("br-balanced", 0.98),
+             ("four-by-three", 0.9)]
+    markov.solve(flows.load_preset("br-balanced"), "drf", load=0.1)  # compile
+    for name, x in cases:
+        sc = flows.from_dict(FOUR_BY_THREE) if name == "four-by-three" else flows.load_preset(name)
+        t = time.perf_counter()
+        try:
+            r = markov.solve(sc, "drf", load=x, max_states=int(max_states))
+            g = " ".join(f"{v:.5f}" for v in r.gamma)
+            print(f"{name:14} {x:4.2f} drf  gamma {g}  caps {list(r.truncation)} states {r.n_states:,} "
+                  f"boundary {r.boundary_mass:.1e} gamma change {r.gamma_change:.1e}  {r.solve_seconds:.1f} s "
+                  f"(peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB)",
+                  flush=True)
+        except markov.TruncationTooLarge as e:
+            print(f"{name:14} {x:4.2f} drf  refused after {time.perf_counter() - t:.1f} s: {e}", flush=True)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--loads", default="0.3,0.6,0.8")
     ap.add_argument("--presets", default="br-balanced,br-unbalanced")
+    ap.add_argument("--near-saturation", action="store_true", help="time DRF at 0.95/0.98 and the 4-class case")
+    ap.add_argument("--max-states", type=float, default=4e6, help="--near-saturation: state limit (default 4e6)")
     args = ap.parse_args(argv)
+    if args.near_saturation:
+        near_saturation(args.max_states)
+        return 0
     loads = [float(x) for x in args.loads.split(",")]
 
     t = time.perf_counter()
     markov.solve(flows.load_preset("br-balanced"), "drf", load=0.1)
-    for o in ("pf", "bmf"):
+    for o in objectives.MARKOV:
         markov.solve(flows.load_preset("br-balanced"), o, load=0.1)
     print(f"numba compilation and warm-up: {time.perf_counter() - t:.2f} s\n")
 
@@ -43,7 +81,7 @@ def main(argv=None) -> int:
     for name in args.presets.split(","):
         sc = flows.load_preset(name)
         for x in loads:
-            for o in ("drf", "pf", "bmf"):
+            for o in objectives.MARKOV:
                 r = markov.solve(sc, o, load=x)
                 total[(name, x)] = total.get((name, x), 0.0) + r.solve_seconds
                 g = " ".join(f"{v:9.5f}" for v in r.gamma)

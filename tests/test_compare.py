@@ -76,7 +76,7 @@ def test_compare_packet_gamma_matches_markov(tmp_path, capsys):
     rows = json.loads(out)["rows"]
     assert len(rows) == 2 * 2 * 3
     for r in rows:
-        assert r["estimator"] == "control variate"
+        assert r["estimator"] == "3 control variates"  # the DRF, PF and BMF fluid paths
         assert abs(r["rel_error"]) < 0.01, r
         assert r["ci_raw"][0] < r["gamma_raw"] < r["ci_raw"][1]
 
@@ -93,3 +93,58 @@ def test_compare_cli_bad_inputs(capsys, tmp_path):
         code = main(argv)
         out, err = capsys.readouterr()
         assert code == 2 and needle in err and err.count("\n") == 1, (argv, err)
+
+
+def _payload(departed, area, cv=None):
+    K = 1
+    return {"departed": [list(departed)], "area": [list(area)], "completed": [5] * K, "cv": cv}
+
+
+@pytest.mark.nojit
+def test_pooled_multiple_controls_by_hand():
+    """Packet batch sums that are an exact linear combination of two controls: the regression
+    recovers beta = (0.3, 0.7), the residuals vanish (zero-width interval) and the estimate is
+    gamma_packet - 0.3 (g1 - m1) - 0.7 (g2 - m2), the controls' offsets from their known means."""
+    from analysis.compare import pooled
+
+    rng = np.random.default_rng(3)
+    B = 12
+    ones = np.ones(B)
+    f1 = rng.normal(1.0, 0.1, B)
+    f2 = rng.normal(2.0, 0.3, B)
+    y = 0.5 + 0.3 * (f1 - f1.mean()) + 0.7 * (f2 - f2.mean())
+    payloads = [_payload(y[:6], ones[:6]), _payload(y[6:], ones[6:])]
+    c1 = [{"departed": [list(f1[:6])], "area": [[1.0] * 6]}, {"departed": [list(f1[6:])], "area": [[1.0] * 6]}]
+    c2 = [{"departed": [list(f2[:6])], "area": [[1.0] * 6]}, {"departed": [list(f2[6:])], "area": [[1.0] * 6]}]
+    m1, m2 = {"gamma": [0.95], "halfwidth": None}, {"gamma": [2.1], "halfwidth": None}
+    st = pooled(payloads, 0, 0.95, None, [(m1, c1), (m2, c2)])
+    assert st["estimator"] == "2 control variates"
+    assert st["beta"] == pytest.approx([0.3, 0.7], rel=1e-9)
+    want = 0.5 - 0.3 * (f1.mean() - 0.95) - 0.7 * (f2.mean() - 2.1)
+    assert st["gamma"] == pytest.approx(want, rel=1e-12)
+    assert st["packet_halfwidth"] == pytest.approx(0.0, abs=1e-12)
+    assert st["raw"] == pytest.approx(0.5, rel=1e-12)
+    # a Markov value from a simulation adds |beta_i| times its half-width
+    m2s = {"gamma": [2.1], "halfwidth": [0.01]}
+    st = pooled(payloads, 0, 0.95, None, [(m1, c1), (m2s, c2)])
+    assert st["ci"][1] - st["gamma"] == pytest.approx(0.7 * 0.01, rel=1e-9)
+
+
+@pytest.mark.nojit
+def test_pooled_controls_that_do_not_track_leave_the_estimate_consistent():
+    """Controls independent of the packet batches: beta ~ 0, the estimate stays near the raw
+    ratio and the interval is no narrower than the raw one by more than the t-quantile change."""
+    from analysis.compare import pooled
+
+    rng = np.random.default_rng(11)
+    B = 40
+    y = rng.normal(1.0, 0.05, B)
+    x = np.ones(B)
+    f = rng.normal(1.0, 0.05, B)
+    payloads = [_payload(y, x)]
+    st = pooled(payloads, 0, 0.95, None, [({"gamma": [1.0]}, [{"departed": [list(f)], "area": [list(x)]}])])
+    raw_h = (st["raw_ci"][1] - st["raw_ci"][0]) / 2
+    h = (st["ci"][1] - st["ci"][0]) / 2
+    assert abs(st["beta"][0]) < 0.5
+    assert abs(st["gamma"] - st["raw"]) < raw_h
+    assert 0.8 * raw_h < h < 1.2 * raw_h

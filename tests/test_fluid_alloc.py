@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis import allocations as al
+from analysis import objectives
 from tests.conftest import run_fluid_handlers
 from flows.errors import MrfqError
 
@@ -67,8 +68,8 @@ def test_three_resource_continuum():
 @pytest.mark.parametrize("n", [1, 2, 5])
 def test_single_resource(n):
     a = [[1.0]] * n
-    for o in al.OBJECTIVES:
-        np.testing.assert_allclose(al.allocate(o, a).phi, [1 / n] * n, **EXACT)
+    for o in objectives.ALLOC:
+        np.testing.assert_allclose(objectives.allocate(o, a).phi, [1 / n] * n, **EXACT)
 
 
 def test_drf_paper_example():
@@ -79,8 +80,8 @@ def test_drf_paper_example():
 
 def test_weights_drf_and_pf():
     # one resource, weights 1 and 3: rates split 1:3 under every objective
-    for o in al.OBJECTIVES:
-        np.testing.assert_allclose(al.allocate(o, [[1.0], [1.0]], [1, 3]).phi, [0.25, 0.75], **EXACT)
+    for o in objectives.ALLOC:
+        np.testing.assert_allclose(objectives.allocate(o, [[1.0], [1.0]], [1, 3]).phi, [0.25, 0.75], **EXACT)
 
 
 def test_validation_messages():
@@ -93,7 +94,7 @@ def test_validation_messages():
     with pytest.raises(MrfqError, match=r"w\[0\] = 0: must be a finite number > 0"):
         al.ceei([[1, 1]], [0])
     with pytest.raises(MrfqError, match="unknown; choose one of"):
-        al.allocate("maxmin", [[1]])
+        objectives.allocate("maxmin", [[1]])
 
 
 # ---------------------------------------------------------------------------
@@ -128,7 +129,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 def test_feasible_and_pareto(inst):
     a, w = inst
     for o in ("drf", "asset", "pf", "ceei"):
-        r = al.allocate(o, a, w)
+        r = objectives.allocate(o, a, w)
         assert np.all(r.phi > 0)
         assert np.all(al.usage(a, r.phi) <= 1 + 1e-9), o
         assert _pareto(a, r), o
@@ -141,7 +142,7 @@ def test_sharing_incentive(inst):
     n = a.shape[0]
     floor = 1.0 / (n * a.max(axis=1))
     for o in ("drf", "pf", "ceei"):
-        assert np.all(al.allocate(o, a).phi >= floor * (1 - 1e-9)), o
+        assert np.all(objectives.allocate(o, a).phi >= floor * (1 - 1e-9)), o
 
 
 @FAST
@@ -198,7 +199,7 @@ def test_weights_scale_invariant(inst):
     a, w = inst
     w = np.ones(a.shape[0]) if w is None else w
     for o in ("drf", "pf", "bmf"):
-        np.testing.assert_allclose(al.allocate(o, a, w).phi, al.allocate(o, a, 3.5 * w).phi, rtol=1e-8)
+        np.testing.assert_allclose(objectives.allocate(o, a, w).phi, objectives.allocate(o, a, 3.5 * w).phi, rtol=1e-8)
 
 
 # ---------------------------------------------------------------------------
@@ -213,13 +214,13 @@ def test_state_rates_match_static(inst, seed):
     K = a.shape[0]
     wk = np.ones(K) if w is None else w
     X = np.random.default_rng(seed).integers(0, 5, size=(30, K)).astype(float)
-    for o in ("drf", "pf", "bmf", "asset"):
+    for o in objectives.STATE:
         R = state_rates(o, X, a, wk)
         for x, row in zip(X, R):
             p = np.flatnonzero(x > 0)
             ref = np.zeros(K)
             if p.size:
-                ref[p] = al.allocate(o, a[p], x[p] * wk[p]).phi / x[p]
+                ref[p] = objectives.allocate(o, a[p], x[p] * wk[p]).phi / x[p]
             np.testing.assert_allclose(row, ref, rtol=1e-9, atol=1e-12)
 
 

@@ -228,3 +228,44 @@ def test_fluid_errors(argv, msg, capsys):
     with pytest.raises(MrfqError, match=msg) as e:
         _run(["fluid"] + argv, capsys)
     assert "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------------------
+# four classes on three resources (DRF: numba per-state kernel for any J)
+# ---------------------------------------------------------------------------
+#: a middlebox with cpu, link and memory bandwidth: one class heavy on each, and a balanced one;
+#: shares (8, 1, 1, 1) load the cpu most (the 4-class, 3-resource case of scripts/bench_fluid.py)
+FOUR_BY_THREE = {"name": "four-by-three", "resources": ["cpu", "link", "mem"], "traffic": {"load": 0.5},
+                 "class": [{"name": f"c{k + 1}", "cost": c, "share": s, "mean_packets": 20000}
+                           for k, (c, s) in enumerate(zip([[1, .25, .25], [.25, 1, .25], [.25, .25, 1], [1, 1, 1]],
+                                                          [8, 1, 1, 1]))]}
+
+
+@pytest.mark.slow
+def test_four_classes_three_resources_exact_vs_simulation():
+    sc = flows.from_dict(FOUR_BY_THREE)
+    exact = markov.solve(sc, "drf", load=0.6)
+    assert exact.boundary_mass < 1e-6 and exact.gamma_change < 1e-4
+    assert len(exact.truncation) == 4
+    rng = np.random.default_rng(np.random.SeedSequence(44))
+    sim = markov.solve(sc, "drf", load=0.6, method="simulate", rng=rng, events=int(max(2_000_000, 6_000_000 * SCALE)),
+                       confidence=0.99)
+    assert np.all(sim.gamma_low <= exact.gamma) and np.all(exact.gamma <= sim.gamma_high), (
+        exact.gamma, sim.gamma_low, sim.gamma_high)
+    # c2 and c3 are mirror images (link vs mem) with equal shares: equal gamma
+    assert exact.gamma[1] == pytest.approx(exact.gamma[2], rel=1e-9)
+
+
+def test_memory_budget_refuses_before_allocating():
+    sc = flows.load_preset("br-balanced")
+    assert markov.exact_memory_bytes(2_000_000, 3) > markov.exact_memory_bytes(1_000_000, 3)
+    with pytest.raises(markov.TruncationTooLarge, match=r"would need about .* GB \(> 0.0 GB\)"):
+        markov.solve(sc, "drf", load=0.5, max_memory=1e7)
+
+
+@pytest.mark.nojit
+def test_restart_shrinks_with_n():
+    # KRYLOV_BYTES = 800 MiB: (restart + 1) vectors of 8-byte doubles
+    assert markov.restart_for(10_000) == markov.RESTART == 100
+    assert markov.restart_for(2_000_000) == 838_860_800 // 16_000_000 - 1 == 51
+    assert markov.restart_for(50_000_000) == 20  # the floor

@@ -326,7 +326,7 @@ def test_compare_flags_non_geometric_rows(tmp_path, capsys):
     assert main(args + ["--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert len(rows) == 3 and all(r["insensitivity_guaranteed"] is False for r in rows)
-    assert all(r["estimator"] == "control variate" for r in rows)
+    assert all("control variate" in r["estimator"] for r in rows)
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "insensitivity to the size law is not guaranteed" in out
