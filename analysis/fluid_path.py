@@ -27,7 +27,7 @@ import numpy as np
 
 from analysis.state_rates import STATE_OBJECTIVES, state_phi
 from fq._jit import jit
-from router.engine import _area
+from router.batches import add_area as _area
 
 CODES = {k: STATE_OBJECTIVES[k] for k in ("drf", "pf", "bmf")}
 

@@ -1,4 +1,4 @@
-"""Schedulers: numba-compiled start-time fair queueing variants (one module each)."""
+"""Schedulers: one module per discipline on one contract (fq/contract.py), listed in fq/registry.py."""
 
 from fq.registry import SCHEDULERS, SchedulerInfo
 

@@ -15,53 +15,124 @@ credit for it in later packets.
 (choice) A resource the packet skips (``s_ij^k = 0``) takes no part: it adds
 no tag, leaves ``F_ij`` unchanged and does not enter the max, so that a flow is
 never held back by the virtual time of a resource it does not use.
-Layout of ``pkt``/``vt``: see :mod:`fq.drfq`.
+
+Option ``router.idle_reset`` (classic SFQ): when j goes idle, ``V_j`` jumps to
+the largest finish tag *at j* (``F_ij``) of the packets served at j.
+
+State (fq/contract.py): per (flow, resource) ``F_ij``; per resource ``V_j`` and
+the largest finish tag begun at j; per packet its ``S_ij`` (J slots) and key.
 """
 
 from __future__ import annotations
 
+from flows.errors import ScenarioError
 from fq._jit import jit
+from fq.contract import Layout, Option, ReferenceTags
+
+NAME = "drfq-dovetail"
+SUMMARY = "dovetailing DRFQ, per-resource tags"
+REFERENCE = "[DRFQ] sec. 4"
+OBJECTIVE = "drf"
+OPTIONS = (Option("idle_reset", False, "V_j jumps to the largest finish tag served at j when j goes idle"),)
+
+R_V, R_MAXFIN = 0, 1
+
+
+def layout(J):
+    return Layout(flow=0, flow_res=1, res=2, glob=0, pkt=J + 1)
+
+
+def encode(router, resources):
+    if not isinstance(router.idle_reset, bool):
+        raise ScenarioError(f"router.idle_reset = {router.idle_reset!r}: must be true or false")
+    return (1.0 if router.idle_reset else 0.0,)
 
 
 @jit(inline="always")
-def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
-    """Per-resource start tags; the key is their max over visited resources."""
+def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+    """Per-resource start tags ``S_ij``; the key is their max over the visited resources."""
     key = 0.0
-    fin = 0.0
     for j in range(J):
         s = pkt[pb + j]
         if s > 0.0:
-            start_tag = vt[j]
-            if flow_Fj[slot, j] > start_tag:
-                start_tag = flow_Fj[slot, j]
-            finish_tag = start_tag + s / weight
-            flow_Fj[slot, j] = finish_tag
+            start_tag = S.res[2 * j + R_V]
+            if S.flow_res[slot * J + j] > start_tag:
+                start_tag = S.flow_res[slot * J + j]
+            S.flow_res[slot * J + j] = start_tag + s / weight
             pkt[pb + J + j] = start_tag
             if start_tag > key:
                 key = start_tag
-            if finish_tag > fin:
-                fin = finish_tag
     pkt[pb + 2 * J] = key
-    pkt[pb + 2 * J + 1] = fin
-    return key
 
 
 @jit(inline="always")
-def arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
-    """The key is fixed at admission."""
+def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+    """Nothing: the key is fixed at admission."""
+    return
+
+
+@jit(inline="always")
+def head(S, pkt, opt, J, slot, pb, j, weight):
     return pkt[pb + 2 * J]
 
 
 @jit(inline="always")
-def start(slot, pb, j, J, vt, pkt):
-    """``V_j = max(V_j, S_ij)`` when the packet begins service at j."""
+def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+    """``V_j = max(V_j, S_ij)``; with idle_reset note the finish tag at j, ``S_ij + s_ij / w_i``."""
     s = pkt[pb + J + j]
-    if s > vt[j]:
-        vt[j] = s
+    if s > S.res[2 * j + R_V]:
+        S.res[2 * j + R_V] = s
+    if opt[0] != 0.0:
+        f = s + pkt[pb + j] / weight
+        if f > S.res[2 * j + R_MAXFIN]:
+            S.res[2 * j + R_MAXFIN] = f
+
+
+@jit(inline="always")
+def finish(S, pkt, opt, J, slot, pb, j, t):
+    return
+
+
+@jit(inline="always")
+def idle(S, pkt, opt, J, j, t):
+    if opt[0] != 0.0:
+        S.res[2 * j + R_V] = S.res[2 * j + R_MAXFIN]
+
+
+@jit(inline="always")
+def ready(S, pkt, opt, J, j, t):
+    return True
+
+
+class Reference(ReferenceTags):
+    """Plain-Python dovetailing: per-resource ``S_j = max(V_j, F_j)``, key = max over visited j."""
+
+    def __init__(self, J, opt, router):
+        super().__init__(J, opt, router)
+        self.Vj = [0.0] * J
+        self.idle_reset = opt[0] != 0.0
+        self.max_finish_started = [0.0] * J
+
+    def admit(self, p, t):
+        Fj = p.flow.tag.setdefault("Fj", [0.0] * self.J)
+        S, Fin = {}, {}
+        for j in p.route:
+            S[j] = max(self.Vj[j], Fj[j])
+            Fin[j] = S[j] + p.s[j] / p.flow.profile.weight
+            Fj[j] = Fin[j]
+        p.tag.update(S=S, Fin=Fin, key=max(S.values()))
+
+    def start(self, p, j, next_p, t):
+        self.Vj[j] = max(self.Vj[j], p.tag["S"][j])
+        self.max_finish_started[j] = max(self.max_finish_started[j], p.tag["Fin"][j])
+
+    def idle(self, j, t):
+        if self.idle_reset:
+            self.Vj[j] = self.max_finish_started[j]
 
 
 def twin_admit(state: dict, flow: int, s, weight: float) -> float:
-    """Plain-Python twin: ``state = {"V": [V_j], "F": {(flow, j): F_ij}}``; returns the key."""
+    """Plain-Python tag rule for hand-computed examples: ``state = {"V": [V_j], "F": {(flow, j): F_ij}}``."""
     key = 0.0
     for j, sj in enumerate(s):
         if sj > 0:

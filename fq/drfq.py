@@ -11,87 +11,148 @@ On admission of packet k of flow i (time ``A``)::
 and every resource serves its waiting packets in increasing ``S`` (ties: flow
 id, then packet sequence number).
 
-Virtual time ``V`` (SPEC §6.1, a named option ``virtual_time``):
+Virtual time ``V`` (SPEC §6.1, the option ``router.virtual_time``):
 
 * ``"started"`` ([BR], default): the largest start tag of any packet that has
   begun service at any resource; monotone.
 * ``"in-service"`` ([DRFQ]): the largest start tag among the packets *currently*
   in service.  When no packet is in service anywhere, V is the largest finish
-  tag of the packets served so far (SFQ's end-of-busy-period rule) — a
-  (choice), so that a flow arriving at an idle router neither gains nor loses.
+  tag of the packets that have begun service (SFQ's end-of-busy-period rule) —
+  a (choice), so that a flow arriving at an idle router neither gains nor loses.
 
-Kernel layout (shared by every scheduler in ``fq``): ``pkt`` is one flat
-float64 array; the record of the packet in ring position ``pos`` of flow-table
-row ``slot`` starts at ``pb = (slot * NR + pos) * (2J + 2)``: ``pkt[pb + j]``
-its processing time at resource j (time units), ``pkt[pb + J + j]`` its
-per-resource start tags, ``pkt[pb + 2J]`` its scheduling key at its current
-resource, ``pkt[pb + 2J + 1]`` its finish tag.
-``vt[0..J-1]`` per-resource virtual times, ``vt[J]`` the router virtual time,
-``vt[J+1]`` the largest finish tag of a packet that has begun service.
-Every ``admit`` hook also receives ``dominant`` = max_j s_ij^k of the packet.
+State (fq/contract.py): per flow ``F_i``; per resource (in-service rule only)
+a busy flag and the start tag in service; global ``V_started`` and the largest
+finish tag begun; per packet its start and finish tags.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
+from flows.errors import ScenarioError
 from fq._jit import jit
+from fq.contract import Layout, Option, ReferenceTags
+
+NAME = "drfq"
+SUMMARY = "memoryless DRFQ, one start tag per packet"
+REFERENCE = "[BR] eq. 2; [DRFQ] sec. 4"
+OBJECTIVE = "drf"
+VIRTUAL_TIMES = ("started", "in-service")
+OPTIONS = (Option("virtual_time", "started",
+                  "'started' ([BR]): largest start tag begun; 'in-service' ([DRFQ]): largest start tag in "
+                  "service, else the largest finish tag begun"),)
+
+# slots: flow F | res busy, start tag in service | glob V_started, largest finish begun | pkt start, finish
+F_FINISH = 0
+R_BUSY, R_KEY = 0, 1
+G_V, G_MAXFIN = 0, 1
+P_START, P_FINISH = 0, 1
+
+
+def layout(J):
+    return Layout(flow=1, flow_res=0, res=2, glob=2, pkt=2)
+
+
+def encode(router, resources):
+    vt = router.virtual_time
+    if vt not in VIRTUAL_TIMES:
+        raise ScenarioError(f"router.virtual_time = {vt!r}: choose 'started' ([BR]) or 'in-service' ([DRFQ])")
+    return (1.0 if vt == "in-service" else 0.0,)
 
 
 @jit(inline="always")
-def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
-    """[BR] eq. (2): tag the packet at router admission; returns its key.
-
-    ``dominant`` = max_j s_ij^k of this packet (time units), given by the engine."""
-    start_tag = vt[J]
-    if flow_F[slot] > start_tag:
-        start_tag = flow_F[slot]
-    finish_tag = start_tag + dominant / weight
-    flow_F[slot] = finish_tag
-    pkt[pb + 2 * J] = start_tag
-    pkt[pb + 2 * J + 1] = finish_tag
-    return start_tag
-
-
-@jit(inline="always")
-def arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
-    """The key is the admission start tag at every resource."""
-    return pkt[pb + 2 * J]
-
-
-@jit(inline="always")
-def start(slot, pb, j, J, vt, pkt):
-    """Service start: ``V = max(V, S)`` (the "started" rule; harmless for "in-service")."""
-    s = pkt[pb + 2 * J]
-    if s > vt[J]:
-        vt[J] = s
-
-
-@jit(inline="always")
-def note_finish(pb, J, vt, pkt):
-    """Service start under the "in-service" rule: ``vt[J + 1]`` = the largest finish tag of
-    a packet that has begun service (V when nothing is in service)."""
-    f = pkt[pb + 2 * J + 1]
-    if f > vt[J + 1]:
-        vt[J + 1] = f
-
-
-@jit(inline="always")
-def in_service_virtual_time(J, busy_slot, busy_key, vt):
-    """[DRFQ] rule: ``V`` = largest start tag among packets in service, else the
-    largest finish tag served so far.  Called once per event instant, after
-    the completions at that instant and before any arrival is tagged."""
+def _virtual_time(S, opt, J):
+    """V: the largest start tag begun ("started"), or in service, else the largest finish tag begun."""
+    if opt[0] == 0.0:
+        return S.glob[G_V]
     v = -1.0
     for j in range(J):
-        if busy_slot[j] >= 0 and busy_key[j] > v:
-            v = busy_key[j]
+        if S.res[2 * j + R_BUSY] != 0.0 and S.res[2 * j + R_KEY] > v:
+            v = S.res[2 * j + R_KEY]
     if v < 0.0:
-        v = vt[J + 1]
-    vt[J] = v
+        v = S.glob[G_MAXFIN]
+    return v
 
 
-def twin_admit(state: dict, flow: int, s: np.ndarray | list, weight: float) -> tuple[float, float]:
-    """Plain-Python twin of :func:`admit` for tests: ``state = {"V": v, "F": {flow: F}}``."""
+@jit(inline="always")
+def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+    """[BR] eq. (2): ``S = max(V, F_prev)``, ``F = S + dominant / w`` at router admission."""
+    start_tag = _virtual_time(S, opt, J)
+    if S.flow[slot] > start_tag:
+        start_tag = S.flow[slot]
+    finish_tag = start_tag + dominant / weight
+    S.flow[slot] = finish_tag
+    pkt[pb + J + P_START] = start_tag
+    pkt[pb + J + P_FINISH] = finish_tag
+
+
+@jit(inline="always")
+def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+    """Nothing: the admission start tag is the key at every resource."""
+    return
+
+
+@jit(inline="always")
+def head(S, pkt, opt, J, slot, pb, j, weight):
+    return pkt[pb + J + P_START]
+
+
+@jit(inline="always")
+def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+    """``V_started = max(V_started, S)``; the in-service rule also notes the tag in service at j."""
+    s = pkt[pb + J + P_START]
+    if s > S.glob[G_V]:
+        S.glob[G_V] = s
+    if opt[0] != 0.0:
+        S.res[2 * j + R_BUSY] = 1.0
+        S.res[2 * j + R_KEY] = s
+        f = pkt[pb + J + P_FINISH]
+        if f > S.glob[G_MAXFIN]:
+            S.glob[G_MAXFIN] = f
+
+
+@jit(inline="always")
+def finish(S, pkt, opt, J, slot, pb, j, t):
+    if opt[0] != 0.0:
+        S.res[2 * j + R_BUSY] = 0.0
+
+
+@jit(inline="always")
+def idle(S, pkt, opt, J, j, t):
+    return
+
+
+@jit(inline="always")
+def ready(S, pkt, opt, J, j, t):
+    return True
+
+
+class Reference(ReferenceTags):
+    """Plain-Python memoryless DRFQ ([BR] eq. 2) with either virtual-time rule."""
+
+    def __init__(self, J, opt, router):
+        super().__init__(J, opt, router)
+        self.in_service_rule = opt[0] != 0.0
+        self.max_started = 0.0          # largest start tag that has begun service anywhere
+        self.max_started_finish = 0.0   # largest finish tag that has begun service anywhere
+
+    def V(self) -> float:
+        if not self.in_service_rule:
+            return self.max_started
+        keys = [p.tag["key"] for p in self.router.serving if p is not None]
+        return max(keys) if keys else self.max_started_finish
+
+    def admit(self, p, t):
+        F = p.flow.tag.get("F", 0.0)
+        p.tag["key"] = max(self.V(), F)
+        p.tag["finish"] = p.tag["key"] + max(p.s) / p.flow.profile.weight
+        p.flow.tag["F"] = p.tag["finish"]
+
+    def start(self, p, j, next_p, t):
+        self.max_started = max(self.max_started, p.tag["key"])
+        self.max_started_finish = max(self.max_started_finish, p.tag["finish"])
+
+
+def twin_admit(state: dict, flow: int, s, weight: float) -> tuple[float, float]:
+    """Plain-Python tag rule for hand-computed examples: ``state = {"V": v, "F": {flow: F}}``."""
     start_tag = max(state["V"], state["F"].get(flow, 0.0))
     finish_tag = start_tag + max(s) / weight
     state["F"][flow] = finish_tag

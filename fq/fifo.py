@@ -1,29 +1,65 @@
 """FIFO at every resource (a baseline and negative control, SPEC §4.5).
 
 The key of a packet at resource j is its arrival time there; ties go to the
-smaller flow id, then the smaller packet sequence number (SPEC §2).
-``fq-single`` uses this rule at every resource but the fair-queued one.
-Layout of ``pkt``/``vt``: see :mod:`fq.drfq`.
+smaller flow id (SPEC §2).  State: one slot per packet (the key).
 """
 
 from __future__ import annotations
 
 from fq._jit import jit
+from fq.contract import Layout, ReferenceTags
+
+NAME = "fifo"
+SUMMARY = "FIFO at every resource"
+REFERENCE = "baseline (SPEC 4.5)"
+OBJECTIVE = None
+OPTIONS = ()
+
+
+def layout(J):
+    return Layout(pkt=1)
+
+
+def encode(router, resources):
+    return ()
 
 
 @jit(inline="always")
-def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
-    return 0.0
+def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+    return
 
 
 @jit(inline="always")
-def arrive(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt):
+def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
     """Key = arrival time at resource j."""
-    pkt[pb + 2 * J] = t
-    pkt[pb + 2 * J + 1] = t
-    return t
+    pkt[pb + J] = t
 
 
 @jit(inline="always")
-def start(slot, pb, j, J, vt, pkt):
-    vt[j] = pkt[pb + 2 * J]
+def head(S, pkt, opt, J, slot, pb, j, weight):
+    return pkt[pb + J]
+
+
+@jit(inline="always")
+def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+    return
+
+
+@jit(inline="always")
+def finish(S, pkt, opt, J, slot, pb, j, t):
+    return
+
+
+@jit(inline="always")
+def idle(S, pkt, opt, J, j, t):
+    return
+
+
+@jit(inline="always")
+def ready(S, pkt, opt, J, j, t):
+    return True
+
+
+class Reference(ReferenceTags):
+    def arrive(self, p, j, t):
+        p.tag["key"] = t

@@ -1,41 +1,86 @@
-"""The scheduler registry: CLI, sweeps, benchmarks and tests enumerate it.
+"""The scheduler registry: the one list of schedulers.
 
-Adding a discipline = one kernel module in ``fq/`` with the common hooks
-(``admit``, ``arrive``, ``start``), one line here, one branch in
-:mod:`router.engine`'s dispatch, and its trace test.
+Scenario resolution, the CLI's choices, sweeps, benchmarks, the SimPy reference
+and every test enumerate :data:`SCHEDULERS`.  Adding a discipline = one module
+in ``fq/`` exporting the contract of :mod:`fq.contract` + one line in
+:data:`MODULES`; the registry checks the contract when it loads, so a missing
+hook or a wrong signature fails at import, never silently at run time.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from types import ModuleType
 
-from flows.scenario import SCHEDULER_NAMES
+from flows.errors import ScenarioError
+from fq.contract import Option, check_module
+
+#: name -> module, in the order the CLI and reports list them
+MODULES: dict[str, str] = {
+    "drfq": "fq.drfq",
+    "drfq-dovetail": "fq.dovetail",
+    "pf-sfq": "fq.pf_sfq",
+    "bmf-wfq": "fq.bmf_wfq",
+    "fifo": "fq.fifo",
+    "fq-single": "fq.fq_single",
+}
 
 
 @dataclass(frozen=True)
 class SchedulerInfo:
     name: str
-    code: int
+    module: ModuleType
     summary: str
     reference: str
     #: the fluid objective it is meant to realise (None for baselines)
     objective: str | None
+    options: tuple[Option, ...]
 
 
-P_DRFQ, P_DOVETAIL, P_PFSFQ, P_BMFWFQ, P_FIFO, P_FQSINGLE = range(6)
+def _load(name: str, path: str) -> SchedulerInfo:
+    mod = importlib.import_module(path)
+    check_module(mod)
+    if mod.NAME != name:
+        raise TypeError(f"fq/registry.py: {path}.NAME = {mod.NAME!r}, registered as {name!r}")
+    return SchedulerInfo(name, mod, mod.SUMMARY, mod.REFERENCE, mod.OBJECTIVE, tuple(mod.OPTIONS))
 
-SCHEDULERS: dict[str, SchedulerInfo] = {
-    "drfq": SchedulerInfo("drfq", P_DRFQ, "memoryless DRFQ, one start tag per packet",
-                          "[BR] eq. 2; [DRFQ] sec. 4", "drf"),
-    "drfq-dovetail": SchedulerInfo("drfq-dovetail", P_DOVETAIL, "dovetailing DRFQ, per-resource tags",
-                                   "[DRFQ] sec. 4", "drf"),
-    "pf-sfq": SchedulerInfo("pf-sfq", P_PFSFQ, "per-resource SFQ weighted by queue length",
-                            "[BR] eq. 5", "pf"),
-    "bmf-wfq": SchedulerInfo("bmf-wfq", P_BMFWFQ, "per-resource SFQ of resource time",
-                             "[BR] eq. 7", "bmf"),
-    "fifo": SchedulerInfo("fifo", P_FIFO, "FIFO at every resource", "baseline (SPEC 4.5)", None),
-    "fq-single": SchedulerInfo("fq-single", P_FQSINGLE, "SFQ on one resource, FIFO elsewhere",
-                               "baseline (SPEC 4.5)", None),
-}
 
-assert tuple(SCHEDULERS) == SCHEDULER_NAMES, "flows.scenario.SCHEDULER_NAMES out of date"
+SCHEDULERS: dict[str, SchedulerInfo] = {name: _load(name, path) for name, path in MODULES.items()}
+
+#: router keys every scheduler accepts (the engine's own), and the options some scheduler declares
+GENERIC_ROUTER_KEYS = ("scheduler", "window", "rtt")
+
+
+def get(name: str) -> SchedulerInfo:
+    """The registered scheduler ``name``; a one-line ScenarioError naming the choices otherwise."""
+    info = SCHEDULERS.get(name)
+    if info is None:
+        raise ScenarioError(f"router.scheduler = {name!r}: unknown; choose one of {', '.join(SCHEDULERS)}")
+    return info
+
+
+def resolve(router, resources) -> tuple[SchedulerInfo, tuple[float, ...]]:
+    """The scheduler of a validated ``RouterConfig`` and its options encoded as ``opt``.
+
+    Options no scheduler declares were refused when the scenario was read; here
+    an option set in ``router.options`` that *this* scheduler does not declare is
+    refused too, so that a setting never silently does nothing."""
+    info = get(router.scheduler)
+    own = {o.name for o in info.options}
+    for key, _ in getattr(router, "options", ()) or ():
+        if key not in own:
+            raise ScenarioError(f"router.{key}: not an option of scheduler {info.name!r} "
+                                f"(its options: {', '.join(sorted(own)) or 'none'})")
+    opt = tuple(float(x) for x in info.module.encode(router, tuple(resources)))
+    return info, opt
+
+
+def option_names() -> tuple[str, ...]:
+    """Every option some registered scheduler declares (the scenario gate accepts these under [router])."""
+    names: list[str] = []
+    for info in SCHEDULERS.values():
+        for o in info.options:
+            if o.name not in names:
+                names.append(o.name)
+    return tuple(names)

@@ -1,4 +1,4 @@
-"""Per-resource start-time fair queueing: BMF-WFQ and PF-SFQ.
+"""Per-resource start-time fair queueing: the tag rule shared by BMF-WFQ, PF-SFQ and fq-single.
 
 [SFQ] Goyal, Vin, Cheng, *Start-time fair queueing*, IEEE/ACM ToN 5(5), 1997;
 [BR] Bonald & Roberts eqs. (5) and (7).  SPEC §3, §4.3, §4.4.
@@ -7,67 +7,117 @@ Independently at each resource j, when packet k of flow i joins j (time A)::
 
     S_ij^k = max(V_j(A), F_ij^{k-1}),   F_ij^k = S_ij^k + s_ij^k / r_ij
 
-* BMF-WFQ ([BR] eq. 7): ``r_ij = w_i`` — fair sharing of each resource's time,
-  which realises bottleneck max fairness.
-* PF-SFQ ([BR] eq. 5): ``r_ij = w_i Q_ij`` where ``Q_ij`` counts the packets of
-  flow i waiting or in service at j *including the arriving one* (SPEC §6.2);
-  window conservation (eq. 4) turns queue lengths into PF's KKT prices.
+with ``r_ij = w_i`` (BMF-WFQ, :mod:`fq.bmf_wfq`) or ``w_i Q_ij`` (PF-SFQ,
+:mod:`fq.pf_sfq`).  Option ``router.increment = "packet"`` replaces ``s_ij`` by 1
+(the negative control of SPEC §4.5).  ``V_j`` is the start tag of the last
+packet to begin service at j; with ``router.idle_reset`` (classic SFQ) ``V_j``
+jumps to the largest finish tag served at j when j goes idle (off by default:
+SPEC §4.3 as written).
 
-Option ``increment = "packet"`` replaces ``s_ij`` by 1 (packet-count
-increments): the negative control of SPEC §4.5, which must *not* realise
-PF/BMF (it converges to DRF-like rates).
-
-``V_j`` is the start tag of the last packet to begin service at j.  With the
-option ``idle_reset`` (classic SFQ) ``V_j`` jumps to the largest finish tag
-served at j when j goes idle; off by default (SPEC §4.3 as written).
-Layout of ``pkt``/``vt``: see :mod:`fq.drfq`.
+This module is a library for those schedulers, not a scheduler itself (it is
+not in the registry).  State it uses, in the schedulers' layouts: per (flow,
+resource) ``F_ij``; per resource ``V_j`` and the largest finish tag begun; per
+packet its start and finish tags.
 """
 
 from __future__ import annotations
 
+from flows.errors import ScenarioError
 from fq._jit import jit
+from fq.contract import Layout, Option, ReferenceTags
+
+INCREMENTS = ("cost", "packet")
+R_V, R_MAXFIN = 0, 1
+P_START, P_FINISH = 0, 1
+
+OPTIONS = (
+    Option("idle_reset", False, "V_j jumps to the largest finish tag served at j when j goes idle"),
+    Option("increment", "cost", "'cost': s_ij ([BR]); 'packet': 1 per packet (the SPEC 4.5 negative control)"),
+)
+
+
+def layout(J):
+    return Layout(flow=0, flow_res=1, res=2, glob=0, pkt=2)
+
+
+def encode_sfq(router) -> tuple[float, float]:
+    """(idle_reset, packet increment) as floats."""
+    if not isinstance(router.idle_reset, bool):
+        raise ScenarioError(f"router.idle_reset = {router.idle_reset!r}: must be true or false")
+    if router.increment not in INCREMENTS:
+        raise ScenarioError(f"router.increment = {router.increment!r}: choose 'cost' (s_ij, the schedulers of "
+                            "[BR]) or 'packet' (1 per packet: the negative control of SPEC 4.5)")
+    return (1.0 if router.idle_reset else 0.0, 1.0 if router.increment == "packet" else 0.0)
 
 
 @jit(inline="always")
-def admit(slot, pb, J, weight, dominant, vt, flow_F, flow_Fj, pkt):
-    """Nothing is tagged at the router: tags are per resource."""
-    return 0.0
+def tag(S, pkt, J, slot, pb, j, rate, per_packet):
+    """``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / rate`` (``1 / rate`` per packet)."""
+    start_tag = S.res[2 * j + R_V]
+    if S.flow_res[slot * J + j] > start_tag:
+        start_tag = S.flow_res[slot * J + j]
+    finish_tag = start_tag + (1.0 if per_packet else pkt[pb + j]) / rate
+    S.flow_res[slot * J + j] = finish_tag
+    pkt[pb + J + P_START] = start_tag
+    pkt[pb + J + P_FINISH] = finish_tag
 
 
 @jit(inline="always")
-def arrive_bmf(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
-    """[BR] eq. (7): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / w_i`` (``1 / w_i`` when ``unit``)."""
-    start_tag = vt[j]
-    if flow_Fj[slot, j] > start_tag:
-        start_tag = flow_Fj[slot, j]
-    finish_tag = start_tag + (1.0 if unit else pkt[pb + j]) / weight
-    flow_Fj[slot, j] = finish_tag
-    pkt[pb + 2 * J] = start_tag
-    pkt[pb + 2 * J + 1] = finish_tag
-    return start_tag
+def key(pkt, J, pb):
+    return pkt[pb + J + P_START]
 
 
 @jit(inline="always")
-def arrive_pf(slot, pb, j, J, t, weight, q_ij, vt, flow_Fj, pkt, unit):
-    """[BR] eq. (5): ``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / (w_i Q_ij)`` (``1 / (w_i Q_ij)`` when ``unit``)."""
-    start_tag = vt[j]
-    if flow_Fj[slot, j] > start_tag:
-        start_tag = flow_Fj[slot, j]
-    finish_tag = start_tag + (1.0 if unit else pkt[pb + j]) / (weight * q_ij)
-    flow_Fj[slot, j] = finish_tag
-    pkt[pb + 2 * J] = start_tag
-    pkt[pb + 2 * J + 1] = finish_tag
-    return start_tag
+def begin(S, pkt, J, pb, j, idle_reset):
+    """``V_j`` = the start tag of the packet that begins service at j."""
+    S.res[2 * j + R_V] = pkt[pb + J + P_START]
+    if idle_reset:
+        f = pkt[pb + J + P_FINISH]
+        if f > S.res[2 * j + R_MAXFIN]:
+            S.res[2 * j + R_MAXFIN] = f
 
 
 @jit(inline="always")
-def start(slot, pb, j, J, vt, pkt):
-    """``V_j`` = start tag of the packet that begins service at j."""
-    vt[j] = pkt[pb + 2 * J]
+def go_idle(S, j, idle_reset):
+    if idle_reset:
+        S.res[2 * j + R_V] = S.res[2 * j + R_MAXFIN]
+
+
+class SFQReference(ReferenceTags):
+    """Plain-Python per-resource tags; ``rules[j]`` is "bmf", "pf" or "fifo" (key = arrival time at j)."""
+
+    def __init__(self, J, opt, router, rules, idle_reset, per_packet):
+        super().__init__(J, opt, router)
+        self.rules = rules
+        self.idle_reset = idle_reset
+        self.per_packet = per_packet
+        self.Vj = [0.0] * J
+        self.max_finish_started = [0.0] * J
+
+    def arrive(self, p, j, t):
+        r = self.rules[j]
+        if r == "fifo":
+            p.tag["key"] = p.tag["finish"] = t
+            return
+        f = p.flow
+        Fj = f.tag.setdefault("Fj", [0.0] * self.J)
+        rate = f.profile.weight * f.Q[j] if r == "pf" else f.profile.weight
+        p.tag["key"] = max(self.Vj[j], Fj[j])
+        p.tag["finish"] = p.tag["key"] + (1.0 if self.per_packet else p.s[j]) / rate
+        Fj[j] = p.tag["finish"]
+
+    def start(self, p, j, next_p, t):
+        if self.rules[j] != "fifo":
+            self.Vj[j] = p.tag["key"]
+            self.max_finish_started[j] = max(self.max_finish_started[j], p.tag["finish"])
+
+    def idle(self, j, t):
+        if self.idle_reset and self.rules[j] != "fifo":
+            self.Vj[j] = self.max_finish_started[j]
 
 
 def twin_arrive(state: dict, flow: int, j: int, s_j: float, rate: float) -> tuple[float, float]:
-    """Plain-Python twin: ``state = {"V": [V_j], "F": {(flow, j): F}}``; ``rate = w`` or ``w*Q``."""
+    """Plain-Python tag rule for hand-computed examples: ``state = {"V": [V_j], "F": {(flow, j): F}}``."""
     st = max(state["V"][j], state["F"].get((flow, j), 0.0))
     fin = st + s_j / rate
     state["F"][(flow, j)] = fin

@@ -154,14 +154,15 @@ def cmd_presets(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from flows.scenario import SCHEDULER_NAMES, VIRTUAL_TIMES
+    from flows.scenario import VIRTUAL_TIMES
+    from fq.registry import SCHEDULERS
 
     p = _Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     r = sub.add_parser("run", help="run one scenario through the packet emulator")
     add_scenario_args(r)
-    r.add_argument("--scheduler", choices=SCHEDULER_NAMES, help="override router.scheduler")
+    r.add_argument("--scheduler", choices=list(SCHEDULERS), help="override router.scheduler")
     r.add_argument("--virtual-time", choices=VIRTUAL_TIMES, help="drfq: 'started' [BR] or 'in-service' [DRFQ]")
     r.add_argument("--fq-resource", help="fq-single: the resource that is fair-queued")
     r.add_argument("--seed", type=int, help="override run.seed")

@@ -4,11 +4,11 @@ It models exactly what :mod:`router.engine` models (SPEC §2–§4), in the plai
 terms available: a :class:`simpy.Environment` keeps time, every primary event is
 a SimPy timeout in its own process (a service completion, a Poisson flow
 arrival, a static flow start, an admission delayed by the round-trip time),
-queues are Python lists searched with :func:`min`, and the tag rules of every
-scheduler in :data:`fq.registry.SCHEDULERS` are written out again in plain
-Python below (:class:`DRFQTags`, :class:`DovetailTags`,
-:class:`PerResourceTags`).  STYLE practice 4: the engine must reproduce this
-model's service trace bit for bit.
+each resource keeps every flow's FIFO as a Python list and picks the head of
+smallest ``(key, flow id)`` with :func:`min`, and each scheduler's rules come
+from the plain-Python twin (``Reference``) in its own module, found through the
+registry (fq/contract.py), written independently of its numba hooks.  STYLE
+practice 4: the engine must reproduce this model's service trace bit for bit.
 
 Simultaneous events (SPEC §2, the engine's module docstring).  A primary event
 at time ``t`` does nothing but post itself on the notice board of instant
@@ -28,9 +28,10 @@ the documented phase order:
     static flow starts now (by start time, then flow index) and the Poisson
     flow arrival now; all are tagged with the virtual times as they stand
     before any service starts at ``t``;
-3.  each idle resource, in resource order, starts its waiting packet of
-    smallest ``(key, flow id, packet sequence)``; an idle resource with an
-    empty queue ends its busy period (``idle_reset``).
+3.  each idle resource, in resource order, if its scheduler is ``ready``,
+    starts the waiting flow head of smallest ``(key, flow id)`` (a flow's
+    packets are served in sequence at each resource); an idle resource with
+    nothing waiting calls the scheduler's ``idle`` (e.g. ``idle_reset``).
 
 Randomness, as in :func:`router.run.simulate`: ``SeedSequence(seed).spawn(2)``;
 child 0 drives a :class:`numpy.random.Generator` (PCG64) for flow arrivals
@@ -50,6 +51,7 @@ import numpy as np
 import simpy
 
 from flows.scenario import Scenario
+from fq.registry import resolve
 
 M32 = 0xFFFFFFFF
 
@@ -122,12 +124,10 @@ class Flow:
     pending: int = 0                # admissions waiting out the rtt
     departed_post: int = 0          # departures after warm-up
     done_at: float | None = None
-    F: float = 0.0                  # router finish tag of the last packet (memoryless DRFQ)
-    Fj: list[float] = field(default_factory=list)   # per-resource finish tags
     Q: list[int] = field(default_factory=list)      # packets at each resource, waiting or in service
+    tag: dict = field(default_factory=dict)         # the scheduler's own per-flow values
 
     def __post_init__(self):
-        self.Fj = [0.0] * self.J
         self.Q = [0] * self.J
         self.to_admit = self.size if self.size > 0 else -1
 
@@ -139,143 +139,13 @@ class Packet:
     s: tuple[float, ...]            # processing time at each resource
     route: list[int]                # the resources it visits (s_j > 0), in order
     hop: int = 0                    # index into route
-    key: float = 0.0                # scheduling key at its current resource
-    finish: float = 0.0             # finish tag that goes with the key
-    S: dict = field(default_factory=dict)   # dovetailing: per-resource start tags
-    Fin: dict = field(default_factory=dict)  # dovetailing: per-resource finish tags
-
-    def order(self):
-        """SPEC §2 ties: smallest key, then smallest flow id, then smallest sequence number."""
-        return (self.key, self.flow.uid, self.seq)
-
-
-# ---------------------------------------------------------------------------
-# tag rules, one class per family; every method is one equation of SPEC §4
-class DRFQTags:
-    """Memoryless DRFQ ([BR] eq. 2): ``S = max(V, F_prev)``, ``F = S + max_j s_j / w``, one key everywhere."""
-
-    def __init__(self, router: "ReferenceRouter", virtual_time: str):
-        self.router = router
-        self.in_service_rule = virtual_time == "in-service"
-        self.max_started = 0.0          # largest start tag that has begun service anywhere
-        self.max_started_finish = 0.0   # largest finish tag that has begun service anywhere
-
-    def V(self) -> float:
-        if not self.in_service_rule:
-            return self.max_started
-        keys = [p.key for p in self.router.serving if p is not None]
-        return max(keys) if keys else self.max_started_finish
-
-    def admit(self, p: Packet) -> None:
-        f = p.flow
-        p.key = max(self.V(), f.F)
-        p.finish = p.key + max(p.s) / f.profile.weight
-        f.F = p.finish
-
-    def arrive(self, p: Packet, j: int, t: float) -> None:
-        pass
-
-    def start(self, p: Packet, j: int) -> None:
-        self.max_started = max(self.max_started, p.key)
-        self.max_started_finish = max(self.max_started_finish, p.finish)
-
-    def idle(self, j: int) -> None:
-        pass
-
-
-class DovetailTags:
-    """Dovetailing DRFQ ([DRFQ] §4): per-resource ``S_j = max(V_j, F_j)``, key = max over visited j.
-
-    Resources the packet skips take no part (fq/dovetail.py's (choice)).  ``V_j`` = largest ``S_j`` that
-    has begun service at j; with ``idle_reset`` it jumps, as for per-resource SFQ (fq/sfq.py), to the
-    largest finish tag *at j* (``F_j``) served at j.
-    """
-
-    def __init__(self, J: int, idle_reset: bool):
-        self.Vj = [0.0] * J
-        self.idle_reset = idle_reset
-        self.max_finish_started = [0.0] * J   # for idle_reset
-
-    def admit(self, p: Packet) -> None:
-        f = p.flow
-        for j in p.route:
-            p.S[j] = max(self.Vj[j], f.Fj[j])
-            p.Fin[j] = p.S[j] + p.s[j] / f.profile.weight
-            f.Fj[j] = p.Fin[j]
-        p.key = max(p.S.values())
-        p.finish = max(p.Fin.values())
-
-    def arrive(self, p: Packet, j: int, t: float) -> None:
-        pass
-
-    def start(self, p: Packet, j: int) -> None:
-        self.Vj[j] = max(self.Vj[j], p.S[j])
-        self.max_finish_started[j] = max(self.max_finish_started[j], p.Fin[j])
-
-    def idle(self, j: int) -> None:
-        if self.idle_reset:
-            self.Vj[j] = self.max_finish_started[j]
-
-
-class PerResourceTags:
-    """Independent tags at each resource j, by ``rule[j]``:
-
-    * ``"bmf"`` ([BR] eq. 7): ``S = max(V_j, F_ij)``, ``F_ij = S + s_j / w``;
-    * ``"pf"``  ([BR] eq. 5): ``F_ij = S + s_j / (w Q_ij)``, ``Q_ij`` counting the arriving packet;
-    * ``"fifo"``: key = arrival time at j.
-
-    ``V_j`` = key of the last packet to begin service at j; with ``idle_reset``
-    it jumps to the largest finish tag served at j when j goes idle.  With
-    ``increment = "packet"`` (the negative control of SPEC §4.5) every packet
-    adds 1 instead of ``s_j`` to the numerator.
-    """
-
-    def __init__(self, rules: list[str], idle_reset: bool, increment: str = "cost"):
-        self.rule = rules
-        self.idle_reset = idle_reset
-        self.per_packet = increment == "packet"
-        self.Vj = [0.0] * len(rules)
-        self.max_finish_started = [0.0] * len(rules)
-
-    def admit(self, p: Packet) -> None:
-        pass
-
-    def arrive(self, p: Packet, j: int, t: float) -> None:
-        f = p.flow
-        if self.rule[j] == "fifo":
-            p.key = p.finish = t
-            return
-        rate = f.profile.weight * f.Q[j] if self.rule[j] == "pf" else f.profile.weight
-        p.key = max(self.Vj[j], f.Fj[j])
-        p.finish = p.key + (1.0 if self.per_packet else p.s[j]) / rate
-        f.Fj[j] = p.finish
-
-    def start(self, p: Packet, j: int) -> None:
-        self.Vj[j] = p.key
-        self.max_finish_started[j] = max(self.max_finish_started[j], p.finish)
-
-    def idle(self, j: int) -> None:
-        if self.idle_reset:
-            self.Vj[j] = self.max_finish_started[j]
+    tag: dict = field(default_factory=dict)  # the scheduler's own per-packet values
 
 
 def make_tags(sc: Scenario, router: "ReferenceRouter"):
-    name, J, reset = sc.router.scheduler, sc.n_resources, sc.router.idle_reset
-    increment = getattr(sc.router, "increment", "cost")
-    if name == "drfq":
-        return DRFQTags(router, sc.router.virtual_time)
-    if name == "drfq-dovetail":
-        return DovetailTags(J, reset)
-    if name == "pf-sfq":
-        return PerResourceTags(["pf"] * J, reset, increment)
-    if name == "bmf-wfq":
-        return PerResourceTags(["bmf"] * J, reset, increment)
-    if name == "fifo":
-        return PerResourceTags(["fifo"] * J, reset)
-    if name == "fq-single":
-        fq = sc.resources.index(sc.router.fq_resource) if sc.router.fq_resource else J - 1
-        return PerResourceTags(["bmf" if j == fq else "fifo" for j in range(J)], reset, increment)
-    raise ValueError(f"scheduler {name!r}: the reference model does not know it")
+    """The scheduler's plain-Python twin (its module's ``Reference``, fq/contract.py), from the registry."""
+    info, opt = resolve(sc.router, sc.resources)
+    return info.module.Reference(sc.n_resources, opt, router)
 
 
 # ---------------------------------------------------------------------------
@@ -333,7 +203,9 @@ class ReferenceRouter:
         self.env = simpy.Environment()
         self.tags = make_tags(sc, self)
 
-        self.queue: list[list[Packet]] = [[] for _ in range(J)]   # waiting, not in service
+        # waiting packets (not in service): per resource, each flow's FIFO, and the key of each head
+        self.fifo: list[dict[int, list[Packet]]] = [{} for _ in range(J)]
+        self.head_key: list[dict[int, float]] = [{} for _ in range(J)]
         self.serving: list[Packet | None] = [None] * J
         self.static = [Flow(i, f.name, Profile.of(f, J), i, None, f.start, f.packets, J)
                        for i, f in enumerate(sc.flows)]
@@ -373,6 +245,10 @@ class ReferenceRouter:
             cdf[-1] = 1.0
             self.class_cdf = cdf
             self.env.process(self._poisson_source())
+
+    def waiting(self, j: int) -> list[Packet]:
+        """The packets waiting at resource j (not in service), flow by flow, each flow's in order."""
+        return [p for uid in sorted(self.fifo[j]) for p in self.fifo[j][uid]]
 
     # ---- primary events: each only posts itself for its instant ------------
     def _post(self) -> None:
@@ -425,6 +301,7 @@ class ReferenceRouter:
             p.flow.Q[j] -= 1
             self.served[j] += 1
             self.services += 1
+            self.tags.finish(p, j, t)
             done.append((j, p))
         # phase 1b: in resource order, move on or leave the router
         for j, p in done:
@@ -445,16 +322,24 @@ class ReferenceRouter:
             self.next_uid += 1
             self.class_arrived[k] += 1
             self._start_flow(f, t)
-        # phase 3: idle resources start their smallest (key, flow id, seq)
+        # phase 3: idle resources start the head of smallest (key, flow id), if the scheduler is ready
         for j in range(self.J):
             if self.serving[j] is not None:
                 continue
-            if not self.queue[j]:
-                self.tags.idle(j)
+            if not self.head_key[j]:
+                self.tags.idle(j, t)
                 continue
-            p = min(self.queue[j], key=Packet.order)
-            self.queue[j].remove(p)
-            self.tags.start(p, j)
+            if not self.tags.ready(j, t):
+                continue
+            uid = min(self.head_key[j], key=lambda u: (self.head_key[j][u], u))
+            fifo = self.fifo[j][uid]
+            p = fifo.pop(0)
+            next_p = fifo[0] if fifo else None
+            self.tags.start(p, j, next_p, t)
+            if next_p is not None:
+                self.head_key[j][uid] = self.tags.head(next_p, j)
+            else:
+                del self.head_key[j][uid], self.fifo[j][uid]
             self.serving[j] = p
             if self.trace_cap is None or len(self.trace) < self.trace_cap:
                 self.trace.append((float(t), float(t + p.s[j]), j, p.flow.uid, p.seq))
@@ -483,14 +368,17 @@ class ReferenceRouter:
                              f"(s = {list(s)}): the router model leaves such a packet undefined")
         p = Packet(f, seq, s, route)
         f.in_router += 1
-        self.tags.admit(p)
+        self.tags.admit(p, t)
         self._enqueue(p, route[0], t)
 
     def _enqueue(self, p: Packet, j: int, t: float) -> None:
         p.flow.Q[j] += 1
         self.admitted[j] += 1
         self.tags.arrive(p, j, t)
-        self.queue[j].append(p)
+        fifo = self.fifo[j].setdefault(p.flow.uid, [])
+        fifo.append(p)
+        if len(fifo) == 1:
+            self.head_key[j][p.flow.uid] = self.tags.head(p, j)
 
     def _depart(self, p: Packet, t: float) -> None:
         f = p.flow
@@ -522,7 +410,7 @@ class ReferenceRouter:
         t_end = self.stopped_at if self.stopped_at is not None else self.T
         # conservation (STYLE practice 7): admitted = served + waiting + in service
         for j in range(self.J):
-            inside = len(self.queue[j]) + (self.serving[j] is not None)
+            inside = sum(len(q) for q in self.fifo[j].values()) + (self.serving[j] is not None)
             assert self.admitted[j] == self.served[j] + inside, f"resource {j}: conservation broken"
         span = t_end - self.warmup
         flows = [ReferenceFlow(

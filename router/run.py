@@ -25,7 +25,8 @@ import numpy as np
 from analysis.batch_stats import ratio_ci
 from flows.errors import MrfqError
 from flows.scenario import Scenario
-from fq.registry import SCHEDULERS
+from fq.registry import resolve
+from router.state import Specs, Traffic
 
 
 class ConservationError(RuntimeError):
@@ -143,7 +144,7 @@ def _spec_arrays(specs, J):
             sizes[i, :n] = s.packet_sizes.sizes
             cdf[i, :n] = np.cumsum(s.packet_sizes.probs)
             cdf[i, n - 1] = 1.0
-    return cost, pb, sizes, cdf, nz, w
+    return Specs(cost=cost, per_byte=pb, sizes=sizes, cdf=cdf, n_sizes=nz, weight=w)
 
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
@@ -163,22 +164,23 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
 
     J = sc.n_resources
     N = sc.router.window
-    info = SCHEDULERS[sc.router.scheduler]
-    fq_res = sc.resources.index(sc.router.fq_resource) if sc.router.fq_resource else J - 1
+    info, opt = resolve(sc.router, sc.resources)
     specs = list(sc.flows) + list(sc.classes)
-    sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w = _spec_arrays(specs, J)
     nF = len(sc.flows)
-    st_start = np.array([f.start for f in sc.flows] or [0.0], dtype=np.float64)
-    st_packets = np.array([f.packets for f in sc.flows] or [0], dtype=np.int64)
-    st_order = np.array(sorted(range(nF), key=lambda i: (sc.flows[i].start, i)) or [0], dtype=np.int64)
     K = len(sc.classes)
     rates = np.array([c.rate for c in sc.classes] or [0.0])
     lam_total = float(rates.sum()) if K else 0.0
     cls_cdf = np.cumsum(rates) / lam_total if lam_total > 0 else np.ones(max(K, 1))
     if K:
         cls_cdf[-1] = 1.0
-    cls_spec = np.arange(nF, nF + max(K, 1), dtype=np.int64)
-    cls_p = np.array([1.0 / c.mean_packets for c in sc.classes] or [1.0])
+    traffic = Traffic(
+        static_start=np.array([f.start for f in sc.flows] or [0.0], dtype=np.float64),
+        static_packets=np.array([f.packets for f in sc.flows] or [0], dtype=np.int64),
+        static_order=np.array(sorted(range(nF), key=lambda i: (sc.flows[i].start, i)) or [0], dtype=np.int64),
+        class_spec=np.arange(nF, nF + max(K, 1), dtype=np.int64),
+        class_cdf=cls_cdf,
+        class_p=np.array([1.0 / c.mean_packets for c in sc.classes] or [1.0]),
+    )
 
     arrivals_ss, costs_ss = np.random.SeedSequence(sc.run.seed).spawn(2)
     rng = np.random.Generator(np.random.PCG64(arrivals_ss))
@@ -189,32 +191,28 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
 
     from router.engine import simulate_kernel
 
-    args = (
-        info.code, fq_res, sc.router.increment == "packet", sc.router.virtual_time == "in-service",
-        sc.router.idle_reset, J, N,
-        float(sc.router.rtt), float(T), float(warmup), B, sc.run.max_services, int(trace),
-        sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
-        nF, st_start, st_packets, st_order,
-        K, cls_spec, cls_cdf, lam_total, cls_p,
-        rng, cost_key,
-    )
     w0 = time.perf_counter()
     c0 = time.process_time()
-    out, compile_seconds = simulate_kernel(*args, specialise=specialise)
+    out, compile_seconds = simulate_kernel(
+        info, opt, J, N, rtt=float(sc.router.rtt), T=float(T), warmup=float(warmup), B=B,
+        max_services=sc.run.max_services, trace_cap=int(trace), specs=_spec_arrays(specs, J), traffic=traffic,
+        n_static=nF, K=K, lam_total=lam_total, rng=rng, cost_key=cost_key, specialise=specialise)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
-    (t_end, services, served_j, admitted_j, in_sys_j, pk_adm, pk_dep, in_router,
-     busy_post, st_dep_post, st_done_t, st_admitted,
-     area, dep_pk, done_n, done_pk, done_fct, cls_arrived, cls_completed, x_end,
-     tr_t, tr_end, tr_res, tr_uid, tr_seq, n_uid, max_active) = out
+    t_end, services = out.t_end, out.services
+    served_j, admitted_j, in_sys_j = out.served, out.admitted, out.in_system
+    st_dep_post, st_done_t = out.static_departed, out.static_done_t
+    area, dep_pk, done_pk, done_fct = out.area, out.departed, out.done_packets, out.done_time
+    busy_post = out.busy_post
 
     for j in range(J):
         if admitted_j[j] != served_j[j] + in_sys_j[j]:
             raise ConservationError(
                 f"resource {sc.resources[j]!r}: admitted {admitted_j[j]} != served {served_j[j]} "
                 f"+ in system {in_sys_j[j]}")
-    if pk_adm != pk_dep + in_router:
-        raise ConservationError(f"router: admitted {pk_adm} != departed {pk_dep} + inside {in_router}")
+    if out.packets_admitted != out.packets_departed + out.in_router:
+        raise ConservationError(f"router: admitted {out.packets_admitted} != departed {out.packets_departed} "
+                                f"+ inside {out.in_router}")
     if int(served_j.sum()) != services:
         raise ConservationError(f"services {services} != sum of per-resource services {served_j.sum()}")
 
@@ -237,16 +235,17 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
             method = f"completions: sum of sizes / sum of completion times of flows arrived after warm-up, " \
                      f"{B} batch means, t-interval {sc.run.confidence:g}"
         classes.append(ClassResult(
-            name=c.name, gamma=g, ci=(lo, hi), completed=int(cls_completed[k]), arrived=int(cls_arrived[k]),
+            name=c.name, gamma=g, ci=(lo, hi), completed=int(out.class_completed[k]), arrived=int(out.class_arrived[k]),
             mean_flows=float(area[k].sum()) / span if span > 0 else math.nan,
             throughput=float(dep_pk[k].sum()) / span if span > 0 else math.nan, method=method))
     resources = [ResourceResult(name=r, utilization=float(busy_post[j]) / span if span > 0 else math.nan,
                                 services=int(served_j[j])) for j, r in enumerate(sc.resources)]
-    tr = Trace(tr_t, tr_end, tr_res, tr_uid, tr_seq) if trace else None
+    tr = Trace(out.trace_start, out.trace_end, out.trace_resource, out.trace_flow, out.trace_seq) if trace else None
     return RunResult(
         scenario=sc, scheduler=sc.router.scheduler, virtual_time=sc.router.virtual_time, seed=sc.run.seed,
         t_end=float(t_end), services=int(services), flows=flows, classes=classes, resources=resources,
-        wall_seconds=wall, cpu_seconds=cpu, compile_seconds=compile_seconds, flows_started=int(n_uid), max_active_flows=int(max_active), trace=tr,
-        batches={"area": area[:K], "departed": dep_pk[:K], "done_n": done_n[:K], "done_packets": done_pk[:K],
+        wall_seconds=wall, cpu_seconds=cpu, compile_seconds=compile_seconds, flows_started=out.flows_started,
+        max_active_flows=out.max_active_flows, trace=tr,
+        batches={"area": area[:K], "departed": dep_pk[:K], "done_n": out.done_n[:K], "done_packets": done_pk[:K],
                  "done_time": done_fct[:K]},
     )

@@ -1,6 +1,6 @@
 """The lean event loop (one scheduler, default options, no trace) against the generic one.
 
-Both are compiled from the same source (router.engine._make_loop); the generic loop is
+Both are compiled from the same source (router.loop._make_raw); the generic loop is
 checked trace-for-trace against the SimPy reference (test_reference.py), the lean one,
 which records no trace, must then give the very same outputs, bit for bit.
 """
@@ -18,7 +18,7 @@ import flows
 from conftest import JIT_DISABLED
 from test_reference import SCHEDULER_NAMES, scenarios
 
-DEFAULTS = {"router.virtual_time": "started", "router.idle_reset": False, "router.rtt": 0.0}
+DEFAULTS = {"router.rtt": 0.0}  # every scheduler option has a lean variant; rtt > 0 is generic only
 
 
 def outputs(r) -> dict:
@@ -29,17 +29,15 @@ def outputs(r) -> dict:
 
 
 def assert_lean_equals_generic(sc) -> None:
-    from router.engine import GENERIC, lean_policy
+    from router.engine import is_lean
     from router.run import simulate
-    from fq.registry import SCHEDULERS
 
-    code = SCHEDULERS[sc.router.scheduler].code
-    assert lean_policy(code, False, False, 0.0, 0) == code  # the lean variant applies
+    assert is_lean(sc.router.rtt, 0)  # the lean variant applies
     lean = simulate(sc)
     generic = simulate(sc, specialise=False)
     assert lean.services > 0 or sc.classes  # a short run may see no Poisson flow
     assert outputs(lean) == outputs(generic)
-    assert lean_policy(code, True, False, 0.0, 0) == GENERIC
+    assert not is_lean(sc.router.rtt, 1) and not is_lean(0.5, 0)
 
 
 @pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")

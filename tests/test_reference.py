@@ -23,13 +23,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import flows
+from fq.registry import SCHEDULERS
 from router.reference import ReferenceRouter, packet_uniform, simulate_reference, trace_tuples
 
 SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "1.0"))
 
 # small and fast: also runs with NUMBA_DISABLE_JIT=1, where the engine is plain Python
 pytestmark = pytest.mark.nojit
-SCHEDULER_NAMES = ("drfq", "drfq-dovetail", "pf-sfq", "bmf-wfq", "fifo", "fq-single")
+SCHEDULER_NAMES = tuple(SCHEDULERS)  # the registry: a new scheduler is cross-checked without edits here
 
 F1, F2 = 0, 1  # flow ids of the two static flows
 
@@ -79,8 +80,8 @@ def test_drfq_trace():
 def test_drfq_tags_at_admission():
     r = ReferenceRouter(two_flows("drfq", 2, 1.5), None)
     r.run()
-    f1p3 = [p for p in r.queue[0] if p.flow.uid == F1 and p.seq == 3]
-    assert [(p.key, p.finish) for p in f1p3] == [(2.0, 3.0)]
+    f1p3 = [p for p in r.waiting(0) if p.flow.uid == F1 and p.seq == 3]
+    assert [(p.tag["key"], p.tag["finish"]) for p in f1p3] == [(2.0, 3.0)]
 
 
 def test_drfq_memorylessness():
@@ -89,7 +90,7 @@ def test_drfq_memorylessness():
     r = ReferenceRouter(sc.replace(**{"run.duration": 9.5}), None)
     r.run()
     assert r.tags.V() == 9.0
-    assert sorted(p.key for p in r.queue[0] if p.flow.uid == F2) == [float(k) for k in range(9, 29)]
+    assert sorted(p.tag["key"] for p in r.waiting(0) if p.flow.uid == F2) == [float(k) for k in range(9, 29)]
     res = simulate_reference(sc)
     assert res.rows(resource=0) == [(float(k - 1), F1, k) for k in range(1, 11)] + [
         (10.0, F2, 1), (10.5, F1, 11), (11.5, F2, 2), (12.0, F1, 12), (13.0, F2, 3), (13.5, F1, 13)]
@@ -116,7 +117,7 @@ def test_pf_sfq_counts_the_arriving_packet():
     assert [f.completion_time for f in res.flows] == [None, 2.0]
     r = ReferenceRouter(sc, None)
     r.run()
-    assert [(p.seq, p.key, p.finish) for p in r.queue[0]] == [(4, 2.0, 2.5)]
+    assert [(p.seq, p.tag["key"], p.tag["finish"]) for p in r.waiting(0)] == [(4, 2.0, 2.5)]
 
 
 def test_stop_at_duration_and_finite_flow():
@@ -137,7 +138,7 @@ def test_rtt_delays_admission():
 
 
 def test_packet_uniform_twin_matches_engine():
-    from router.engine import packet_uniform as jitted
+    from router.packets import packet_uniform as jitted
 
     cases = [(key, uid, seq) for key in (0, 1, 0xDEADBEEF, 0xFFFFFFFF)
              for uid in (0, 1, 7, 2**31 + 5, 2**33 + 9) for seq in (1, 2, 30, 2**31 - 1)]

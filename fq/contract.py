@@ -1,0 +1,161 @@
+"""The scheduler contract: what one module in ``fq/`` must export.
+
+A scheduling discipline is one module plus one line in :mod:`fq.registry`.
+The engine (:mod:`router.loop`) and the SimPy reference (:mod:`router.reference`)
+are written once against this contract; nothing outside the module knows what
+a scheduler does.
+
+Module attributes (plain Python)::
+
+    NAME, SUMMARY, REFERENCE         strings; REFERENCE cites the paper and equation
+    OBJECTIVE                        the fluid objective it is meant to realise ("drf", "pf", "bmf") or None
+    OPTIONS                          tuple of :class:`Option`: the scheduler's named options (scenario keys
+                                     under ``[router]``)
+    layout(J) -> Layout              the float64 state it needs (per flow, per (flow, resource), per
+                                     resource, global, per packet); the engine allocates and zeroes it
+    encode(router, resources)        its options as a tuple of floats, ``opt`` (validated: raises
+                                     :class:`flows.errors.ScenarioError` naming ``router.<option>``)
+    Reference                        plain-Python twin of the hooks for the SimPy reference model,
+                                     written independently of the kernel: the test oracle
+
+State (all float64, zeroed; a flow's rows are zeroed again when a flow takes a table row):
+``S = SchedState(flow, flow_res, res, glob)`` with ``S.flow[slot * NF + m]``,
+``S.flow_res[(slot * J + j) * NFR + m]``, ``S.res[j * NRS + m]``, ``S.glob[m]``
+(``NF, NFR, NRS``: the module's own layout numbers), and ``pkt``, the engine's
+packet records: the record of a packet starts at ``pb``, ``pkt[pb + j]`` is its
+cost ``s_ij`` at resource j (time units, 0 = it skips j) and ``pkt[pb + J + m]``
+the module's per-packet slot m.
+
+Hooks: numba functions (``@jit(inline="always")``), all with exactly these
+parameters (checked by :func:`check_module` when the registry loads)::
+
+    admit(S, pkt, opt, J, slot, pb, weight, dominant, t)     router admission (dominant = max_j s_ij)
+    arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t)     the packet joins resource j; q_ij = packets of
+                                                             its flow at j, this one included
+    head(S, pkt, opt, J, slot, pb, j, weight) -> key         it became the head of its flow's FIFO at j
+                                                             (the queue was empty, or its predecessor just
+                                                             began service): its scheduling key there
+    start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t)   it begins service at j; next_pb = the record of
+                                                             the flow's next packet waiting at j, or -1;
+                                                             called before head(next)
+    finish(S, pkt, opt, J, slot, pb, j, t)                   its service at j ends (phase 1a)
+    idle(S, pkt, opt, J, j, t)                               j is idle and nothing waits there (phase 3)
+    ready(S, pkt, opt, J, j, t) -> bool                      may idle j start its smallest head now?  False
+                                                             keeps j idle until a later instant
+
+Each resource serves, among the heads of the flows' FIFOs, the smallest
+``(key, flow id)``.  Phase order at one instant (SPEC §2): completions
+(``finish``), moves and departures in resource order (``arrive``/``head``),
+admissions (``admit``, ``arrive``, ``head``), then every idle resource in index
+order (``ready``, ``start``, ``head`` of the next packet, or ``idle``).
+In the lean compiled variant ``opt`` is a compile-time constant, so branches
+on it cost nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Layout:
+    """float64 slots a scheduler keeps: per flow, per (flow, resource), per resource, global, per packet."""
+
+    flow: int = 0
+    flow_res: int = 0
+    res: int = 0
+    glob: int = 0
+    pkt: int = 0
+
+
+@dataclass(frozen=True)
+class Option:
+    """A named scheduler option: scenario key ``router.<name>``."""
+
+    name: str
+    default: Any
+    doc: str
+
+
+class SchedState(NamedTuple):
+    """The scheduler's own state, allocated by the engine from :func:`layout` (flat float64 arrays)."""
+
+    flow: np.ndarray
+    flow_res: np.ndarray
+    res: np.ndarray
+    glob: np.ndarray
+
+
+HOOKS: dict[str, tuple[str, ...]] = {
+    "admit": ("S", "pkt", "opt", "J", "slot", "pb", "weight", "dominant", "t"),
+    "arrive": ("S", "pkt", "opt", "J", "slot", "pb", "j", "weight", "q_ij", "t"),
+    "head": ("S", "pkt", "opt", "J", "slot", "pb", "j", "weight"),
+    "start": ("S", "pkt", "opt", "J", "slot", "pb", "j", "weight", "next_pb", "t"),
+    "finish": ("S", "pkt", "opt", "J", "slot", "pb", "j", "t"),
+    "idle": ("S", "pkt", "opt", "J", "j", "t"),
+    "ready": ("S", "pkt", "opt", "J", "j", "t"),
+}
+REFERENCE_METHODS = ("admit", "arrive", "head", "start", "finish", "idle", "ready")
+ATTRIBUTES = ("NAME", "SUMMARY", "REFERENCE", "OBJECTIVE", "OPTIONS", "layout", "encode", "Reference")
+
+
+def _params(fn: Callable) -> tuple[str, ...]:
+    py = getattr(fn, "py_func", fn)
+    return tuple(inspect.signature(py).parameters)
+
+
+def check_module(mod) -> None:
+    """Raise TypeError unless ``mod`` exports the whole contract with the exact hook signatures."""
+    missing = [a for a in ATTRIBUTES + tuple(HOOKS) if not hasattr(mod, a)]
+    if missing:
+        raise TypeError(f"scheduler module {mod.__name__}: missing {', '.join(missing)} (see fq/contract.py)")
+    for name, params in HOOKS.items():
+        got = _params(getattr(mod, name))
+        if got != params:
+            raise TypeError(f"scheduler module {mod.__name__}: {name}{got} must take {params} (fq/contract.py)")
+    for m in REFERENCE_METHODS:
+        if not callable(getattr(mod.Reference, m, None)):
+            raise TypeError(f"scheduler module {mod.__name__}: Reference.{m} missing (fq/contract.py)")
+    if not isinstance(mod.layout(2), Layout):
+        raise TypeError(f"scheduler module {mod.__name__}: layout(J) must return fq.contract.Layout")
+
+
+def option_value(router, name: str, default: Any) -> Any:
+    """The value of scheduler option ``name``: a ``RouterConfig`` field, else ``router.options``."""
+    if hasattr(router, name):
+        return getattr(router, name)
+    return dict(getattr(router, "options", ()) or ()).get(name, default)
+
+
+class ReferenceTags:
+    """Base of the plain-Python twins: every hook does nothing; ``head`` returns ``p.tag["key"]``."""
+
+    def __init__(self, J: int, opt: tuple[float, ...], router):
+        self.J = J
+        self.opt = opt
+        self.router = router
+
+    def admit(self, p, t):
+        pass
+
+    def arrive(self, p, j, t):
+        pass
+
+    def head(self, p, j):
+        return p.tag["key"]
+
+    def start(self, p, j, next_p, t):
+        pass
+
+    def finish(self, p, j, t):
+        pass
+
+    def idle(self, j, t):
+        pass
+
+    def ready(self, j, t):
+        return True

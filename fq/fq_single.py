@@ -1,0 +1,75 @@
+"""Fair queueing on one resource, FIFO elsewhere (a baseline, SPEC §4.5).
+
+At the fair-queued resource (option ``router.fq_resource``, default the last
+one) the tag rule is BMF-WFQ's (:mod:`fq.sfq`, [BR] eq. 7); at every other
+resource the key is the arrival time there, as in :mod:`fq.fifo`.  Options
+``router.idle_reset`` and ``router.increment`` apply at the fair-queued resource.
+"""
+
+from __future__ import annotations
+
+from flows.errors import ScenarioError
+from fq import sfq
+from fq._jit import jit
+from fq.contract import Option
+
+NAME = "fq-single"
+SUMMARY = "SFQ on one resource, FIFO elsewhere"
+REFERENCE = "baseline (SPEC 4.5)"
+OBJECTIVE = None
+OPTIONS = (Option("fq_resource", None, "the fair-queued resource (default: the last)"),) + sfq.OPTIONS
+layout = sfq.layout
+
+
+def encode(router, resources):
+    name = router.fq_resource if router.fq_resource is not None else resources[-1]
+    if name not in resources:
+        raise ScenarioError(f"router.fq_resource = {name!r}: must be one of the resources {list(resources)}")
+    return (float(resources.index(name)),) + sfq.encode_sfq(router)
+
+
+@jit(inline="always")
+def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+    return
+
+
+@jit(inline="always")
+def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+    if j == opt[0]:
+        sfq.tag(S, pkt, J, slot, pb, j, weight, opt[2] != 0.0)
+    else:
+        pkt[pb + J + sfq.P_START] = t
+
+
+@jit(inline="always")
+def head(S, pkt, opt, J, slot, pb, j, weight):
+    return sfq.key(pkt, J, pb)
+
+
+@jit(inline="always")
+def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+    if j == opt[0]:
+        sfq.begin(S, pkt, J, pb, j, opt[1] != 0.0)
+
+
+@jit(inline="always")
+def finish(S, pkt, opt, J, slot, pb, j, t):
+    return
+
+
+@jit(inline="always")
+def idle(S, pkt, opt, J, j, t):
+    if j == opt[0]:
+        sfq.go_idle(S, j, opt[1] != 0.0)
+
+
+@jit(inline="always")
+def ready(S, pkt, opt, J, j, t):
+    return True
+
+
+class Reference(sfq.SFQReference):
+    def __init__(self, J, opt, router):
+        fq = int(opt[0])
+        super().__init__(J, opt, router, ["bmf" if j == fq else "fifo" for j in range(J)],
+                         opt[1] != 0.0, opt[2] != 0.0)

@@ -1,0 +1,173 @@
+"""The flow life cycle on the flow table: starts, departures, completions.
+
+Flows start (static flows at their start time, Poisson flows at their arrival)
+by taking a table row and queueing ``min(N, L)`` admissions; each departure
+from the router either makes the window's next admission due or, for the last
+packet, completes the flow, whose row goes back to the free list.  Starts and
+completions are rare next to services: they are compiled out of line
+(:func:`flow_starts`, :func:`flow_done`); :func:`depart` is inlined in the loop.
+
+Random draws, for every scheduler alike (common random numbers): per Poisson
+arrival, in this order, the class (``rng.random``), the size
+(``rng.geometric``) and the next inter-arrival time (``rng.exponential``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fq._jit import jit, jit_no_refcount, no_wraparound
+from router.batches import add_area, batch_index
+from router.state import (
+    C_ACTIVE, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR, C_T_AREA, F_ARRIVE, F_DOM,
+    F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN, I_SIZE, I_SPEC, I_UID,
+    N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q,
+)
+
+INF = np.inf
+NO_WRAPAROUND = no_wraparound(__name__)
+
+DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
+
+
+@jit(inline="always")
+def depart(s, t, warmup, slot_i, departed, b_start, bcur):
+    """A packet of the flow in row s leaves the router at t: departure counts.  Returns
+    (code, batch index): DEP_NEXT when the window's next packet is due (its admission is
+    then pending), DEP_FLOW_DONE when that was the flow's last packet, else DEP_NONE;
+    ``bcur``, the batch of the last class departure, only moves forward (clock order)."""
+    slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+    k = slot_i[s * N_ICOLS + I_CLASS]
+    if t > warmup:
+        if k < 0:
+            slot_i[s * N_ICOLS + I_DEPPOST] += 1
+        else:
+            while t >= b_start[bcur + 1]:  # = batch_index(t): t <= T here
+                bcur += 1
+            departed[k, bcur] += 1.0
+    if slot_i[s * N_ICOLS + I_REMAIN] != 0:
+        if slot_i[s * N_ICOLS + I_REMAIN] > 0:
+            slot_i[s * N_ICOLS + I_REMAIN] -= 1
+        slot_i[s * N_ICOLS + I_PENDING] += 1
+        return DEP_NEXT, bcur
+    if slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
+        return DEP_FLOW_DONE, bcur
+    return DEP_NONE, bcur
+
+
+@jit_no_refcount
+def flow_done(s, k, t, P, ft, acc, t_last_area, n_free):
+    """A class-k flow (row s) left at t: flow statistics; its row goes back to the free list."""
+    add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)
+    acc.x[k] -= 1.0
+    acc.class_completed[k] += 1
+    t_arr = ft.slot_f[s * N_FCOLS + F_ARRIVE]
+    if t_arr >= P.warmup:
+        b = batch_index(t, P.warmup, P.T, P.B)
+        if b >= 0:
+            acc.done_n[k, b] += 1.0
+            acc.done_packets[k, b] += ft.slot_i[s * N_ICOLS + I_SIZE]
+            acc.done_time[k, b] += t - t_arr
+    ft.free[n_free] = s
+
+
+@jit_no_refcount
+def flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc):
+    """Static flow starts (by flow id) and the Poisson flow arrival at instant t: each new
+    flow gets a table row (the scheduler's rows zeroed) and queues min(N, L) admissions in
+    ``aq.now_s`` (the loop admits them right after).  Scalars travel in ``carry``; returns
+    the new length of ``now_s``."""
+    cf, ci = carry.cf, carry.ci
+    slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
+    RM, W, N = P.RM, P.W, P.N
+    next_arr = cf[C_NEXT_ARR]
+    next_static = cf[C_NEXT_STATIC]
+    t_last_area = cf[C_T_AREA]
+    n_free = ci[C_NFREE]
+    st_ptr = ci[C_ST_PTR]
+    next_uid = ci[C_NEXT_UID]
+    n_active = ci[C_ACTIVE]
+    max_active = ci[C_MAX_ACTIVE]
+    while next_static == t or next_arr == t:
+        if next_static == t:
+            s = tf.static_order[st_ptr]
+            st_ptr += 1
+            next_static = tf.static_start[tf.static_order[st_ptr]] if st_ptr < P.n_static else INF
+            size_total = tf.static_packets[s]
+        else:
+            if n_free == 0:
+                # a second Poisson arrival at this very instant (an inter-arrival draw of 0.0)
+                # found the table full: leave it due; the loop grows the table and admits it
+                break
+            # class, size, next inter-arrival: in this order, for every scheduler
+            u = rng.random()
+            k = 0
+            while k < P.K - 1 and u >= tf.class_cdf[k]:
+                k += 1
+            size_total = rng.geometric(tf.class_p[k])
+            next_arr = t + rng.exponential(1.0 / P.lam_total)
+            n_free -= 1
+            s = ft.free[n_free]
+            slot_i[s * N_ICOLS + I_UID] = next_uid
+            next_uid += 1
+            slot_i[s * N_ICOLS + I_SPEC] = tf.class_spec[k]
+            slot_i[s * N_ICOLS + I_CLASS] = k
+            slot_f[s * N_FCOLS + F_WEIGHT] = sp.weight[tf.class_spec[k]]
+            acc.class_arrived[k] += 1
+            add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)
+            t_last_area = t
+            acc.x[k] += 1.0
+        # ---- a flow starts: reset its row, queue min(N, L) admissions
+        slot_i[s * N_ICOLS + I_SIZE] = size_total
+        slot_i[s * N_ICOLS + I_REMAIN] = size_total if size_total > 0 else -1
+        slot_i[s * N_ICOLS + I_INFLIGHT] = 0
+        slot_i[s * N_ICOLS + I_NEXTSEQ] = 1
+        slot_i[s * N_ICOLS + I_PENDING] = 0
+        slot_i[s * N_ICOLS + I_DEPPOST] = 0
+        slot_f[s * N_FCOLS + F_ARRIVE] = t
+        sp_row = slot_i[s * N_ICOLS + I_SPEC]
+        if sp.n_sizes[sp_row] == 1:
+            # constant per-packet costs: every ring slot holds them for the flow's lifetime
+            dom = 0.0
+            first = -1
+            for jj in range(J):
+                c = sp.cost[sp_row, jj] + sp.per_byte[sp_row, jj] * sp.sizes[sp_row, 0]
+                for q in range(RM + 1):
+                    pkt[(s * (RM + 1) + q) * W + jj] = c
+                if c > dom:
+                    dom = c
+                if c > 0.0 and first < 0:
+                    first = jj
+            slot_f[s * N_FCOLS + F_DOM] = dom
+            slot_i[s * N_ICOLS + I_FIRST] = first
+        for m in range(P.NF):
+            S.flow[s * P.NF + m] = 0.0
+        for m in range(J * P.NFR):
+            S.flow_res[s * J * P.NFR + m] = 0.0
+        for jj in range(J):
+            qb = (s * J + jj) * (RM + 4)
+            ft.qs[qb + QS_Q] = 0
+            ft.qs[qb + QS_HEAD] = 0
+            ft.qs[qb + QS_COUNT] = 0
+        n_active += 1
+        if n_active > max_active:
+            max_active = n_active
+        n0 = N
+        if size_total > 0 and size_total < N:
+            n0 = size_total
+        for _ in range(n0):
+            if slot_i[s * N_ICOLS + I_REMAIN] > 0:
+                slot_i[s * N_ICOLS + I_REMAIN] -= 1
+            slot_i[s * N_ICOLS + I_PENDING] += 1
+            aq.now_s[now_n] = s
+            now_n += 1
+
+    cf[C_NEXT_ARR] = next_arr
+    cf[C_NEXT_STATIC] = next_static
+    cf[C_T_AREA] = t_last_area
+    ci[C_NFREE] = n_free
+    ci[C_ST_PTR] = st_ptr
+    ci[C_NEXT_UID] = next_uid
+    ci[C_ACTIVE] = n_active
+    ci[C_MAX_ACTIVE] = max_active
+    return now_n

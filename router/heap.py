@@ -1,0 +1,119 @@
+"""Per-resource binary min-heaps of flow heads, ordered by (key, flow id).
+
+Row j of ``hp`` holds resource j's heap as pairs of int64 words: the key's
+IEEE-754 bits (keys are finite and >= +0.0, so their bit patterns order like
+the values) and ``uid << SLOT_BITS | slot``.  The pair is compared as two
+integers without branches; every position from the heap's size on holds a
+sentinel above every entry (the array starts full of them, a pop puts one
+back), so a node's second child is read without a bounds test (the layout of
+the C yardstick's heap).  The heap's size is the number of flows with packets
+waiting at j, so a service costs O(log flows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import config, types
+from numba.extending import intrinsic
+
+from fq._jit import jit, no_wraparound
+
+SLOT_BITS = 24
+SLOT_MASK = (1 << SLOT_BITS) - 1
+UID_LIMIT = 1 << (63 - SLOT_BITS)
+SENTINEL = np.iinfo(np.int64).max
+
+# indices here are never negative (see fq._jit.no_wraparound)
+NO_WRAPAROUND = no_wraparound(__name__)
+
+if config.DISABLE_JIT:  # plain-Python twin of the bit cast
+    def f2i(x):
+        return int(np.float64(x).view(np.int64))
+else:
+    @intrinsic
+    def f2i(typingctx, x):
+        """The bits of a float64 as an int64 (no conversion)."""
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], ir.IntType(64))
+        return types.int64(types.float64), codegen
+
+
+@jit(inline="always")
+def _lt(k1, u1, k2, u2):
+    return (k1 < k2) | ((k1 == k2) & (u1 < u2))
+
+
+@jit(inline="always")
+def push(hp, hn, j, key, uid, slot):
+    """Add flow head (key, uid, slot) to resource j's heap (sift up)."""
+    kb = f2i(key + 0.0)  # + 0.0 turns a -0.0 into +0.0
+    u = (uid << SLOT_BITS) | slot
+    i = hn[j]
+    hn[j] = i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        pk = hp[j, 2 * p]
+        pu = hp[j, 2 * p + 1]
+        if not _lt(kb, u, pk, pu):
+            break
+        hp[j, 2 * i] = pk
+        hp[j, 2 * i + 1] = pu
+        i = p
+    hp[j, 2 * i] = kb
+    hp[j, 2 * i + 1] = u
+
+
+@jit(inline="always")
+def _fill_root(hp, n, j, kb, u):
+    """The root of resource j's heap (size n >= 1) is vacant: walk the hole down to a leaf
+    along the smaller children (branch-free), then sift (kb, u) up from there."""
+    i = 0
+    c = 1
+    while c < n:
+        c += _lt(hp[j, 2 * c + 2], hp[j, 2 * c + 3], hp[j, 2 * c], hp[j, 2 * c + 1])
+        hp[j, 2 * i] = hp[j, 2 * c]
+        hp[j, 2 * i + 1] = hp[j, 2 * c + 1]
+        i = c
+        c = 2 * i + 1
+    while i > 0:
+        p = (i - 1) >> 1
+        pk = hp[j, 2 * p]
+        pu = hp[j, 2 * p + 1]
+        if not _lt(kb, u, pk, pu):
+            break
+        hp[j, 2 * i] = pk
+        hp[j, 2 * i + 1] = pu
+        i = p
+    hp[j, 2 * i] = kb
+    hp[j, 2 * i + 1] = u
+
+
+@jit(inline="always")
+def replace_top(hp, hn, j, key, uid, slot):
+    """The top flow's next head (key, uid, slot) replaces it."""
+    _fill_root(hp, hn[j], j, f2i(key + 0.0), (uid << SLOT_BITS) | slot)
+
+
+@jit(inline="always")
+def pop(hp, hn, j):
+    n = hn[j] - 1
+    hn[j] = n
+    kb = hp[j, 2 * n]
+    u = hp[j, 2 * n + 1]
+    hp[j, 2 * n] = SENTINEL
+    hp[j, 2 * n + 1] = SENTINEL
+    if n > 0:
+        _fill_root(hp, n, j, kb, u)
+
+
+def allocate(J: int, capacity: int) -> np.ndarray:
+    """Heaps for J resources with room for ``capacity`` flows, full of sentinels."""
+    return np.full((J, 2 * capacity + 4), SENTINEL, np.int64)
+
+
+def grow(hp: np.ndarray, capacity: int) -> np.ndarray:
+    """The same heaps with room for ``capacity`` flows."""
+    out = allocate(hp.shape[0], capacity)
+    out[:, : hp.shape[1]] = hp
+    return out

@@ -1,0 +1,386 @@
+"""The event loop, written once for every scheduler (SPEC §2; the hooks of fq/contract.py).
+
+Event order at one instant ``t`` (SPEC §2, a (choice)):
+
+1. all service completions at ``t``: first every completing packet leaves its
+   server (``finish`` hook; queue lengths no longer count it), then, in resource
+   order, each one moves on to the next resource it visits (``arrive``), or
+   leaves the router (admitting the flow's next packet when ``rtt = 0``, or
+   scheduling that admission at ``t + rtt``);
+2. then admissions delayed by ``rtt`` that fall due at ``t``, static flow starts
+   at ``t`` (by flow id) and the Poisson flow arrival at ``t``; every arrival is
+   tagged (``admit``, ``arrive``) with the scheduler's state as it stands
+   *before* any service starts at ``t``;
+3. then every idle resource, in resource order, with waiting packets and
+   ``ready``, starts the smallest head (``start``, then ``head`` of that flow's
+   next packet there); an idle resource with nothing waiting calls ``idle``.
+
+Ties between keys: smallest key, then smallest flow id.  A flow's packets reach
+every resource in sequence order, so each resource keeps a FIFO per flow and a
+binary min-heap of the flows' head packets (:mod:`router.heap`).
+
+One loop is compiled per (number of resources J, scheduler, variant): the
+scheduler's hooks are bound as globals of that copy of the loop (no run-time
+dispatch, so an unknown scheduler cannot fall through to another's rules), J is
+a constant (loops over resources unroll), and the *lean* variant (rtt = 0, no
+trace) also compiles the scheduler's options ``opt`` in as constants.  The
+*generic* variant reads rtt, the trace bound and ``opt`` at run time.  Both
+come from the same source; tests assert equal outputs.  The loop runs without
+numba's runtime (no reference counting) and without negative-index wraparound
+(every index here is >= 0; a NUMBA_BOUNDSCHECK test checks it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import types as _types
+from pathlib import Path
+
+import numpy as np
+
+from fq._jit import jit, jit_no_refcount, no_wraparound
+from router import heap
+from router.flowtable import DEP_FLOW_DONE, DEP_NEXT, depart, flow_done, flow_starts
+from router.packets import packet_uniform
+from router.state import (
+    C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE, C_PK_ADM, C_PK_DEP, C_SERVICES,
+    C_STOPPED, C_T, C_T_AREA, C_TR_N, F_DOM, F_WEIGHT, I_CLASS, I_DONE, I_FIRST, I_INFLIGHT, I_NEXTSEQ,
+    I_PENDING, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_RING,
+)
+
+INF = np.inf
+NO_WRAPAROUND = no_wraparound(__name__)
+DONE, GROW_FLOWS = 0, 1
+
+
+# ---------------------------------------------------------------------------
+# the pieces of the loop that call the scheduler's hooks (sched_*: globals bound per scheduler)
+def _enqueue(S, opt, J, RM, W, s, seq, pb, j, t, uid, weight, ft, hp, hn, admitted_j):
+    """Packet ``seq`` (record at ``pkt[pb:]``) of the flow in row ``s`` joins resource j at time t."""
+    qs = ft.qs
+    qb = (s * J + j) * (RM + 4)
+    q_ij = qs[qb + QS_Q] + 1
+    qs[qb + QS_Q] = q_ij
+    admitted_j[j] += 1
+    sched_arrive(S, ft.pkt, opt, J, s, pb, j, weight, q_ij, t)  # noqa: F821 - bound per scheduler
+    cnt = qs[qb + QS_COUNT]
+    qs[qb + QS_RING + ((qs[qb + QS_HEAD] + cnt) & RM)] = seq
+    qs[qb + QS_COUNT] = cnt + 1
+    if cnt == 0:
+        heap.push(hp, hn, j, sched_head(S, ft.pkt, opt, J, s, pb, j, weight), uid, s)  # noqa: F821
+
+
+def _admit(S, opt, J, RM, W, s, t, ft, sp, cost_key, hp, hn, admitted_j):
+    """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
+    slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
+    seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
+    slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
+    pb = (s * (RM + 1) + (seq & RM)) * W
+    row = slot_i[s * N_ICOLS + I_SPEC]
+    uid = slot_i[s * N_ICOLS + I_UID]
+    if sp.n_sizes[row] > 1:
+        # a packet size from the counter-based hash; costs = per packet + per byte * size
+        u = packet_uniform(cost_key, uid, seq)
+        z = 0
+        while z < sp.n_sizes[row] - 1 and u >= sp.cdf[row, z]:
+            z += 1
+        size = sp.sizes[row, z]
+        dominant = 0.0
+        for jj in range(J):
+            c = sp.cost[row, jj] + sp.per_byte[row, jj] * size
+            pkt[pb + jj] = c
+            if c > dominant:
+                dominant = c
+    else:
+        # constant costs: written into every ring slot when the flow started
+        dominant = slot_f[s * N_FCOLS + F_DOM]
+    slot_i[s * N_ICOLS + I_INFLIGHT] += 1
+    weight = slot_f[s * N_FCOLS + F_WEIGHT]
+    sched_admit(S, pkt, opt, J, s, pb, weight, dominant, t)  # noqa: F821
+    j0 = slot_i[s * N_ICOLS + I_FIRST]
+    if sp.n_sizes[row] > 1:
+        j0 = 0
+        while pkt[pb + j0] <= 0.0:
+            j0 += 1
+    _enqueue(S, opt, J, RM, W, s, seq, pb, j0, t, uid, weight, ft, hp, hn, admitted_j)
+
+
+def _start_next(S, opt, J, RM, W, j, t, T, warmup, ft, hp, hn, busy_slot, busy_seq, service_end, busy_post,
+                trace_cap, tr_n, tr):
+    """Idle resource j starts its smallest head (phase 3); returns the trace length."""
+    if hn[j] == 0:
+        sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
+        return tr_n
+    if not sched_ready(S, ft.pkt, opt, J, j, t):  # noqa: F821
+        return tr_n
+    qs, pkt = ft.qs, ft.pkt
+    NR = RM + 1
+    top = hp[j, 1]
+    s = top & heap.SLOT_MASK
+    qb = (s * J + j) * (RM + 4)
+    h = qs[qb + QS_HEAD]
+    seq = qs[qb + QS_RING + h]
+    h = (h + 1) & RM
+    qs[qb + QS_HEAD] = h
+    cnt = qs[qb + QS_COUNT] - 1
+    qs[qb + QS_COUNT] = cnt
+    pb = (s * NR + (seq & RM)) * W
+    weight = ft.slot_f[s * N_FCOLS + F_WEIGHT]
+    if cnt > 0:
+        pbn = (s * NR + (qs[qb + QS_RING + h] & RM)) * W
+        sched_start(S, pkt, opt, J, s, pb, j, weight, pbn, t)  # noqa: F821
+        heap.replace_top(hp, hn, j, sched_head(S, pkt, opt, J, s, pbn, j, weight), top >> heap.SLOT_BITS, s)  # noqa: F821
+    else:
+        sched_start(S, pkt, opt, J, s, pb, j, weight, -1, t)  # noqa: F821
+        heap.pop(hp, hn, j)
+    busy_slot[j] = s
+    busy_seq[j] = seq
+    end = t + pkt[pb + j]
+    service_end[j] = end
+    # busy time inside [warmup, T] (conditional expressions: numba compiles the builtin
+    # min/max of floats to out-of-line calls)
+    hi = end if end < T else T
+    lo = t if t > warmup else warmup
+    if hi > lo:
+        busy_post[j] += hi - lo
+    if tr_n < trace_cap:
+        tr.times[2 * tr_n] = t
+        tr.times[2 * tr_n + 1] = end
+        tr.ids[3 * tr_n] = j
+        tr.ids[3 * tr_n + 1] = ft.slot_i[s * N_ICOLS + I_UID]
+        tr.ids[3 * tr_n + 2] = seq
+        tr_n += 1
+    return tr_n
+
+
+def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
+    """The loop's source, closed over its compile-time constants (numba keys its on-disk
+    cache on them: KEY hashes the scheduler's name and the sources the loop is built from)."""
+
+    def event_loop(P, sp, tf, rng, carry, ft, S, opt, rs, aq, acc, tr):
+        """The event loop proper (see the module docstring for the event order).
+
+        Arrays are never reassigned here, and the loop is compiled without numba's runtime,
+        so no reference counting runs on the hot path.  When the flow table is full and a
+        Poisson flow is due, it returns GROW_FLOWS *before* touching that instant; the host
+        (router.engine) enlarges the arrays and calls it again.  Every admission, immediate
+        (a departure with rtt = 0, a new flow's first window) or delayed by rtt, goes through
+        one queue and one call site.
+        """
+        J = J_CONST  # a compile-time constant: loops over resources unroll
+        _key = KEY  # noqa: F841 - part of the cache key
+        o = OPT if LEAN else opt
+        rtt = 0.0 if LEAN else P.rtt
+        trace_cap = 0 if LEAN else P.trace_cap
+        RM = P.RM
+        W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
+        NR = RM + 1
+        QW = RM + 4
+        T = P.T
+        warmup = P.warmup
+        max_services = P.max_services
+        slot_i, slot_f, qs, pkt = ft.slot_i, ft.slot_f, ft.qs, ft.pkt
+        service_end, busy_post, hp = rs.service_end, rs.busy_post, rs.hp
+        ri = rs.ri
+        busy_slot, busy_seq, served_j, admitted_j = ri[0:J], ri[J:2 * J], ri[2 * J:3 * J], ri[3 * J:4 * J]
+        hn, comp_j, comp_slot, comp_seq = ri[4 * J:5 * J], ri[5 * J:6 * J], ri[6 * J:7 * J], ri[7 * J:8 * J]
+        due_t, due_s, now_s = aq.due_t, aq.due_s, aq.now_s
+        acap = due_t.shape[0]
+        cf, ci = carry.cf, carry.ci
+        t = cf[C_T]
+        next_arr = cf[C_NEXT_ARR]
+        next_static = cf[C_NEXT_STATIC]
+        t_last_area = cf[C_T_AREA]
+        services = ci[C_SERVICES]
+        n_free = ci[C_NFREE]
+        adm_head = ci[C_ADM_HEAD]
+        adm_n = ci[C_ADM_N]
+        pk_admitted = ci[C_PK_ADM]
+        pk_departed = ci[C_PK_DEP]
+        n_active = ci[C_ACTIVE]
+        tr_n = ci[C_TR_N]
+        bcur = ci[C_BATCH]
+        code = DONE
+        while True:
+            # ---- next event instant: scan the few candidate times
+            tn = next_static
+            if next_arr < tn:
+                tn = next_arr
+            if adm_n > 0 and due_t[adm_head] < tn:
+                tn = due_t[adm_head]
+            for j in range(J):
+                if service_end[j] < tn:
+                    tn = service_end[j]
+            if tn > T or tn == INF:
+                break
+            if max_services > 0 and services >= max_services:
+                ci[C_STOPPED] = 1
+                break
+            if next_arr == tn and n_free == 0:
+                code = GROW_FLOWS
+                break
+            t = tn
+
+            # ---- phase 1a: completing packets leave their servers
+            nc = 0
+            for j in range(J):
+                if service_end[j] == t:
+                    s = busy_slot[j]
+                    comp_j[nc] = j
+                    comp_slot[nc] = s
+                    comp_seq[nc] = busy_seq[j]
+                    nc += 1
+                    qs[(s * J + j) * QW + QS_Q] -= 1
+                    served_j[j] += 1
+                    services += 1
+                    busy_slot[j] = -1
+                    service_end[j] = INF
+                    sched_finish(S, pkt, o, J, s, (s * NR + (busy_seq[j] & RM)) * W, j, t)  # noqa: F821
+
+            # ---- phase 1b: move each on, or let it leave (resource order)
+            now_n = 0
+            for c in range(nc):
+                j = comp_j[c]
+                s = comp_slot[c]
+                seq = comp_seq[c]
+                pb = (s * NR + (seq & RM)) * W
+                nj = j + 1
+                while nj < J and pkt[pb + nj] <= 0.0:
+                    nj += 1
+                if nj < J:
+                    _enqueue(S, o, J, RM, W, s, seq, pb, nj, t, slot_i[s * N_ICOLS + I_UID],
+                             slot_f[s * N_FCOLS + F_WEIGHT], ft, hp, hn, admitted_j)
+                    continue
+                # departure from the router
+                pk_departed += 1
+                dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur)
+                if dep == DEP_NEXT:
+                    # the window's next packet: now (rtt = 0) or rtt later
+                    if rtt > 0.0:
+                        q = adm_head + adm_n
+                        if q >= acap:
+                            q -= acap
+                        due_t[q] = t + rtt
+                        due_s[q] = s
+                        adm_n += 1
+                    else:
+                        now_s[now_n] = s
+                        now_n += 1
+                elif dep == DEP_FLOW_DONE:
+                    # ---- flow completion (rare: out of line)
+                    n_active -= 1
+                    k = slot_i[s * N_ICOLS + I_CLASS]
+                    if k < 0:
+                        acc.static_done_t[s] = t
+                        slot_i[s * N_ICOLS + I_DONE] = 1
+                    else:
+                        flow_done(s, k, t, P, ft, acc, t_last_area, n_free)
+                        t_last_area = t
+                        n_free += 1
+
+            # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
+            #      rtt that fall due now, then new flows' windows (static starts by flow id, then
+            #      the Poisson arrival); each is tagged with the scheduler's state as it stands now
+            now_i = 0
+            starts_done = False
+            while True:
+                if now_i < now_n:
+                    s = now_s[now_i]
+                    now_i += 1
+                elif adm_n > 0 and due_t[adm_head] == t:
+                    s = due_s[adm_head]
+                    adm_head += 1
+                    if adm_head == acap:
+                        adm_head = 0
+                    adm_n -= 1
+                elif not starts_done and (next_static == t or next_arr == t):
+                    starts_done = True
+                    cf[C_NEXT_ARR] = next_arr
+                    cf[C_NEXT_STATIC] = next_static
+                    cf[C_T_AREA] = t_last_area
+                    ci[C_NFREE] = n_free
+                    ci[C_ACTIVE] = n_active
+                    now_n = flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc)
+                    next_arr = cf[C_NEXT_ARR]
+                    next_static = cf[C_NEXT_STATIC]
+                    t_last_area = cf[C_T_AREA]
+                    n_free = ci[C_NFREE]
+                    n_active = ci[C_ACTIVE]
+                    continue
+                else:
+                    break
+                slot_i[s * N_ICOLS + I_PENDING] -= 1
+                _admit(S, o, J, RM, W, s, t, ft, sp, P.cost_key, hp, hn, admitted_j)
+                pk_admitted += 1
+
+            # ---- phase 3: idle resources start their smallest head
+            for j in range(J):
+                if busy_slot[j] < 0:
+                    tr_n = _start_next(S, o, J, RM, W, j, t, T, warmup, ft, hp, hn, busy_slot, busy_seq,
+                                       service_end, busy_post, trace_cap, tr_n, tr)
+
+        cf[C_T] = t
+        cf[C_NEXT_ARR] = next_arr
+        cf[C_NEXT_STATIC] = next_static
+        cf[C_T_AREA] = t_last_area
+        ci[C_SERVICES] = services
+        ci[C_NFREE] = n_free
+        ci[C_ADM_HEAD] = adm_head
+        ci[C_ADM_N] = adm_n
+        ci[C_PK_ADM] = pk_admitted
+        ci[C_PK_DEP] = pk_departed
+        ci[C_ACTIVE] = n_active
+        ci[C_TR_N] = tr_n
+        ci[C_BATCH] = bcur
+        return code
+
+    return event_loop
+
+
+def _rebind(fn, g: dict):
+    """``fn`` with ``g`` as its globals (same code, defaults and closure)."""
+    return _types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+_SOURCE_HASH: str | None = None
+
+
+def _sources_hash() -> str:
+    """A hash of every source the loop is built from (fq/ and the engine's modules): numba
+    checks only the loop's own file for staleness, so it goes into the cache key."""
+    global _SOURCE_HASH
+    if _SOURCE_HASH is None:
+        h = hashlib.sha256()
+        here = Path(__file__).parent
+        files = sorted((here.parent / "fq").glob("*.py")) + [
+            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state")]
+        for f in files:
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+        _SOURCE_HASH = h.hexdigest()[:20]
+    return _SOURCE_HASH
+
+
+_LOOPS: dict = {}
+
+
+def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0):
+    """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
+    options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
+    trace read at run time).
+    Built once per process; numba caches the machine code on disk."""
+    lean = opt is not None
+    key = (int(J), info.name, tuple(opt) if lean else None)
+    fn = _LOOPS.get(key)
+    if fn is None:
+        mod = info.module
+        g = dict(globals())
+        g.update(sched_admit=mod.admit, sched_arrive=mod.arrive, sched_head=mod.head, sched_start=mod.start,
+                 sched_finish=mod.finish, sched_idle=mod.idle, sched_ready=mod.ready)
+        for name in ("_enqueue", "_admit", "_start_next"):
+            g[name] = jit(inline="always")(_rebind(globals()[name], g))
+        const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
+        tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
+        raw = _make_raw(int(J), int(J + mod.layout(J).pkt), lean, const, tag)
+        fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
+    return fn

@@ -1,0 +1,33 @@
+"""Per-packet sizes: a counter-based hash, identical for every scheduler (common random numbers).
+
+Packet ``seq`` of flow ``uid`` draws its size from ``packet_uniform(cost_key,
+uid, seq)``; ``cost_key`` comes from its own child of the run's SeedSequence,
+so the packets a flow sends do not depend on the scheduler or on the order
+in which the engine handles them.  ``router/reference.py`` has a plain-Python
+twin, checked against this one by the tests.
+"""
+
+from __future__ import annotations
+
+from fq._jit import jit
+
+M32 = 0xFFFFFFFF
+
+
+@jit(inline="always")
+def hash32(x):
+    """A 32-bit integer mixer (xorshift-multiply); products stay below 2**63."""
+    x = x & M32
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & M32
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & M32
+    x ^= x >> 16
+    return x
+
+
+@jit(inline="always")
+def packet_uniform(cost_key, uid, seq):
+    """Uniform in [0, 1) for packet ``seq`` of flow ``uid``: ``h(h(h(key ^ uid) + seq))``."""
+    h = hash32(hash32(hash32(cost_key ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
+    return h / 4294967296.0

@@ -1,0 +1,198 @@
+"""The engine's state as named tuples of flat arrays, and their allocation and growth (plain Python).
+
+The compiled loop (:mod:`router.loop`) takes these tuples and nothing else;
+everything here runs in Python around it: allocation before the first call,
+doubling when the loop reports a full flow table, and what is left in the
+system at the end for the conservation check.
+
+Flow-table rows ("slots"): static flows own rows ``0..n_static-1`` (flow id =
+row); Poisson flows take rows from a free list.  Row offsets use power-of-two
+widths, so they are shifts.  Per (row, resource) a queue record
+``qs[(s * J + j) * (NR + 3) + field]`` holds the packets of the flow there
+(waiting or in service, ``Q_ij``), the ring head, the ring count (waiting
+only) and a ring of ``NR`` packet sequence numbers (``NR >= N`` a power of
+two: positions are ``seq & RM``).  Packet records ``pkt[(s * NR + (seq & RM)) *
+W + m]`` hold the packet's cost at each resource (m < J), then the
+scheduler's own per-packet slots (``W = J + layout.pkt``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from fq.contract import Layout, SchedState
+from router import heap
+
+INF = np.inf
+
+# flow-table integer columns
+(I_UID, I_SPEC, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_SIZE, I_PENDING, I_DEPPOST, I_DONE,
+ I_FIRST) = range(11)
+N_ICOLS = 16  # 11 used; a power of two, so row offsets are shifts
+# flow-table float columns: weight, arrival time, dominant cost (constant-cost flows)
+F_ARRIVE, F_WEIGHT, F_DOM = range(3)
+N_FCOLS = 4
+# per-(flow row, resource) queue record fields
+QS_Q, QS_HEAD, QS_COUNT, QS_RING = range(4)
+
+# scalars carried between calls of the loop: floats, then ints
+(C_T, C_NEXT_ARR, C_NEXT_STATIC, C_T_AREA) = range(4)
+N_CF = 4
+(C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
+ C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH) = range(13)
+N_CI = 13
+
+
+class Params(NamedTuple):
+    """Scalars of one run (time units; counts)."""
+
+    N: int              # window: packets per flow inside the router
+    RM: int             # ring mask: NR - 1
+    W: int              # packet record width: J + the scheduler's per-packet slots
+    NF: int             # scheduler floats per flow
+    NFR: int            # scheduler floats per (flow, resource)
+    rtt: float          # admission delay after a departure
+    T: float            # end of the run
+    warmup: float
+    B: int              # batches
+    max_services: int   # 0 = no limit
+    trace_cap: int      # service starts to record
+    n_static: int
+    K: int              # classes
+    lam_total: float    # Poisson flow arrival rate, all classes
+    cost_key: int       # key of the packet-size hash
+
+
+class Specs(NamedTuple):
+    """Per-packet cost profiles, one row per static flow, then one per class."""
+
+    cost: np.ndarray       # [S, J] time units per packet
+    per_byte: np.ndarray   # [S, J] time units per byte
+    sizes: np.ndarray      # [S, Z] packet sizes (bytes)
+    cdf: np.ndarray        # [S, Z] their cumulative probabilities
+    n_sizes: np.ndarray    # [S] number of sizes (1 = constant costs)
+    weight: np.ndarray     # [S]
+
+
+class Traffic(NamedTuple):
+    """Static flows and Poisson classes."""
+
+    static_start: np.ndarray    # [n_static] start times
+    static_packets: np.ndarray  # [n_static] packets (0 = backlogged)
+    static_order: np.ndarray    # static flow ids by (start, id)
+    class_spec: np.ndarray      # [K] row of Specs
+    class_cdf: np.ndarray       # [K] cumulative class probabilities
+    class_p: np.ndarray         # [K] geometric size parameter 1 / mean
+
+
+class FlowTable(NamedTuple):
+    slot_i: np.ndarray   # [C * N_ICOLS] int64
+    slot_f: np.ndarray   # [C * N_FCOLS] float64
+    qs: np.ndarray       # [C * J * (NR + 3)] int64 queue records
+    pkt: np.ndarray      # [C * NR * W] float64 packet records
+    free: np.ndarray     # [C] free rows (a stack)
+
+
+class Resources(NamedTuple):
+    service_end: np.ndarray  # [J] end of the service in progress (inf: idle)
+    busy_post: np.ndarray    # [J] busy time inside [warmup, T]
+    ri: np.ndarray           # [8 J] int64: busy row | busy seq | served | admitted | heap size | completions
+    hp: np.ndarray           # [J, 2 C + 4] heaps of flow heads (router.heap)
+
+
+class Admissions(NamedTuple):
+    due_t: np.ndarray   # ring of admissions delayed by rtt: due time
+    due_s: np.ndarray   # ... and row
+    now_s: np.ndarray   # admissions due at the current instant
+
+
+class Carry(NamedTuple):
+    cf: np.ndarray  # [N_CF] float scalars
+    ci: np.ndarray  # [N_CI] int scalars
+
+
+class Accumulators(NamedTuple):
+    b_start: np.ndarray        # [B + 1] first instant of each batch (router.batches.batch_starts)
+    x: np.ndarray              # [K] flows in system
+    area: np.ndarray           # [K, B] integral of flows in system
+    departed: np.ndarray       # [K, B] class packets that left
+    done_n: np.ndarray         # [K, B] flows completed (arrived after warm-up)
+    done_packets: np.ndarray   # [K, B] their sizes
+    done_time: np.ndarray      # [K, B] their completion times
+    class_arrived: np.ndarray  # [K]
+    class_completed: np.ndarray  # [K]
+    static_done_t: np.ndarray  # [n_static] completion time of finite static flows
+
+
+class TraceBuffer(NamedTuple):
+    times: np.ndarray  # [cap * 2] start, end
+    ids: np.ndarray    # [cap * 3] resource, flow id, packet sequence
+
+
+def ring_size(N: int) -> int:
+    NR = 1
+    while NR < N:
+        NR *= 2
+    return NR
+
+
+def int_views(ri: np.ndarray, J: int):
+    """busy row, busy seq, served, admitted, heap size, completing resource / row / seq."""
+    return tuple(ri[k * J:(k + 1) * J] for k in range(8))
+
+
+def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int, B: int, trace_cap: int,
+             b_start: np.ndarray):
+    """Every array of a run with room for C flows (rows ``n_static..C-1`` free)."""
+    ft = FlowTable(
+        slot_i=np.zeros(C * N_ICOLS, np.int64),
+        slot_f=np.zeros(C * N_FCOLS, np.float64),
+        qs=np.zeros(C * J * (NR + 3), np.int64),
+        pkt=np.zeros(C * NR * W, np.float64),
+        free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
+    )
+    S = SchedState(flow=np.zeros(max(C * lay.flow, 1)), flow_res=np.zeros(max(C * J * lay.flow_res, 1)),
+                   res=np.zeros(max(J * lay.res, 1)), glob=np.zeros(max(lay.glob, 1)))
+    rs = Resources(service_end=np.full(J, INF), busy_post=np.zeros(J), ri=np.zeros(8 * J, np.int64),
+                   hp=heap.allocate(J, C))
+    rs.ri[:J] = -1  # no packet in service
+    aq = Admissions(due_t=np.zeros(C * NR + J), due_s=np.zeros(C * NR + J, np.int64),
+                    now_s=np.zeros(C * NR + J, np.int64))
+    Kc = max(K, 1)
+    acc = Accumulators(b_start=b_start, x=np.zeros(Kc), area=np.zeros((Kc, B)), departed=np.zeros((Kc, B)),
+                       done_n=np.zeros((Kc, B)), done_packets=np.zeros((Kc, B)), done_time=np.zeros((Kc, B)),
+                       class_arrived=np.zeros(Kc, np.int64), class_completed=np.zeros(Kc, np.int64),
+                       static_done_t=np.full(max(n_static, 1), np.nan))
+    tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64))
+    carry = Carry(cf=np.zeros(N_CF), ci=np.zeros(N_CI, np.int64))
+    carry.ci[C_NFREE] = C - n_static
+    return ft, S, rs, aq, acc, tr, carry
+
+
+def _grown(a: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n, a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, aq: Admissions, carry: Carry):
+    """Double the flow table (and the heaps, the scheduler's per-flow state and the admission
+    queues); the new rows go on the free list.  Returns the new capacity and tuples."""
+    C2 = 2 * C
+    ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, C2 * N_FCOLS),
+                    qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
+                    free=np.zeros(C2, np.int64))
+    ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
+    carry.ci[C_NFREE] = C2 - C
+    S2 = S._replace(flow=_grown(S.flow, S.flow.shape[0] * 2), flow_res=_grown(S.flow_res, S.flow_res.shape[0] * 2))
+    rs2 = rs._replace(hp=heap.grow(rs.hp, C2))
+    n, head, cap = carry.ci[C_ADM_N], carry.ci[C_ADM_HEAD], aq.due_t.shape[0]
+    order = (head + np.arange(n)) % cap
+    aq2 = Admissions(due_t=np.zeros(C2 * NR + J), due_s=np.zeros(C2 * NR + J, np.int64),
+                     now_s=np.zeros(C2 * NR + J, np.int64))
+    aq2.due_t[:n] = aq.due_t[order]
+    aq2.due_s[:n] = aq.due_s[order]
+    carry.ci[C_ADM_HEAD] = 0
+    return C2, ft2, S2, rs2, aq2
