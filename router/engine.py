@@ -40,7 +40,7 @@ from router.batches import add_area_py, batch_starts
 from router.loop import DONE, loop_for
 from router.state import (
     C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T,
-    C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_Q,
+    C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_Q, QS_WIDTH,
     Params, Specs, Traffic, allocate, grow, int_views, ring_size,
 )
 
@@ -162,7 +162,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
 
     # ---- what is left in the system, for the conservation check
     slot_i = ft.slot_i.reshape(C, N_ICOLS)
-    in_system = ft.qs.reshape(C, J, NR + 3)[:, :, QS_Q].sum(axis=0)
+    in_system = ft.qs.reshape(C, J, QS_WIDTH)[:, :, QS_Q].sum(axis=0)
     inflight = slot_i[:, I_INFLIGHT]
     ns1 = max(n_static, 1)
     tr_n = ci[C_TR_N]

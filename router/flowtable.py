@@ -21,7 +21,7 @@ from router.batches import add_area, batch_index
 from router.state import (
     C_ACTIVE, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR, C_T_AREA, F_ARRIVE, F_DOM,
     F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN, I_SIZE, I_SPEC, I_UID,
-    N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q,
+    N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_WIDTH,
 )
 
 INF = np.inf
@@ -145,7 +145,7 @@ def flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc):
         for m in range(J * P.NFR):
             S.flow_res[s * J * P.NFR + m] = 0.0
         for jj in range(J):
-            qb = (s * J + jj) * (RM + 4)
+            qb = (s * J + jj) * QS_WIDTH
             ft.qs[qb + QS_Q] = 0
             ft.qs[qb + QS_HEAD] = 0
             ft.qs[qb + QS_COUNT] = 0

@@ -45,7 +45,7 @@ from router.packets import packet_uniform
 from router.state import (
     C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE, C_PK_ADM, C_PK_DEP, C_SERVICES,
     C_STOPPED, C_T, C_T_AREA, C_TR_N, F_DOM, F_WEIGHT, I_CLASS, I_DONE, I_FIRST, I_INFLIGHT, I_NEXTSEQ,
-    I_PENDING, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_RING,
+    I_PENDING, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_WIDTH,
 )
 
 INF = np.inf
@@ -58,15 +58,15 @@ DONE, GROW_FLOWS = 0, 1
 def _enqueue(S, opt, J, RM, W, s, seq, pb, j, t, uid, weight, ft, hp, hn, admitted_j):
     """Packet ``seq`` (record at ``pkt[pb:]``) of the flow in row ``s`` joins resource j at time t."""
     qs = ft.qs
-    qb = (s * J + j) * (RM + 4)
+    qb = (s * J + j) * QS_WIDTH
     q_ij = qs[qb + QS_Q] + 1
     qs[qb + QS_Q] = q_ij
     admitted_j[j] += 1
     sched_arrive(S, ft.pkt, opt, J, s, pb, j, weight, q_ij, t)  # noqa: F821 - bound per scheduler
     cnt = qs[qb + QS_COUNT]
-    qs[qb + QS_RING + ((qs[qb + QS_HEAD] + cnt) & RM)] = seq
     qs[qb + QS_COUNT] = cnt + 1
     if cnt == 0:
+        qs[qb + QS_HEAD] = seq  # the flow's waiting packets at j: head, head + 1, ... (no overtaking)
         heap.push(hp, hn, j, sched_head(S, ft.pkt, opt, J, s, pb, j, weight), uid, s)  # noqa: F821
 
 
@@ -117,17 +117,15 @@ def _start_next(S, opt, J, RM, W, j, t, T, warmup, ft, hp, hn, busy_slot, busy_s
     NR = RM + 1
     top = hp[j, 1]
     s = top & heap.SLOT_MASK
-    qb = (s * J + j) * (RM + 4)
-    h = qs[qb + QS_HEAD]
-    seq = qs[qb + QS_RING + h]
-    h = (h + 1) & RM
-    qs[qb + QS_HEAD] = h
+    qb = (s * J + j) * QS_WIDTH
+    seq = qs[qb + QS_HEAD]
+    qs[qb + QS_HEAD] = seq + 1
     cnt = qs[qb + QS_COUNT] - 1
     qs[qb + QS_COUNT] = cnt
     pb = (s * NR + (seq & RM)) * W
     weight = ft.slot_f[s * N_FCOLS + F_WEIGHT]
     if cnt > 0:
-        pbn = (s * NR + (qs[qb + QS_RING + h] & RM)) * W
+        pbn = (s * NR + ((seq + 1) & RM)) * W
         sched_start(S, pkt, opt, J, s, pb, j, weight, pbn, t)  # noqa: F821
         heap.replace_top(hp, hn, j, sched_head(S, pkt, opt, J, s, pbn, j, weight), top >> heap.SLOT_BITS, s)  # noqa: F821
     else:
@@ -175,7 +173,6 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
         RM = P.RM
         W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
         NR = RM + 1
-        QW = RM + 4
         T = P.T
         warmup = P.warmup
         max_services = P.max_services
@@ -230,7 +227,7 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
                     comp_slot[nc] = s
                     comp_seq[nc] = busy_seq[j]
                     nc += 1
-                    qs[(s * J + j) * QW + QS_Q] -= 1
+                    qs[(s * J + j) * QS_WIDTH + QS_Q] -= 1
                     served_j[j] += 1
                     services += 1
                     busy_slot[j] = -1

@@ -7,13 +7,16 @@ system at the end for the conservation check.
 
 Flow-table rows ("slots"): static flows own rows ``0..n_static-1`` (flow id =
 row); Poisson flows take rows from a free list.  Row offsets use power-of-two
-widths, so they are shifts.  Per (row, resource) a queue record
-``qs[(s * J + j) * (NR + 3) + field]`` holds the packets of the flow there
-(waiting or in service, ``Q_ij``), the ring head, the ring count (waiting
-only) and a ring of ``NR`` packet sequence numbers (``NR >= N`` a power of
-two: positions are ``seq & RM``).  Packet records ``pkt[(s * NR + (seq & RM)) *
-W + m]`` hold the packet's cost at each resource (m < J), then the
-scheduler's own per-packet slots (``W = J + layout.pkt``).
+widths, so they are shifts.  Per (row, resource) a queue record of four
+int64 ``qs[(s * J + j) * 4 + field]`` holds the packets of the flow there
+(waiting or in service, ``Q_ij``), the sequence number of its first waiting
+packet and the number waiting.  No ring of sequence numbers is needed: a
+flow's packets pass the resources in series in sequence order and never
+overtake one another, so the packets of a flow waiting at j are always
+consecutive, ``head, head + 1, ..., head + count - 1``.  Packet records
+``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR >= N`` a power of two) hold the
+packet's cost at each resource (m < J), then the scheduler's own per-packet
+slots (``W = J + layout.pkt``).
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ N_ICOLS = 16  # 11 used; a power of two, so row offsets are shifts
 # flow-table float columns: weight, arrival time, dominant cost (constant-cost flows)
 F_ARRIVE, F_WEIGHT, F_DOM = range(3)
 N_FCOLS = 4
-# per-(flow row, resource) queue record fields
-QS_Q, QS_HEAD, QS_COUNT, QS_RING = range(4)
+# per-(flow row, resource) queue record: packets there, first waiting seq, number waiting (+ 1 pad)
+QS_Q, QS_HEAD, QS_COUNT = range(3)
+QS_WIDTH = 4
 
 # scalars carried between calls of the loop: floats, then ints
 (C_T, C_NEXT_ARR, C_NEXT_STATIC, C_T_AREA) = range(4)
@@ -90,7 +94,7 @@ class Traffic(NamedTuple):
 class FlowTable(NamedTuple):
     slot_i: np.ndarray   # [C * N_ICOLS] int64
     slot_f: np.ndarray   # [C * N_FCOLS] float64
-    qs: np.ndarray       # [C * J * (NR + 3)] int64 queue records
+    qs: np.ndarray       # [C * J * QS_WIDTH] int64 queue records
     pkt: np.ndarray      # [C * NR * W] float64 packet records
     free: np.ndarray     # [C] free rows (a stack)
 
@@ -149,7 +153,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     ft = FlowTable(
         slot_i=np.zeros(C * N_ICOLS, np.int64),
         slot_f=np.zeros(C * N_FCOLS, np.float64),
-        qs=np.zeros(C * J * (NR + 3), np.int64),
+        qs=np.zeros(C * J * QS_WIDTH, np.int64),
         pkt=np.zeros(C * NR * W, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
     )
