@@ -6,16 +6,16 @@ registry); here the same check runs with the DRR options drawn too.
 
 import numpy as np
 import pytest
+from conftest import SCALE
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_reference import check_engine_equals_reference, scenarios
 
 import flows
-from conftest import SCALE
 from flows.errors import ScenarioError
 from router.cli import main
 from router.reference import simulate_reference
 from router.run import simulate
-from test_reference import check_engine_equals_reference, scenarios
 
 
 def two_flows(window=2, duration=12.0, **router):
@@ -123,7 +123,7 @@ def test_drr_bad_quantum_cli_exit_2(tmp_path, capsys):
     path.write_text('resources = ["cpu", "link"]\n[router]\nscheduler = "drr"\nquantum = -2\n'
                     '[run]\nduration = 10.0\n[[flow]]\ncost = [1.0, 1.0]\n')
     code = main(["run", str(path)])
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert code == 2 and "router.quantum = -2" in err and err.count("\n") == 1, err
 
 

@@ -6,16 +6,16 @@ registry); here the same check runs with the progress-control lag drawn too.
 
 import numpy as np
 import pytest
+from conftest import SCALE
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_reference import check_engine_equals_reference, scenarios
 
 import flows
 from analysis.allocations import drf
-from conftest import SCALE
 from flows.errors import ScenarioError
 from router.reference import simulate_reference
 from router.run import simulate
-from test_reference import check_engine_equals_reference, scenarios
 
 
 def rows(sc, resource, n):
