@@ -1,7 +1,9 @@
 """The fluid flow-level model driven by a given arrival sample path (a control variate).
 
 The packet emulator's flow arrivals (times, classes, sizes) depend only on the
-seed, never on the scheduler (:func:`arrival_path` regenerates them exactly).
+seed, never on the scheduler: both take them from
+:class:`flows.traffic.ArrivalStream` (:func:`arrival_path`), whatever the
+size law or a trace says.
 Feeding the *same* arrivals to the fluid model of [BR] §4.1 — every class-k
 flow served at the per-flow rate ``phi_k(x)`` of the objective, processor
 sharing within the class — gives a number-in-system process that moves with
@@ -19,6 +21,13 @@ the engine's (``[warmup, T]`` cut into ``B`` equal pieces).
 Within class k all flows drain at the same rate, so a class keeps a virtual
 time ``V_k = integral of phi_k dt`` and a min-heap of the flows' finish
 virtual times ``V_k(arrival) + size``.
+
+The Markov model's gamma is the expectation of the fluid path's only for
+geometric sizes and Poisson arrivals (the model's assumptions).  With another
+size law the fluid path still runs on the engine's very arrivals (so the
+packet-minus-fluid difference stays a low-variance measurement of
+packetisation), but its mean need not be the Markov value: ``mrfq compare``
+flags such rows (``insensitivity_guaranteed: false``).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.state_rates import STATE_OBJECTIVES, state_phi
+from flows.traffic import arrivals_until
 from fq._jit import jit
 from router.batches import add_area as _area
 
@@ -33,34 +43,10 @@ CODES = {k: STATE_OBJECTIVES[k] for k in ("drf", "pf", "bmf")}
 
 
 def arrival_path(scenario, seed: int, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(times, classes, sizes) of every flow arrival in [0, T], exactly as the engine draws them.
-
-    Mirrors :func:`router.run.simulate`: ``SeedSequence(seed).spawn(2)[0]`` drives a PCG64
-    generator; the first arrival is ``exponential(1/Lambda)``; then per arrival ``u = random()``
-    picks the class by cumulative rate, ``geometric(1/mean)`` the size and
-    ``exponential(1/Lambda)`` the next inter-arrival.
-    """
-    rates = np.array([c.rate for c in scenario.classes], dtype=np.float64)
-    lam = float(rates.sum())
-    cdf = np.cumsum(rates) / lam
-    cdf[-1] = 1.0
-    p = np.array([1.0 / c.mean_packets for c in scenario.classes])
-    ss = np.random.SeedSequence(seed).spawn(2)[0]
-    rng = np.random.Generator(np.random.PCG64(ss))
-    times, classes, sizes = [], [], []
-    t = rng.exponential(1.0 / lam)
-    K = len(rates)
-    while t <= T:
-        u = rng.random()
-        k = 0
-        while k < K - 1 and u >= cdf[k]:
-            k += 1
-        sizes.append(rng.geometric(p[k]))
-        classes.append(k)
-        times.append(t)
-        t = t + rng.exponential(1.0 / lam)
-    return (np.array(times, dtype=np.float64), np.array(classes, dtype=np.int64),
-            np.array(sizes, dtype=np.float64))
+    """(times, classes, sizes) of every flow arrival in [0, T]: the engine's, from the one
+    implementation :func:`flows.traffic.arrivals_until` (sizes as float64 packets)."""
+    times, classes, sizes = arrivals_until(scenario, seed, T)
+    return times, classes, sizes.astype(np.float64)
 
 
 @jit
@@ -148,9 +134,11 @@ def fluid_path_kernel(code, a, w, norm, times, classes, sizes, warmup, T, B, are
             i += 1
 
 
-def fluid_path(scenario, objective: str, seed: int, *, batches: int) -> dict | None:
+def fluid_path(scenario, objective: str, seed: int, *, batches: int, keep_arrivals: bool = False) -> dict | None:
     """Batch sums of the fluid model on the engine's arrival path for this seed, or None
-    where no per-state kernel exists (PF/BMF with three or more resources)."""
+    where no per-state kernel exists (PF/BMF with three or more resources).  With
+    ``keep_arrivals`` the result also holds the arrivals the kernel consumed (``"arrivals"``:
+    times, classes, sizes as lists)."""
     if objective not in CODES or not scenario.classes:
         return None
     a = np.ascontiguousarray([c.mean_cost() for c in scenario.classes], dtype=np.float64)
@@ -164,4 +152,8 @@ def fluid_path(scenario, objective: str, seed: int, *, batches: int) -> dict | N
     served = np.zeros((K, batches))
     fluid_path_kernel(CODES[objective], a, w, np.ascontiguousarray(a.max(axis=1)), times, classes, sizes,
                       float(warmup), float(T), batches, area, served)
-    return {"area": area.tolist(), "departed": served.tolist()}
+    out = {"area": area.tolist(), "departed": served.tolist()}
+    if keep_arrivals:
+        out["arrivals"] = {"times": times.tolist(), "classes": classes.tolist(),
+                           "sizes": [int(v) for v in sizes]}
+    return out

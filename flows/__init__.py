@@ -1,4 +1,4 @@
-"""Traffic and scenario model: static flows, Poisson classes, packet-size profiles, presets."""
+"""Traffic and scenario model: static flows, Poisson or trace-driven classes, flow-size laws, packet-size profiles, presets."""
 
 from flows.errors import MrfqError, ScenarioError
 from flows.scenario import (
@@ -15,9 +15,10 @@ from flows.scenario import (
     preset_names,
     to_dict,
 )
+from flows.traffic import ArrivalStream, SizeLaw
 
 __all__ = [
-    "ClassSpec", "FlowSpec", "MrfqError", "PacketSizes", "RouterConfig", "RunConfig", "Scenario",
+    "ArrivalStream", "SizeLaw", "ClassSpec", "FlowSpec", "MrfqError", "PacketSizes", "RouterConfig", "RunConfig", "Scenario",
     "ScenarioError", "from_dict", "load_preset", "load_scenario", "preset_description",
     "preset_names", "to_dict",
 ]

@@ -27,6 +27,8 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     seed = 1
     [traffic]
     load = 0.8                           # optional: scale class rates from their `share`
+    trace = "arrivals.csv"               # optional: arrivals from a CSV (time,class,packets), path
+                                         # relative to this file; then no rate/share/size per class
     [[flow]]                             # a static flow
     name = "a"
     cost = [0.6667, 1.0]
@@ -37,7 +39,9 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     name = "c1"
     cost = [0.25, 1.0]
     rate = 1.0e-5                        # or share = 8 with [traffic] load
-    mean_packets = 20000
+    mean_packets = 20000                 # geometric sizes; or a law (flows/traffic.py):
+    # size = {law = "pareto", alpha = 1.5, mean = 20000}   (also lognormal: sigma, mean;
+    #                                                       deterministic: packets; geometric: mean)
     weight = 1.0
 
 Per-packet costs can vary: with ``per_byte = [b_1, ..., b_J]`` and a packet
@@ -60,6 +64,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from flows.errors import ScenarioError
+from flows.traffic import SIZE_LAWS, ArrivalTrace, SizeLaw, read_arrival_trace
 
 #: The scheduler's name and its own options (keys under [router] other than the
 #: engine's) are checked against the registry (fq/registry.py: ``resolve``), the one
@@ -166,7 +171,12 @@ class FlowSpec:
 
 @dataclass(frozen=True)
 class ClassSpec:
-    """A traffic class: Poisson flow arrivals of ``rate``, geometric sizes of mean ``mean_packets``."""
+    """A traffic class: Poisson flow arrivals of ``rate``, sizes of mean ``mean_packets``.
+
+    ``size`` is the flow-size law (:class:`flows.traffic.SizeLaw`); ``None`` means geometric of
+    mean ``mean_packets``, the law the flow-level Markov model assumes.  With a non-geometric law
+    ``mean_packets`` is that law's mean.
+    """
 
     name: str
     cost: tuple[float, ...]
@@ -176,9 +186,15 @@ class ClassSpec:
     share: float | None = None
     per_byte: tuple[float, ...] | None = None
     packet_sizes: PacketSizes | None = None
+    size: SizeLaw | None = None
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
+
+    @property
+    def size_law(self) -> SizeLaw:
+        """The flow-size law (geometric of mean ``mean_packets`` unless ``size`` says otherwise)."""
+        return self.size if self.size is not None else SizeLaw("geometric", self.mean_packets)
 
 
 def _check_positive(where: str, cost, per_byte, ps) -> None:
@@ -245,6 +261,15 @@ class Scenario:
     classes: tuple[ClassSpec, ...] = ()
     load: float | None = None
     name: str = "scenario"
+    arrival_trace: ArrivalTrace | None = None
+
+    @property
+    def geometric_sizes(self) -> bool:
+        """True when every class's flows are Poisson arrivals of geometric sizes: the assumption
+        of the flow-level Markov model ([BR] §4), hence of ``mrfq fluid`` and ``mrfq compare``'s
+        fluid values.  (Under processor sharing on one resource gamma is insensitive to the size
+        law; for the multi-resource allocations that is not guaranteed.)"""
+        return self.arrival_trace is None and all(c.size is None for c in self.classes)
 
     # ---- derived quantities -------------------------------------------------
     @property
@@ -291,7 +316,10 @@ class Scenario:
 
     def digest(self) -> str:
         """A stable hash of the whole validated scenario (for result keys)."""
-        blob = json.dumps(to_dict(self), sort_keys=True, separators=(",", ":"))
+        d = to_dict(self)
+        if self.arrival_trace is not None:  # the trace's content, not only its path
+            d["traffic"]["trace_sha256"] = self.arrival_trace.sha256
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -299,10 +327,10 @@ class Scenario:
 _TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "description")
 _ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment")
 _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services")
-_TRAFFIC = ("load",)
+_TRAFFIC = ("load", "trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
-          "packet_size_probs")
+          "packet_size_probs", "size")
 
 
 def _table(where: str, v: Any) -> Mapping[str, Any]:
@@ -313,8 +341,82 @@ def _table(where: str, v: Any) -> Mapping[str, Any]:
     return v
 
 
-def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
-    """Validate a parsed TOML document (or an equivalent dict) into a :class:`Scenario`."""
+def _size_law(where: str, c: Mapping[str, Any]) -> tuple[float, SizeLaw | None]:
+    """A class's flow-size law: ``(mean packets, law)``, law ``None`` for geometric (the Markov
+    model's assumption).  ``mean_packets = m`` is the shorthand of ``size = {law = "geometric",
+    mean = m}``; the laws and their discretisations are in :mod:`flows.traffic`."""
+    size = c.get("size")
+    if size is None:
+        return _num(f"{where}.mean_packets", c.get("mean_packets", 20000.0), lo=1.0), None
+    if "mean_packets" in c:
+        raise _err(f"{where}: give either mean_packets or size = {{law = ...}}, not both")
+    if not isinstance(size, Mapping):
+        raise _err(f"{where}.size = {size!r}: must be a table, e.g. size = {{law = \"pareto\", alpha = 1.5, "
+                   "mean = 20000}")
+    law = size.get("law")
+    if law not in SIZE_LAWS:
+        raise _err(f"{where}.size.law = {law!r}: unknown; choose one of {', '.join(SIZE_LAWS)}")
+    keys = {"geometric": ("law", "mean"), "pareto": ("law", "alpha", "mean"),
+            "lognormal": ("law", "sigma", "mean"), "deterministic": ("law", "packets")}[law]
+    _check_keys(f"{where}.size", size, keys)
+    for k in keys:
+        if k not in size:
+            raise _err(f"{where}.size.{k}: missing; law = {law!r} takes {', '.join(keys[1:])}")
+    if law == "deterministic":
+        n = _int(f"{where}.size.packets", size["packets"], lo=1)
+        return float(n), SizeLaw("deterministic", float(n))
+    mean = _num(f"{where}.size.mean", size["mean"], lo=1.0)
+    if law == "geometric":
+        return mean, None
+    if law == "pareto":
+        alpha = _num(f"{where}.size.alpha", size["alpha"])
+        if alpha <= 1.0:
+            raise _err(f"{where}.size.alpha = {size['alpha']!r}: must be > 1 (alpha <= 1 has no finite mean)")
+        if mean < alpha / (alpha - 1.0):
+            raise _err(f"{where}.size.mean = {size['mean']!r}: must be >= alpha / (alpha - 1) = "
+                       f"{alpha / (alpha - 1.0):g} so that the smallest flow is at least 1 packet")
+        return mean, SizeLaw("pareto", mean, alpha=alpha)
+    sigma = _num(f"{where}.size.sigma", size["sigma"], lo=0.0, lo_open=True)
+    if mean <= 1.0:
+        raise _err(f"{where}.size.mean = {size['mean']!r}: must be > 1 (a lognormal law: 1 + lognormal packets)")
+    return mean, SizeLaw("lognormal", mean, sigma=sigma)
+
+
+def _arrival_trace(t: Mapping[str, Any], base_dir: Path | None, raw: list[dict],
+                   classes_in: list) -> ArrivalTrace | None:
+    """``[traffic] trace = "file.csv"``: read the trace (relative to the scenario file's folder) and
+    give every class its empirical rate and mean size.  The trace fixes arrivals and sizes, so
+    classes must not give ``rate``, ``share``, ``mean_packets`` or ``size``, nor [traffic] ``load``."""
+    tp = t.get("trace")
+    if tp is None:
+        return None
+    if not isinstance(tp, str) or not tp:
+        raise _err(f"traffic.trace = {tp!r}: must be the path of a CSV file (time,class,packets)")
+    if "load" in t:
+        raise _err("traffic.load: cannot scale a trace; drop load (the trace fixes the arrivals)")
+    if not raw:
+        raise _err("traffic.trace: the scenario has no [[class]]; define the classes the trace names")
+    for i, c in enumerate(classes_in):
+        for k in ("rate", "share", "mean_packets", "size"):
+            if k in c:
+                raise _err(f"class[{i}].{k}: not allowed with traffic.trace (the trace gives arrivals and sizes)")
+    path = Path(tp)
+    if not path.is_absolute():
+        path = (base_dir if base_dir is not None else Path.cwd()) / path
+    tr = read_arrival_trace("traffic.trace", path.resolve(), [c["name"] for c in raw])
+    span = float(tr.times[-1]) if len(tr.times) else 0.0
+    for k, c in enumerate(raw):
+        n = int((tr.classes == k).sum())
+        c["rate"] = n / span if span > 0 else 0.0
+        c["mean_packets"] = float(tr.sizes[tr.classes == k].mean()) if n else 1.0
+    return tr
+
+
+def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | Path | None = None) -> Scenario:
+    """Validate a parsed TOML document (or an equivalent dict) into a :class:`Scenario`.
+
+    ``base_dir``: where a relative ``[traffic] trace`` path starts (default: the working folder).
+    """
     if not isinstance(d, Mapping):
         raise _err("scenario: must be a table")
     _check_keys("scenario", d, _TOP)
@@ -438,16 +540,18 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
             share = _num(f"{w}.share", share, lo=0.0)
         if rate is not None:
             rate = _num(f"{w}.rate", rate, lo=0.0)
-        if load is None and rate is None:
+        if load is None and rate is None and "trace" not in t:
             raise _err(f"{w}.rate: missing; give flow arrivals per time unit, or share = ... with [traffic] load")
         if load is not None and share is None:
             raise _err(f"{w}.share: missing; [traffic] load scales class rates by their share of the work")
+        mean_packets, size = _size_law(w, c)
         raw.append(dict(
             name=_name(w, c.get("name"), f"c{i + 1}"), cost=cost, rate=rate or 0.0,
-            mean_packets=_num(f"{w}.mean_packets", c.get("mean_packets", 20000.0), lo=1.0),
+            mean_packets=mean_packets,
             weight=_num(f"{w}.weight", c.get("weight", 1.0), lo=0.0, lo_open=True),
-            share=share, per_byte=pb if ps is not None else None, packet_sizes=ps,
+            share=share, per_byte=pb if ps is not None else None, packet_sizes=ps, size=size,
         ))
+    arrival_trace = _arrival_trace(t, Path(base_dir) if base_dir is not None else None, raw, classes_in)
     if load is not None:
         if not raw:
             raise _err("traffic.load: given but there is no [[class]] to scale")
@@ -472,7 +576,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario") -> Scenario:
     if not isinstance(nm, str):
         raise _err(f"name = {nm!r}: must be a string")
     return Scenario(resources=tuple(res), router=router, run=run, flows=tuple(flows),
-                    classes=classes, load=load, name=nm)
+                    classes=classes, load=load, name=nm, arrival_trace=arrival_trace)
 
 
 def to_dict(s: Scenario) -> dict[str, Any]:
@@ -485,7 +589,11 @@ def to_dict(s: Scenario) -> dict[str, Any]:
                 if v is not None:
                     out["packet_sizes"] = list(v.sizes)
                     out["packet_size_probs"] = list(v.probs)
-            elif v is None:
+            elif f.name == "size":
+                if v is not None:  # a non-geometric law carries its own mean
+                    out["size"] = v.to_dict()
+                    out.pop("mean_packets", None)
+            elif v is None or (f.name == "mean_packets" and getattr(x, "size", None) is not None):
                 continue
             elif isinstance(v, tuple):
                 out[f.name] = list(v)
@@ -501,7 +609,12 @@ def to_dict(s: Scenario) -> dict[str, Any]:
         d["flow"] = [spec(f) for f in s.flows]
     if s.classes:
         cl = [spec(c) for c in s.classes]
-        if s.load is not None:
+        if s.arrival_trace is not None:  # rates and sizes come from the trace
+            d["traffic"] = {"trace": s.arrival_trace.path}
+            for c in cl:
+                for k in ("rate", "share", "mean_packets", "size"):
+                    c.pop(k, None)
+        elif s.load is not None:
             d["traffic"] = {"load": s.load}
             for c in cl:
                 c.pop("rate", None)
@@ -525,7 +638,7 @@ def load_scenario(path: str | Path) -> Scenario:
         d = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise _err(f"{p}: not valid TOML ({e})") from None
-    return from_dict(d, name=p.stem)
+    return from_dict(d, name=p.stem, base_dir=p.parent)
 
 
 def preset_names() -> list[str]:
@@ -539,7 +652,7 @@ def load_preset(name: str) -> Scenario:
     if name not in names:
         raise _err(f"--preset {name!r}: unknown; choose one of {', '.join(names)}")
     text = _res.files("flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
-    return from_dict(tomllib.loads(text), name=name)
+    return from_dict(tomllib.loads(text), name=name, base_dir=Path(str(_res.files("flows.presets"))))
 
 
 def preset_description(name: str) -> str:

@@ -39,6 +39,13 @@ class SchedulerInfo:
     objective: str | None
     options: tuple[Option, ...]
 
+    def default_opt(self, J: int) -> tuple[float, ...]:
+        """``opt`` with every option at its default, for J resources (the lean loop's options)."""
+        from flows.scenario import RouterConfig
+
+        return tuple(float(x) for x in self.module.encode(RouterConfig(scheduler=self.name),
+                                                           tuple(f"r{j}" for j in range(J))))
+
 
 def _load(name: str, path: str) -> SchedulerInfo:
     mod = importlib.import_module(path)

@@ -5,8 +5,9 @@ non-preemptive server of capacity 1; a packet skips a resource where its
 processing time is 0.  Flow i keeps ``N`` packets (the window) inside the
 router: packet ``k + N`` is admitted when packet ``k`` leaves the last resource,
 ``rtt`` time units later.  Static flows start at a given time with a given
-number of packets (0 = backlogged forever); classes bring Poisson flow
-arrivals with geometric sizes; a new flow admits ``min(N, L)`` packets at once.
+number of packets (0 = backlogged forever); classes bring flow arrivals (Poisson
+with a size law, or a trace: :mod:`flows.traffic`); a new flow admits
+``min(N, L)`` packets at once.
 
 Where things are (a newcomer's map):
 
@@ -22,9 +23,11 @@ Where things are (a newcomer's map):
   table is full, and what is left in the system for the conservation check.
 
 Memory depends on the number of concurrent flows, never on run length (the
-optional trace is bounded by ``trace_cap``).  All randomness comes from the
-``numpy.random.Generator`` passed in (flow arrivals) and from the packet-size
-hash, so every scheduler sees the same flows and packets (common random numbers).
+optional trace is bounded by ``trace_cap``).  The kernels draw no random
+numbers: flow arrivals come in chunks from :class:`flows.traffic.ArrivalStream`
+(shared with the SimPy reference and the fluid path), packet sizes from the
+packet-size hash, so every scheduler sees the same flows and packets (common
+random numbers).
 """
 
 from __future__ import annotations
@@ -37,11 +40,12 @@ import numpy as np
 from flows.errors import MrfqError
 from router import heap
 from router.batches import add_area_py, batch_starts
-from router.loop import DONE, loop_for
+from router.flowtable import DONE, MORE_ARRIVALS
+from router.loop import loop_for
 from router.state import (
-    C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T,
+    C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T,
     C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_Q, QS_WIDTH,
-    Params, Specs, Traffic, allocate, grow, int_views, ring_size,
+    ArrivalChunk, Params, Specs, Traffic, allocate, grow, int_views, ring_size,
 )
 
 INF = np.inf
@@ -77,6 +81,10 @@ class KernelResult(NamedTuple):
     trace_seq: np.ndarray
     flows_started: int
     max_active_flows: int
+    arrival_time: np.ndarray      # the first trace_cap flow arrivals consumed: time,
+    arrival_flow: np.ndarray      # flow id,
+    arrival_class: np.ndarray     # class,
+    arrival_packets: np.ndarray   # and size
 
 
 def _compile_seconds(fn, args) -> float:
@@ -91,23 +99,27 @@ def _compile_seconds(fn, args) -> float:
     return time.perf_counter() - t0
 
 
-def is_lean(rtt: float, trace_cap: int) -> bool:
-    """Whether the lean loop variant applies (the scheduler's options are then compiled in)."""
-    return rtt == 0.0 and trace_cap == 0
+def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int) -> bool:
+    """Whether the lean loop variant applies: rtt = 0, no trace and the scheduler's options at
+    their defaults (compiled in as constants).  Other settings take the generic variant, so
+    that a run compiles at most two loops per (J, scheduler)."""
+    return rtt == 0.0 and trace_cap == 0 and tuple(float(x) for x in opt) == sched.default_opt(J)
 
 
 def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, warmup: float, B: int,
                     max_services: int, trace_cap: int, specs: Specs, traffic: Traffic, n_static: int, K: int,
-                    lam_total: float, rng, cost_key: int, specialise: bool = True
+                    arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096
                     ) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
     Units: time units; costs ``specs.cost[s, j]`` time units per packet, ``specs.per_byte``
-    per byte; ``lam_total`` flows per time unit.  Plain Python: allocates the state with
-    numpy (nothing to compile), runs the compiled loop (doubling the flow table when it
-    asks; the lean variant unless ``specialise`` is false), then counts what is left in the
-    system.  Returns ``(KernelResult, compile_seconds)``.
+    per byte.  ``arrivals.take(n)`` hands out the next n flow arrivals as (times float64,
+    classes int64, packets int64), fewer once they end (a flows.traffic.ArrivalStream).
+    Plain Python: allocates the state with numpy (nothing to compile), runs the compiled
+    loop (appending the next ``chunk`` arrivals or doubling the flow table when it asks; the
+    lean variant unless ``specialise`` is false), then counts what is left in the system.
+    Returns ``(KernelResult, compile_seconds)``.
     """
     lay = sched.module.layout(J)
     NR = ring_size(N)
@@ -115,9 +127,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     C = n_static + 64
     P = Params(N=int(N), RM=NR - 1, W=W, NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
-               n_static=n_static, K=int(K), lam_total=float(lam_total), cost_key=int(cost_key))
+               n_static=n_static, K=int(K), cost_key=int(cost_key))
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
-                                             batch_starts(warmup, T, B))
+                                             batch_starts(warmup, T, B), rtt)
     # static flows own rows 0..n_static-1 (flow id = row)
     for i in range(n_static):
         ft.slot_i[i * N_ICOLS + I_UID] = i
@@ -126,21 +138,33 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         ft.slot_f[i * N_FCOLS + F_WEIGHT] = specs.weight[i]
     carry.ci[C_NEXT_UID] = n_static
     carry.cf[C_NEXT_STATIC] = traffic.static_start[traffic.static_order[0]] if n_static > 0 else INF
-    carry.cf[C_NEXT_ARR] = rng.exponential(1.0 / lam_total) if K > 0 and lam_total > 0.0 else INF
+    # the first chunk of flow arrivals; the cursor carry.ci[C_ARR_CUR] points at the next one
+    arr = _take(arrivals, chunk if K > 0 else 0)
+    carry.ci[C_ARR_LAST] = len(arr.time) < chunk
+    carry.cf[C_NEXT_ARR] = arr.time[0] if len(arr.time) else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if specialise and is_lean(rtt, trace_cap) else None, len(opt))
+    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt))
 
     compile_seconds = 0.0
     while True:
-        args = (P, specs, traffic, rng, carry, ft, S, opt, rs, aq, acc, tr)
+        args = (P, specs, traffic, arr, carry, ft, S, opt, rs, aq, acc, tr)
         compile_seconds += _compile_seconds(loop, args)
-        if loop(*args) == DONE:
+        code = loop(*args)
+        if code == DONE:
             break
+        if code == MORE_ARRIVALS:
+            # keep the arrivals not yet consumed, append the next chunk, restart the cursor
+            cur = int(carry.ci[C_ARR_CUR])
+            more = _take(arrivals, chunk)
+            arr = ArrivalChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(arr, more)))
+            carry.ci[C_ARR_CUR] = 0
+            carry.ci[C_ARR_LAST] = len(more.time) < chunk
+            continue
         # GROW_FLOWS: double the flow table, the heaps and the admission queues
         if 2 * C > heap.SLOT_MASK + 1:
             raise MrfqError(f"more than {heap.SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
                             f"{heap.SLOT_BITS}-bit row numbers; lower the flow arrival rate or the flow sizes")
-        C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry)
+        C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry, rtt)
 
     ci, cf = carry.ci, carry.cf
     if ci[C_NEXT_UID] > heap.UID_LIMIT:
@@ -168,6 +192,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     tr_n = ci[C_TR_N]
     times = tr.times.reshape(-1, 2)[:tr_n]
     ids = tr.ids.reshape(-1, 3)[:tr_n]
+    arr_ids = tr.arr_ids.reshape(-1, 3)[:ci[C_ARR_LOG_N]]
     return KernelResult(
         t_end=float(t_end), services=int(ci[C_SERVICES]), served=served.copy(), admitted=admitted.copy(),
         in_system=in_system, packets_admitted=int(ci[C_PK_ADM]), packets_departed=int(ci[C_PK_DEP]),
@@ -181,10 +206,22 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         trace_start=times[:, 0].copy(), trace_end=times[:, 1].copy(), trace_resource=ids[:, 0].copy(),
         trace_flow=ids[:, 1].copy(), trace_seq=ids[:, 2].copy(),
         flows_started=int(ci[C_NEXT_UID]), max_active_flows=int(ci[C_MAX_ACTIVE]),
+        arrival_time=tr.arr_times[:ci[C_ARR_LOG_N]].copy(), arrival_flow=arr_ids[:, 0].copy(),
+        arrival_class=arr_ids[:, 1].copy(), arrival_packets=arr_ids[:, 2].copy(),
     ), compile_seconds
+
+
+def _take(arrivals, n: int) -> ArrivalChunk:
+    """The next n flow arrivals as contiguous (float64 times, int64 classes, int64 packets)."""
+    if n > 0:
+        t, k, L = arrivals.take(n)
+    else:
+        t, k, L = np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return ArrivalChunk(np.ascontiguousarray(t, dtype=np.float64), np.ascontiguousarray(k, dtype=np.int64),
+                        np.ascontiguousarray(L, dtype=np.int64))
 
 
 # used by compile warm-ups (analysis.sweep): the loop variant a run of these settings takes
 def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, specialise: bool = True):
     opt = tuple(float(x) for x in opt)
-    return loop_for(J, sched, opt if specialise and is_lean(rtt, trace_cap) else None, len(opt))
+    return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt))

@@ -7,9 +7,11 @@ packet, completes the flow, whose row goes back to the free list.  Starts and
 completions are rare next to services: they are compiled out of line
 (:func:`flow_starts`, :func:`flow_done`); :func:`depart` is inlined in the loop.
 
-Random draws, for every scheduler alike (common random numbers): per Poisson
-arrival, in this order, the class (``rng.random``), the size
-(``rng.geometric``) and the next inter-arrival time (``rng.exponential``).
+The kernels draw no random numbers: flow arrivals (time, class, size) come in
+chunks of arrays from :class:`flows.traffic.ArrivalStream`, the one
+implementation shared with the SimPy reference and the fluid path (common
+random numbers); the loop asks the host for the next chunk (MORE_ARRIVALS)
+before an instant whose arrivals the chunk might not hold entirely.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router.batches import add_area, batch_index
 from router.state import (
-    C_ACTIVE, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR, C_T_AREA, F_ARRIVE, F_DOM,
+    C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR, C_T_AREA, F_ARRIVE, F_DOM,
     F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN, I_SIZE, I_SPEC, I_UID,
     N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_WIDTH,
 )
@@ -28,6 +30,26 @@ INF = np.inf
 NO_WRAPAROUND = no_wraparound(__name__)
 
 DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
+# codes the loop returns: DONE (time T or max_services reached), GROW_FLOWS (more flow arrivals due
+# at the next instant than free table rows), MORE_ARRIVALS (the chunk might not hold every arrival
+# due at the next instant: the host appends the next chunk)
+DONE, GROW_FLOWS, MORE_ARRIVALS = 0, 1, 2
+
+
+@jit(inline="always")
+def arrivals_ready(tn, arr_t, arr_cur, arr_last, n_free):
+    """Before the loop handles instant ``tn`` with flow arrivals due: DONE when the chunk holds
+    every arrival at ``tn`` (a later one, or the stream's end, is in sight) and the flow table
+    has a free row for each; else the code asking the host for what is missing."""
+    i = arr_cur
+    n = arr_t.shape[0]
+    while i < n and arr_t[i] == tn:
+        i += 1
+    if i == n and arr_last == 0:
+        return MORE_ARRIVALS
+    if i - arr_cur > n_free:
+        return GROW_FLOWS
+    return DONE
 
 
 @jit(inline="always")
@@ -72,11 +94,13 @@ def flow_done(s, k, t, P, ft, acc, t_last_area, n_free):
 
 
 @jit_no_refcount
-def flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc):
-    """Static flow starts (by flow id) and the Poisson flow arrival at instant t: each new
-    flow gets a table row (the scheduler's rows zeroed) and queues min(N, L) admissions in
-    ``aq.now_s`` (the loop admits them right after).  Scalars travel in ``carry``; returns
-    the new length of ``now_s``."""
+def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_cap):
+    """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order):
+    each new flow gets a table row (the scheduler's rows zeroed) and queues min(N, L)
+    admissions in ``aq.now_s`` (the loop admits them right after).  Arrivals are read from
+    the chunk ``arr`` at the cursor ``carry.ci[C_ARR_CUR]``; :func:`arrivals_ready` has made
+    sure the chunk holds all of them and the table has a row for each.  With a trace, each
+    arrival is logged.  Scalars travel in ``carry``; returns the new length of ``now_s``."""
     cf, ci = carry.cf, carry.ci
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     RM, W, N = P.RM, P.W, P.N
@@ -88,6 +112,8 @@ def flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc):
     next_uid = ci[C_NEXT_UID]
     n_active = ci[C_ACTIVE]
     max_active = ci[C_MAX_ACTIVE]
+    arr_cur = ci[C_ARR_CUR]
+    log_n = ci[C_ARR_LOG_N]
     while next_static == t or next_arr == t:
         if next_static == t:
             s = tf.static_order[st_ptr]
@@ -95,17 +121,17 @@ def flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc):
             next_static = tf.static_start[tf.static_order[st_ptr]] if st_ptr < P.n_static else INF
             size_total = tf.static_packets[s]
         else:
-            if n_free == 0:
-                # a second Poisson arrival at this very instant (an inter-arrival draw of 0.0)
-                # found the table full: leave it due; the loop grows the table and admits it
-                break
-            # class, size, next inter-arrival: in this order, for every scheduler
-            u = rng.random()
-            k = 0
-            while k < P.K - 1 and u >= tf.class_cdf[k]:
-                k += 1
-            size_total = rng.geometric(tf.class_p[k])
-            next_arr = t + rng.exponential(1.0 / P.lam_total)
+            # the next arrival of the stream: class, size; then the time of the one after
+            k = arr.klass[arr_cur]
+            size_total = arr.packets[arr_cur]
+            arr_cur += 1
+            next_arr = arr.time[arr_cur] if arr_cur < arr.time.shape[0] else INF
+            if log_n < trace_cap:
+                tr.arr_times[log_n] = t
+                tr.arr_ids[3 * log_n] = next_uid
+                tr.arr_ids[3 * log_n + 1] = k
+                tr.arr_ids[3 * log_n + 2] = size_total
+                log_n += 1
             n_free -= 1
             s = ft.free[n_free]
             slot_i[s * N_ICOLS + I_UID] = next_uid
@@ -170,4 +196,6 @@ def flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc):
     ci[C_NEXT_UID] = next_uid
     ci[C_ACTIVE] = n_active
     ci[C_MAX_ACTIVE] = max_active
+    ci[C_ARR_CUR] = arr_cur
+    ci[C_ARR_LOG_N] = log_n
     return now_n

@@ -8,7 +8,7 @@ Event order at one instant ``t`` (SPEC §2, a (choice)):
    leaves the router (admitting the flow's next packet when ``rtt = 0``, or
    scheduling that admission at ``t + rtt``);
 2. then admissions delayed by ``rtt`` that fall due at ``t``, static flow starts
-   at ``t`` (by flow id) and the Poisson flow arrival at ``t``; every arrival is
+   at ``t`` (by flow id) and the flow arrivals at ``t`` (in stream order); every arrival is
    tagged (``admit``, ``arrive``) with the scheduler's state as it stands
    *before* any service starts at ``t``;
 3. then every idle resource, in resource order, with waiting packets and
@@ -23,7 +23,8 @@ One loop is compiled per (number of resources J, scheduler, variant): the
 scheduler's hooks are bound as globals of that copy of the loop (no run-time
 dispatch, so an unknown scheduler cannot fall through to another's rules), J is
 a constant (loops over resources unroll), and the *lean* variant (rtt = 0, no
-trace) also compiles the scheduler's options ``opt`` in as constants.  The
+trace, the scheduler's options at their defaults) also compiles ``opt`` in as
+constants.  The
 *generic* variant reads rtt, the trace bound and ``opt`` at run time.  Both
 come from the same source; tests assert equal outputs.  The loop runs without
 numba's runtime (no reference counting) and without negative-index wraparound
@@ -40,17 +41,16 @@ import numpy as np
 
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router import heap
-from router.flowtable import DEP_FLOW_DONE, DEP_NEXT, depart, flow_done, flow_starts
+from router.flowtable import DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts
 from router.packets import packet_uniform
 from router.state import (
-    C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE, C_PK_ADM, C_PK_DEP, C_SERVICES,
+    C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE, C_PK_ADM, C_PK_DEP, C_SERVICES,
     C_STOPPED, C_T, C_T_AREA, C_TR_N, F_DOM, F_WEIGHT, I_CLASS, I_DONE, I_FIRST, I_INFLIGHT, I_NEXTSEQ,
     I_PENDING, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_WIDTH,
 )
 
 INF = np.inf
 NO_WRAPAROUND = no_wraparound(__name__)
-DONE, GROW_FLOWS = 0, 1
 
 
 # ---------------------------------------------------------------------------
@@ -155,13 +155,15 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from)."""
 
-    def event_loop(P, sp, tf, rng, carry, ft, S, opt, rs, aq, acc, tr):
+    def event_loop(P, sp, tf, arr, carry, ft, S, opt, rs, aq, acc, tr):
         """The event loop proper (see the module docstring for the event order).
 
         Arrays are never reassigned here, and the loop is compiled without numba's runtime,
-        so no reference counting runs on the hot path.  When the flow table is full and a
-        Poisson flow is due, it returns GROW_FLOWS *before* touching that instant; the host
-        (router.engine) enlarges the arrays and calls it again.  Every admission, immediate
+        so no reference counting runs on the hot path.  When the arrival chunk may not hold
+        every flow arrival due at the next instant it returns MORE_ARRIVALS, and when the
+        flow table has fewer free rows than arrivals due it returns GROW_FLOWS, both *before*
+        touching that instant; the host (router.engine) appends the next chunk or enlarges
+        the arrays and calls it again.  Every admission, immediate
         (a departure with rtt = 0, a new flow's first window) or delayed by rtt, goes through
         one queue and one call site.
         """
@@ -213,9 +215,10 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
             if max_services > 0 and services >= max_services:
                 ci[C_STOPPED] = 1
                 break
-            if next_arr == tn and n_free == 0:
-                code = GROW_FLOWS
-                break
+            if next_arr == tn:
+                code = arrivals_ready(tn, arr.time, ci[C_ARR_CUR], ci[C_ARR_LAST], n_free)
+                if code != DONE:
+                    break
             t = tn
 
             # ---- phase 1a: completing packets leave their servers
@@ -277,7 +280,7 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
             #      rtt that fall due now, then new flows' windows (static starts by flow id, then
-            #      the Poisson arrival); each is tagged with the scheduler's state as it stands now
+            #      the flow arrivals); each is tagged with the scheduler's state as it stands now
             now_i = 0
             starts_done = False
             while True:
@@ -297,7 +300,7 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
                     cf[C_T_AREA] = t_last_area
                     ci[C_NFREE] = n_free
                     ci[C_ACTIVE] = n_active
-                    now_n = flow_starts(J, t, P, sp, tf, rng, carry, ft, S, aq, now_n, acc)
+                    now_n = flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_cap)
                     next_arr = cf[C_NEXT_ARR]
                     next_static = cf[C_NEXT_STATIC]
                     t_last_area = cf[C_T_AREA]

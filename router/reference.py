@@ -2,8 +2,8 @@
 
 It models exactly what :mod:`router.engine` models (SPEC §2–§4), in the plainest
 terms available: a :class:`simpy.Environment` keeps time, every primary event is
-a SimPy timeout in its own process (a service completion, a Poisson flow
-arrival, a static flow start, an admission delayed by the round-trip time),
+a SimPy timeout in its own process (a service completion, the flow arrivals
+of one instant, a static flow start, an admission delayed by the round-trip time),
 each resource keeps every flow's FIFO as a Python list and picks the head of
 smallest ``(key, flow id)`` with :func:`min`, and each scheduler's rules come
 from the plain-Python twin (``Reference``) in its own module, found through the
@@ -16,7 +16,8 @@ at time ``t`` does nothing but post itself on the notice board of instant
 which waits on ``env.timeout(0)``.  Every primary event at ``t`` was scheduled
 before ``t`` (service times, the round-trip time and inter-arrival times are
 positive), so SimPy (which runs same-time events in scheduling order) runs the
-coordinator after all of them.  The coordinator then handles the instant in
+coordinator after all of them.  (The arrival source posts every arrival of
+one instant at once: a trace may hold several rows with the same time.)  The coordinator then handles the instant in
 the documented phase order:
 
 1a. every completing packet leaves its server (queue lengths and the
@@ -25,19 +26,20 @@ the documented phase order:
     the router: the flow's next packet is admitted at once (``rtt = 0``) or
     ``rtt`` later;
 2.  admissions delayed by ``rtt`` due now (in the order they were scheduled),
-    static flow starts now (by start time, then flow index) and the Poisson
-    flow arrival now; all are tagged with the virtual times as they stand
+    static flow starts now (by start time, then flow index) and the flow
+    arrivals now (in stream order); all are tagged with the virtual times as they stand
     before any service starts at ``t``;
 3.  each idle resource, in resource order, if its scheduler is ``ready``,
     starts the waiting flow head of smallest ``(key, flow id)`` (a flow's
     packets are served in sequence at each resource); an idle resource with
     nothing waiting calls the scheduler's ``idle`` (e.g. ``idle_reset``).
 
-Randomness, as in :func:`router.run.simulate`: ``SeedSequence(seed).spawn(2)``;
-child 0 drives a :class:`numpy.random.Generator` (PCG64) for flow arrivals
-(first inter-arrival at the start, then per arrival: class, geometric size,
-next inter-arrival), child 1 gives ``cost_key`` for :func:`packet_uniform`,
-the counter-based hash that picks each packet's size.
+Randomness, as in :func:`router.run.simulate`: flow arrivals (time, class,
+packets) come from :class:`flows.traffic.ArrivalStream`, the one
+implementation the engine and the fluid path consume too (its module
+docstring has the spawn tree of ``SeedSequence(seed)``);
+:func:`flows.traffic.cost_key` keys :func:`packet_uniform`, the counter-based
+hash that picks each packet's size.
 
 Units: time units; costs in time units per packet (plus per byte).
 """
@@ -52,6 +54,7 @@ import simpy
 
 from flows.scenario import Scenario
 from fq.registry import resolve
+from flows.traffic import ArrivalStream, cost_key
 
 M32 = 0xFFFFFFFF
 
@@ -73,6 +76,17 @@ def packet_uniform(cost_key: int, uid: int, seq: int) -> float:
     """Uniform in [0, 1) for packet ``seq`` of flow ``uid``: ``h(h(h(key ^ uid) + seq) + uid >> 32)``."""
     h = hash32(hash32(hash32(cost_key ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
     return h / 4294967296.0
+
+
+def _delay_to(now: float, t: float) -> float:
+    """A delay d with ``now + d == t`` exactly in float64 (SimPy schedules at ``now + delay``):
+    ``t - now`` corrected by a few ulps where its rounding would miss ``t``."""
+    d = t - now
+    while now + d < t:
+        d = math.nextafter(d, math.inf)
+    while now + d > t:
+        d = math.nextafter(d, -math.inf)
+    return d
 
 
 # ---------------------------------------------------------------------------
@@ -172,6 +186,7 @@ class ReferenceResult:
     flows_started: int              # flow ids handed out (static + Poisson)
     max_active_flows: int           # most flows (static + Poisson) in the router at once
     trace: list[tuple[float, float, int, int, int]]   # (start, end, resource, flow id, seq)
+    arrivals: list[tuple[int, float, int, int]] = field(default_factory=list)  # (flow id, time, class, packets)
 
     def rows(self, resource: int | None = None, names=None):
         """Like :meth:`router.run.Trace.rows`: ``(start, flow, seq)`` on one resource or ``(start, j, flow, seq)``."""
@@ -230,21 +245,13 @@ class ReferenceRouter:
         self.due_admissions: list[Flow] = []      # in the order they were scheduled
         self.static_starts: list[Flow] = []
         self.poisson_arrivals: list[tuple[int, int]] = []   # (class, size)
+        self.arrival_log: list[tuple[int, float, int, int]] = []   # (flow id, time, class, packets)
 
-        ss_arrivals, ss_costs = np.random.SeedSequence(sc.run.seed).spawn(2)
-        self.rng = np.random.Generator(np.random.PCG64(ss_arrivals))
-        self.cost_key = int(ss_costs.generate_state(1, np.uint32)[0])
-
+        self.cost_key = cost_key(sc.run.seed)
         for f in self.static:
             self.env.process(self._static_start(f))
-        # the same float arithmetic as router.run.simulate (numpy sums), so that draws map to classes identically
-        rates = np.array([c.rate for c in sc.classes], dtype=np.float64)
-        self.lam_total = float(rates.sum()) if sc.classes else 0.0
-        if sc.classes and self.lam_total > 0:
-            cdf = [float(x) for x in np.cumsum(rates) / self.lam_total]
-            cdf[-1] = 1.0
-            self.class_cdf = cdf
-            self.env.process(self._poisson_source())
+        if sc.classes:
+            self.env.process(self._arrival_source(iter(ArrivalStream(sc))))
 
     def waiting(self, j: int) -> list[Packet]:
         """The packets waiting at resource j (not in service), flow by flow, each flow's in order."""
@@ -261,18 +268,16 @@ class ReferenceRouter:
         self.static_starts.append(f)
         self._post()
 
-    def _poisson_source(self):
-        yield self.env.timeout(self.rng.exponential(1.0 / self.lam_total))
-        K = len(self.class_cdf)
-        while True:
-            u = self.rng.random()
-            k = 0
-            while k < K - 1 and u >= self.class_cdf[k]:
-                k += 1
-            size = int(self.rng.geometric(1.0 / self.sc.classes[k].mean_packets))
-            self.poisson_arrivals.append((k, size))
+    def _arrival_source(self, arrivals):
+        """Posts the flow arrivals, all those of one instant at once, at their exact times."""
+        nxt = next(arrivals, None)
+        while nxt is not None:
+            t = nxt[0]
+            yield self.env.timeout(_delay_to(self.env.now, t))
+            while nxt is not None and nxt[0] == t:
+                self.poisson_arrivals.append((nxt[1], nxt[2]))
+                nxt = next(arrivals, None)
             self._post()
-            yield self.env.timeout(self.rng.exponential(1.0 / self.lam_total))
 
     def _service(self, j: int, p: Packet):
         yield self.env.timeout(p.s[j])
@@ -319,6 +324,7 @@ class ReferenceRouter:
         for k, size in arrivals:
             f = Flow(self.next_uid, f"{self.sc.classes[k].name}#{self.next_uid}", self.class_profiles[k],
                      None, k, t, size, self.J)
+            self.arrival_log.append((f.uid, t, k, size))
             self.next_uid += 1
             self.class_arrived[k] += 1
             self._start_flow(f, t)
@@ -421,7 +427,7 @@ class ReferenceRouter:
             t_end=float(t_end), services=self.services, served=tuple(self.served), admitted=tuple(self.admitted),
             flows=flows, class_arrived=tuple(self.class_arrived), class_completed=tuple(self.class_completed),
             class_departed=tuple(self.class_departed), flows_started=self.next_uid,
-            max_active_flows=self.max_active, trace=self.trace)
+            max_active_flows=self.max_active, trace=self.trace, arrivals=self.arrival_log)
 
 
 def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,

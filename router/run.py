@@ -1,17 +1,17 @@
 """The typed wrapper around the numba engine: validate, convert, run, check, tabulate.
 
 :func:`simulate` is the one entry point: it turns a validated
-:class:`flows.Scenario` into contiguous float64/int64 arrays, spawns the random
-streams from one :class:`numpy.random.SeedSequence`, runs
+:class:`flows.Scenario` into contiguous float64/int64 arrays, opens the
+scenario's flow-arrival stream (:class:`flows.traffic.ArrivalStream`), runs
 :func:`router.engine.simulate_kernel`, checks conservation (admitted = served
 + in system, per resource and for the router) and returns a flat
 :class:`RunResult`.
 
-Random streams (``SeedSequence(seed).spawn(2)``): child 0 drives flow
-arrivals (class, size, inter-arrival), child 1 gives the key of the
-counter-based hash that draws per-packet sizes.  Neither depends on the
-scheduler, so two schedulers run with the same seed see exactly the same flows
-and packets (common random numbers).
+Random streams: the spawn tree of ``SeedSequence(seed)`` is documented in
+:mod:`flows.traffic` (child 0 and its three children: inter-arrival times,
+classes, sizes; child 1: the key of the counter-based hash that draws
+per-packet sizes).  None depends on the scheduler, so two schedulers run with
+the same seed see exactly the same flows and packets (common random numbers).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import numpy as np
 from analysis.batch_stats import ratio_ci
 from flows.errors import MrfqError
 from flows.scenario import Scenario
+from flows.traffic import CHUNK, ArrivalStream, cost_key
 from fq.registry import resolve
 from router.state import Specs, Traffic
 
@@ -84,6 +85,21 @@ class Trace:
 
 
 @dataclass(frozen=True)
+class FlowArrivals:
+    """The flow arrivals the engine consumed, in order: flow id, time, class index, packets."""
+
+    flow: np.ndarray
+    time: np.ndarray
+    klass: np.ndarray
+    packets: np.ndarray
+
+    def rows(self) -> list[tuple[int, float, int, int]]:
+        """``[(flow id, time, class, packets), ...]``"""
+        return [(int(u), float(t), int(k), int(n)) for u, t, k, n in zip(self.flow, self.time, self.klass,
+                                                                         self.packets)]
+
+
+@dataclass(frozen=True)
 class RunResult:
     scenario: Scenario
     scheduler: str
@@ -101,6 +117,7 @@ class RunResult:
     max_active_flows: int
     trace: Trace | None = None
     batches: dict = field(default_factory=dict, repr=False)
+    arrivals: FlowArrivals | None = None   # with ``trace``: the first ``trace`` flow arrivals
 
     def to_json(self) -> dict:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
@@ -149,16 +166,20 @@ def _spec_arrays(specs, J):
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
-             max_services: int | None = None, specialise: bool = True) -> RunResult:
+             max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
     like them).  ``trace`` bounds the number of service starts recorded.
     ``specialise=False`` runs the generic event loop even where the lean
-    variant for default options applies (same results; for tests).
+    variant for default options applies (same results; for tests).  ``arrival_chunk``: flow
+    arrivals handed to the engine per chunk (same results for any value; for tests).  With
+    ``trace``, :attr:`RunResult.arrivals` lists the first ``trace`` flow arrivals consumed.
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
+    if arrival_chunk < 1:
+        raise MrfqError(f"arrival_chunk = {arrival_chunk}: must be >= 1 (flow arrivals per chunk)")
     if trace < 0:
         raise MrfqError(f"trace = {trace}: must be >= 0 (number of service starts to record)")
 
@@ -168,23 +189,12 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     specs = list(sc.flows) + list(sc.classes)
     nF = len(sc.flows)
     K = len(sc.classes)
-    rates = np.array([c.rate for c in sc.classes] or [0.0])
-    lam_total = float(rates.sum()) if K else 0.0
-    cls_cdf = np.cumsum(rates) / lam_total if lam_total > 0 else np.ones(max(K, 1))
-    if K:
-        cls_cdf[-1] = 1.0
     traffic = Traffic(
         static_start=np.array([f.start for f in sc.flows] or [0.0], dtype=np.float64),
         static_packets=np.array([f.packets for f in sc.flows] or [0], dtype=np.int64),
         static_order=np.array(sorted(range(nF), key=lambda i: (sc.flows[i].start, i)) or [0], dtype=np.int64),
         class_spec=np.arange(nF, nF + max(K, 1), dtype=np.int64),
-        class_cdf=cls_cdf,
-        class_p=np.array([1.0 / c.mean_packets for c in sc.classes] or [1.0]),
     )
-
-    arrivals_ss, costs_ss = np.random.SeedSequence(sc.run.seed).spawn(2)
-    rng = np.random.Generator(np.random.PCG64(arrivals_ss))
-    cost_key = int(costs_ss.generate_state(1, np.uint32)[0])
     B = sc.run.batches
     T = sc.run.duration
     warmup = sc.run.warmup
@@ -196,7 +206,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     out, compile_seconds = simulate_kernel(
         info, opt, J, N, rtt=float(sc.router.rtt), T=float(T), warmup=float(warmup), B=B,
         max_services=sc.run.max_services, trace_cap=int(trace), specs=_spec_arrays(specs, J), traffic=traffic,
-        n_static=nF, K=K, lam_total=lam_total, rng=rng, cost_key=cost_key, specialise=specialise)
+        n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
+        chunk=int(arrival_chunk))
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -246,6 +257,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         t_end=float(t_end), services=int(services), flows=flows, classes=classes, resources=resources,
         wall_seconds=wall, cpu_seconds=cpu, compile_seconds=compile_seconds, flows_started=out.flows_started,
         max_active_flows=out.max_active_flows, trace=tr,
+        arrivals=FlowArrivals(out.arrival_flow, out.arrival_time, out.arrival_class, out.arrival_packets)
+        if trace else None,
         batches={"area": area[:K], "departed": dep_pk[:K], "done_n": out.done_n[:K], "done_packets": done_pk[:K],
                  "done_time": done_fct[:K]},
     )

@@ -45,8 +45,8 @@ QS_WIDTH = 4
 (C_T, C_NEXT_ARR, C_NEXT_STATIC, C_T_AREA) = range(4)
 N_CF = 4
 (C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
- C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH) = range(13)
-N_CI = 13
+ C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N) = range(16)
+N_CI = 16
 
 
 class Params(NamedTuple):
@@ -65,7 +65,6 @@ class Params(NamedTuple):
     trace_cap: int      # service starts to record
     n_static: int
     K: int              # classes
-    lam_total: float    # Poisson flow arrival rate, all classes
     cost_key: int       # key of the packet-size hash
 
 
@@ -81,14 +80,20 @@ class Specs(NamedTuple):
 
 
 class Traffic(NamedTuple):
-    """Static flows and Poisson classes."""
+    """Static flows, and the Specs row of each class."""
 
     static_start: np.ndarray    # [n_static] start times
     static_packets: np.ndarray  # [n_static] packets (0 = backlogged)
     static_order: np.ndarray    # static flow ids by (start, id)
     class_spec: np.ndarray      # [K] row of Specs
-    class_cdf: np.ndarray       # [K] cumulative class probabilities
-    class_p: np.ndarray         # [K] geometric size parameter 1 / mean
+
+
+class ArrivalChunk(NamedTuple):
+    """The next flow arrivals, from flows.traffic.ArrivalStream (the cursor is in Carry)."""
+
+    time: np.ndarray     # float64
+    klass: np.ndarray    # int64 class index
+    packets: np.ndarray  # int64 flow size
 
 
 class FlowTable(NamedTuple):
@@ -131,8 +136,10 @@ class Accumulators(NamedTuple):
 
 
 class TraceBuffer(NamedTuple):
-    times: np.ndarray  # [cap * 2] start, end
-    ids: np.ndarray    # [cap * 3] resource, flow id, packet sequence
+    times: np.ndarray      # [cap * 2] service start, end
+    ids: np.ndarray        # [cap * 3] resource, flow id, packet sequence
+    arr_times: np.ndarray  # [cap] flow arrival time
+    arr_ids: np.ndarray    # [cap * 3] flow id, class, packets
 
 
 def ring_size(N: int) -> int:
@@ -147,8 +154,13 @@ def int_views(ri: np.ndarray, J: int):
     return tuple(ri[k * J:(k + 1) * J] for k in range(8))
 
 
+def _due_size(C: int, NR: int, J: int, rtt: float) -> int:
+    """Room in the ring of admissions delayed by rtt: at most N per flow; none without an rtt."""
+    return C * NR + J if rtt > 0.0 else 1
+
+
 def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int, B: int, trace_cap: int,
-             b_start: np.ndarray):
+             b_start: np.ndarray, rtt: float):
     """Every array of a run with room for C flows (rows ``n_static..C-1`` free)."""
     ft = FlowTable(
         slot_i=np.zeros(C * N_ICOLS, np.int64),
@@ -162,14 +174,16 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     rs = Resources(service_end=np.full(J, INF), busy_post=np.zeros(J), ri=np.zeros(8 * J, np.int64),
                    hp=heap.allocate(J, C))
     rs.ri[:J] = -1  # no packet in service
-    aq = Admissions(due_t=np.zeros(C * NR + J), due_s=np.zeros(C * NR + J, np.int64),
+    due = _due_size(C, NR, J, rtt)
+    aq = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64),
                     now_s=np.zeros(C * NR + J, np.int64))
     Kc = max(K, 1)
     acc = Accumulators(b_start=b_start, x=np.zeros(Kc), area=np.zeros((Kc, B)), departed=np.zeros((Kc, B)),
                        done_n=np.zeros((Kc, B)), done_packets=np.zeros((Kc, B)), done_time=np.zeros((Kc, B)),
                        class_arrived=np.zeros(Kc, np.int64), class_completed=np.zeros(Kc, np.int64),
                        static_done_t=np.full(max(n_static, 1), np.nan))
-    tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64))
+    tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64),
+                     arr_times=np.zeros(trace_cap), arr_ids=np.zeros(trace_cap * 3, np.int64))
     carry = Carry(cf=np.zeros(N_CF), ci=np.zeros(N_CI, np.int64))
     carry.ci[C_NFREE] = C - n_static
     return ft, S, rs, aq, acc, tr, carry
@@ -181,20 +195,25 @@ def _grown(a: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, aq: Admissions, carry: Carry):
+def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, aq: Admissions, carry: Carry,
+         rtt: float):
     """Double the flow table (and the heaps, the scheduler's per-flow state and the admission
-    queues); the new rows go on the free list.  Returns the new capacity and tuples."""
+    queues); the new rows go on the free list below the rows still free (taken last-in
+    first-out: old ones first).  Returns the new capacity and tuples."""
     C2 = 2 * C
+    n_free = int(carry.ci[C_NFREE])
     ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, C2 * N_FCOLS),
                     qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
                     free=np.zeros(C2, np.int64))
     ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
-    carry.ci[C_NFREE] = C2 - C
+    ft2.free[C2 - C: C2 - C + n_free] = ft.free[:n_free]
+    carry.ci[C_NFREE] = C2 - C + n_free
     S2 = S._replace(flow=_grown(S.flow, S.flow.shape[0] * 2), flow_res=_grown(S.flow_res, S.flow_res.shape[0] * 2))
     rs2 = rs._replace(hp=heap.grow(rs.hp, C2))
     n, head, cap = carry.ci[C_ADM_N], carry.ci[C_ADM_HEAD], aq.due_t.shape[0]
     order = (head + np.arange(n)) % cap
-    aq2 = Admissions(due_t=np.zeros(C2 * NR + J), due_s=np.zeros(C2 * NR + J, np.int64),
+    due = _due_size(C2, NR, J, rtt)
+    aq2 = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64),
                      now_s=np.zeros(C2 * NR + J, np.int64))
     aq2.due_t[:n] = aq.due_t[order]
     aq2.due_s[:n] = aq.due_s[order]

@@ -18,7 +18,8 @@ import flows
 from conftest import JIT_DISABLED
 from test_reference import SCHEDULER_NAMES, scenarios
 
-DEFAULTS = {"router.rtt": 0.0}  # every scheduler option has a lean variant; rtt > 0 is generic only
+DEFAULTS = {"router.virtual_time": "started", "router.idle_reset": False, "router.rtt": 0.0,
+            "router.increment": "cost", "router.fq_resource": None}
 
 
 def outputs(r) -> dict:
@@ -29,15 +30,18 @@ def outputs(r) -> dict:
 
 
 def assert_lean_equals_generic(sc) -> None:
+    from fq.registry import resolve
     from router.engine import is_lean
     from router.run import simulate
 
-    assert is_lean(sc.router.rtt, 0)  # the lean variant applies
+    info, opt = resolve(sc.router, sc.resources)
+    assert is_lean(info, opt, sc.n_resources, sc.router.rtt, 0)  # the lean variant applies
     lean = simulate(sc)
     generic = simulate(sc, specialise=False)
     assert lean.services > 0 or sc.classes  # a short run may see no Poisson flow
     assert outputs(lean) == outputs(generic)
-    assert not is_lean(sc.router.rtt, 1) and not is_lean(0.5, 0)
+    assert not is_lean(info, opt, sc.n_resources, sc.router.rtt, 1)
+    assert not is_lean(info, opt, sc.n_resources, 0.5, 0)
 
 
 @pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
@@ -52,6 +56,6 @@ def test_lean_loop_equals_generic_on_presets(preset, scheduler):
 
 @pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios(), scheduler=st.sampled_from(SCHEDULER_NAMES))
+@given(sc=scenarios(J=2), scheduler=st.sampled_from(SCHEDULER_NAMES))  # J = 2: two compiled loops per scheduler
 def test_lean_loop_equals_generic(sc, scheduler):
     assert_lean_equals_generic(sc.replace(**{"router.scheduler": scheduler, **DEFAULTS}))

@@ -162,8 +162,8 @@ LONG_RTT = flows.from_dict({
 
 
 @st.composite
-def scenarios(draw):
-    J = draw(st.integers(1, 3))
+def scenarios(draw, J=None):
+    J = draw(st.integers(1, 3)) if J is None else J
 
     def profile():
         d = {"weight": draw(st.sampled_from((0.5, 1.0, 2.0)))}

@@ -1,0 +1,317 @@
+"""Flow arrivals, drawn once: times, classes and sizes for the engine, the reference and the fluid path.
+
+This module is the ONE implementation of the flow-arrival process.  The numba
+engine (:mod:`router.engine`, in chunks), the SimPy reference
+(:mod:`router.reference`) and the fluid model on the same path
+(:mod:`analysis.fluid_path`) all consume the arrays handed out by
+:class:`ArrivalStream`, so they see identical arrival times, classes and sizes
+(common random numbers: the packet-vs-fluid control variate rests on it).
+
+Random streams (the spawn tree of a scenario's ``run.seed``)::
+
+    SeedSequence(seed)
+    ├── child 0: flow arrivals
+    │   ├── child 0.0: inter-arrival times   exponential(1 / Lambda), Lambda = sum_k lambda_k
+    │   ├── child 0.1: classes               one uniform u per arrival: class k with
+    │   │                                    cdf[k-1] <= u < cdf[k], cdf[k] = sum_{i<=k} lambda_i / Lambda
+    │   └── child 0.2: sizes                 two uniforms (u1, u2) per arrival, turned into packets
+    │                                        by the class's size law (:class:`SizeLaw`)
+    └── child 1: packet-size hash key        ``cost_key``, one uint32 for the counter-based hash of
+                                             (flow, packet) that picks per-packet sizes (router.engine)
+
+Each stream is consumed at a fixed rate per arrival (one exponential, one
+uniform, two uniforms), whatever the class or the size law, so the ``n``-th
+arrival's time, class and size depend only on the seed and ``n``: never on the
+scheduler, on how many arrivals are taken at once (:meth:`ArrivalStream.take`),
+or on the size law of another class.  Changing only the size law keeps the
+times and classes and couples the sizes through the same ``u1`` (a quantile
+coupling: useful when comparing laws).
+
+Arrival times are ``t_n = t_{n-1} + e_n`` (``t_0 = 0``), summed left to right
+in float64, so they do not depend on chunk boundaries either.
+
+Size laws (packets per flow, integers >= 1; ``mean`` is matched exactly):
+
+* ``geometric`` (``mean``): ``P(L = n) = p (1 - p)^(n-1)``, ``p = 1 / mean``,
+  by inversion: ``L = max(1, ceil(log(1 - u1) / log(1 - p)))``.  The flow-level
+  Markov model of [BR] §4 assumes these (a flow is a geometric number of
+  packets: an exponential amount of work in the fluid limit).
+* ``pareto`` (``alpha`` > 1, ``mean`` >= alpha / (alpha - 1)): a continuous
+  Pareto ``X = x_m (1 - u1)^(-1/alpha)`` with ``x_m = mean (alpha - 1) / alpha``
+  (so ``E[X] = mean`` and ``X >= x_m >= 1``), rounded at random:
+  ``L = floor(X) + [u2 < X - floor(X)]``, so ``E[L | X] = X`` and
+  ``E[L] = mean`` exactly.  ``P(L > n)`` decays like ``n^-alpha``.  ``X`` is
+  capped at ``2^53`` (exact integers in float64): the mass above is below
+  ``(x_m / 2^53)^alpha``, invisible at any run length.
+* ``lognormal`` (``sigma`` > 0, ``mean`` > 1): ``L = 1 + R(Y)``, ``Y =
+  (mean - 1) exp(sigma z - sigma^2 / 2)`` with ``z = Phi^-1(u1)`` a standard
+  normal (so ``E[Y] = mean - 1``), ``R`` the same random rounding (by ``u2``):
+  ``E[L] = mean`` exactly.
+* ``deterministic`` (``packets``): every flow has ``packets`` packets.
+
+Trace-driven arrivals (``[traffic] trace = "file.csv"``): the rows of the
+file, in order, replace all three streams; a run longer than the trace sees
+no more arrivals.  The file is read and validated once, by
+:func:`read_arrival_trace` (from :mod:`flows.scenario`).
+
+Units: time units; sizes in packets.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from flows.errors import ScenarioError
+
+#: the size laws a class may name
+SIZE_LAWS = ("geometric", "pareto", "lognormal", "deterministic")
+#: how many arrivals the engine takes per chunk (any value gives the same arrivals)
+CHUNK = 4096
+#: largest continuous size before rounding (2^53: float64 holds every integer below it)
+SIZE_CAP = float(2 ** 53)
+
+
+# ---------------------------------------------------------------------------
+# size laws
+@dataclass(frozen=True)
+class SizeLaw:
+    """A flow-size law in packets (see the module docstring for the exact discretisations)."""
+
+    law: str = "geometric"
+    mean: float = 20000.0
+    alpha: float | None = None      # pareto: tail index (> 1)
+    sigma: float | None = None      # lognormal: standard deviation of the log
+
+    @property
+    def packets(self) -> int:
+        """deterministic: the number of packets of every flow."""
+        return int(self.mean)
+
+    def sizes(self, u1: np.ndarray, u2: np.ndarray) -> np.ndarray:
+        """Flow sizes (int64, >= 1) from uniforms ``u1, u2`` in [0, 1), one pair per flow."""
+        if self.law == "geometric":
+            p = 1.0 / self.mean
+            if p >= 1.0:
+                return np.ones(len(u1), np.int64)
+            L = np.ceil(np.log1p(-u1) / math.log1p(-p))
+            return np.maximum(L, 1.0).astype(np.int64)
+        if self.law == "deterministic":
+            return np.full(len(u1), self.packets, np.int64)
+        if self.law == "pareto":
+            a = float(self.alpha)
+            x_m = self.mean * (a - 1.0) / a
+            X = np.minimum(x_m * np.power(1.0 - u1, -1.0 / a), SIZE_CAP)
+            return _round_at_random(X, u2)
+        if self.law == "lognormal":
+            from scipy.special import ndtri   # here, not at the top: `import flows` stays light
+
+            s = float(self.sigma)
+            with np.errstate(divide="ignore"):
+                z = ndtri(u1)                 # u1 = 0 gives -inf, hence Y = 0 and L = 1
+            Y = np.minimum((self.mean - 1.0) * np.exp(s * z - 0.5 * s * s), SIZE_CAP)
+            return 1 + _round_at_random(Y, u2)
+        raise ValueError(f"size law {self.law!r}: not one of {SIZE_LAWS}")
+
+    def to_dict(self) -> dict:
+        """The TOML table that validates back to this law (``size = {...}``)."""
+        if self.law == "deterministic":
+            return {"law": "deterministic", "packets": self.packets}
+        d = {"law": self.law, "mean": self.mean}
+        if self.law == "pareto":
+            d["alpha"] = self.alpha
+        if self.law == "lognormal":
+            d["sigma"] = self.sigma
+        return d
+
+
+def _round_at_random(X: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``floor(X) + [u < X - floor(X)]``: an integer with conditional mean X."""
+    f = np.floor(X)
+    return (f + (u < X - f)).astype(np.int64)
+
+
+# ---------------------------------------------------------------------------
+# the spawn tree
+def seed_streams(seed: int) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator, int]:
+    """(inter-arrival generator, class generator, size generator, cost_key) of ``seed``: the spawn
+    tree of the module docstring (PCG64 generators)."""
+    arrivals_ss, costs_ss = np.random.SeedSequence(seed).spawn(2)
+    gens = tuple(np.random.Generator(np.random.PCG64(ss)) for ss in arrivals_ss.spawn(3))
+    return gens[0], gens[1], gens[2], cost_key(seed)
+
+
+def cost_key(seed: int) -> int:
+    """The key of the counter-based packet-size hash: ``SeedSequence(seed).spawn(2)[1]``'s first word."""
+    return int(np.random.SeedSequence(seed).spawn(2)[1].generate_state(1, np.uint32)[0])
+
+
+def class_cdf(rates) -> np.ndarray:
+    """Cumulative class probabilities ``sum_{i<=k} lambda_i / Lambda`` (last entry exactly 1)."""
+    r = np.asarray(rates, dtype=np.float64)
+    cdf = np.cumsum(r) / float(r.sum())
+    cdf[-1] = 1.0
+    return cdf
+
+
+# ---------------------------------------------------------------------------
+# trace-driven arrivals
+@dataclass(frozen=True, eq=False)
+class ArrivalTrace:
+    """A validated arrival trace: rows ``(time, class, packets)`` with classes as indices."""
+
+    path: str
+    sha256: str
+    times: np.ndarray     # float64, non-decreasing, >= 0
+    classes: np.ndarray   # int64 class indices
+    sizes: np.ndarray     # int64, >= 1
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ArrivalTrace) and (self.path, self.sha256) == (other.path, other.sha256)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.sha256))
+
+
+def read_arrival_trace(where: str, path: Path, class_names: list[str]) -> ArrivalTrace:
+    """Read and validate a CSV of ``time,class,packets`` rows (header required, class by name).
+
+    Every error is one :class:`ScenarioError` line naming ``where`` (the field), the file and
+    the line.  Times must be finite, >= 0 and non-decreasing (equal times are simultaneous
+    arrivals, handled in file order); packets whole numbers >= 1.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ScenarioError(f"{where} = '{path}': no such file") from None
+    except OSError as e:
+        raise ScenarioError(f"{where} = '{path}': cannot read ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ScenarioError(f"{where}: {path} line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); "
+                            "save the file as UTF-8") from None
+    rows = csv.reader(text.splitlines())
+    header = next(rows, None)
+    cols = [c.strip().lower() for c in header] if header is not None else None
+    if cols != ["time", "class", "packets"]:
+        raise ScenarioError(f"{where}: {path} line 1: header {header!r}: must be exactly 'time,class,packets'")
+    index = {n: k for k, n in enumerate(class_names)}
+    times, classes, sizes = [], [], []
+    last = 0.0
+    for i, row in enumerate(rows, start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != 3:
+            raise ScenarioError(f"{where}: {path} line {i}: {len(row)} fields: must be 3 (time,class,packets)")
+        ts, cs, ps = (c.strip() for c in row)
+        try:
+            t = float(ts)
+        except ValueError:
+            raise ScenarioError(f"{where}: {path} line {i}: time = {ts!r}: must be a number") from None
+        if not math.isfinite(t) or t < 0.0:
+            raise ScenarioError(f"{where}: {path} line {i}: time = {ts}: must be a finite number >= 0")
+        if t < last:
+            raise ScenarioError(f"{where}: {path} line {i}: time = {ts}: decreases (previous row {last!r}); "
+                                "sort the rows by time")
+        if cs not in index:
+            raise ScenarioError(f"{where}: {path} line {i}: class = {cs!r}: unknown; the scenario's classes "
+                                f"are {', '.join(class_names) or '(none)'}")
+        try:
+            n = float(ps)
+        except ValueError:
+            n = math.nan
+        if not (math.isfinite(n) and n == int(n) and n >= 1):
+            raise ScenarioError(f"{where}: {path} line {i}: packets = {ps!r}: must be a whole number >= 1")
+        last = t
+        times.append(t)
+        classes.append(index[cs])
+        sizes.append(int(n))
+    return ArrivalTrace(path=str(path), sha256=hashlib.sha256(raw).hexdigest(),
+                        times=np.array(times, np.float64), classes=np.array(classes, np.int64),
+                        sizes=np.array(sizes, np.int64))
+
+
+# ---------------------------------------------------------------------------
+class ArrivalStream:
+    """The flow arrivals of a scenario and seed, handed out in chunks.
+
+    ``take(n)`` returns the next ``n`` arrivals as three contiguous arrays
+    (times float64, classes int64, sizes int64), fewer (down to none) once a
+    trace is used up; the values never depend on how the calls split them.
+    Poisson arrivals never run out.  ``scenario`` needs ``classes`` (each with
+    ``rate``, ``mean_packets`` and ``size_law``) and ``arrival_trace``;
+    ``seed`` defaults to ``scenario.run.seed``.
+    """
+
+    def __init__(self, scenario, seed: int | None = None):
+        self.seed = scenario.run.seed if seed is None else int(seed)
+        self.trace = getattr(scenario, "arrival_trace", None)
+        self.K = len(scenario.classes)
+        self.taken = 0
+        self.t_last = 0.0
+        rates = [c.rate for c in scenario.classes]
+        self.lam = float(np.sum(np.asarray(rates, np.float64))) if self.K else 0.0
+        self.cdf = class_cdf(rates) if self.K and self.lam > 0 else None
+        self.laws = [c.size_law for c in scenario.classes]
+        self.g_time, self.g_class, self.g_size, _ = seed_streams(self.seed)
+
+    @property
+    def finite(self) -> bool:
+        """True when the arrivals end (a trace, or no class with a positive rate)."""
+        return self.trace is not None or self.cdf is None
+
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The next ``n`` arrivals: (times, classes, sizes)."""
+        n = int(n)
+        if self.trace is not None:
+            a, b = self.taken, min(self.taken + n, len(self.trace.times))
+            self.taken = b
+            return (self.trace.times[a:b].copy(), self.trace.classes[a:b].copy(), self.trace.sizes[a:b].copy())
+        if self.cdf is None or n <= 0:
+            return np.zeros(0, np.float64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        gaps = self.g_time.exponential(1.0 / self.lam, size=n)
+        times = np.add.accumulate(np.concatenate(([self.t_last], gaps)))[1:]   # left to right
+        self.t_last = float(times[-1])
+        u = self.g_class.random(n)
+        k = np.minimum(np.searchsorted(self.cdf, u, side="right"), self.K - 1).astype(np.int64)
+        uu = self.g_size.random((n, 2))
+        sizes = np.zeros(n, np.int64)
+        for c in range(self.K):
+            m = k == c
+            if m.any():
+                sizes[m] = self.laws[c].sizes(uu[m, 0], uu[m, 1])
+        self.taken += n
+        return np.ascontiguousarray(times), k, sizes
+
+    def until(self, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every arrival at a time ``<= T`` from here on (the stream then stands after the last one
+        returned plus the chunk it looked ahead into: use a fresh stream to continue)."""
+        parts = []
+        while True:
+            t, k, s = self.take(CHUNK)
+            keep = t <= T
+            parts.append((t[keep], k[keep], s[keep]))
+            if len(t) < CHUNK or not keep.all():
+                break
+        return tuple(np.ascontiguousarray(np.concatenate([p[i] for p in parts])) for i in range(3))
+
+    def __iter__(self):
+        """Arrivals one at a time, ``(time, class, size)`` as Python numbers (the SimPy reference)."""
+        while True:
+            t, k, s = self.take(CHUNK)
+            for i in range(len(t)):
+                yield float(t[i]), int(k[i]), int(s[i])
+            if len(t) < CHUNK:
+                return
+
+
+def arrivals_until(scenario, seed: int | None, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times, classes, sizes) of every flow arrival in ``[0, T]`` for this scenario and seed."""
+    return ArrivalStream(scenario, seed).until(T)
