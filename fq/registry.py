@@ -24,6 +24,8 @@ MODULES: dict[str, str] = {
     "bmf-wfq": "fq.bmf_wfq",
     "fifo": "fq.fifo",
     "fq-single": "fq.fq_single",
+    "drr": "fq.drr",
+    "mr3": "fq.mr3",
 }
 
 

@@ -2,6 +2,11 @@
 
 ``MRFQ_TEST_SCALE`` (float, default 1.0) scales the size of the slow
 statistical checks; CI runs them at a reduced size.
+
+Test modules import this file as ``conftest`` (``from conftest import scaled``),
+the module pytest itself loads from ``tests/`` (no ``tests/__init__.py``, the
+default "prepend" import mode), never as ``tests.conftest``: that second name
+would load a second copy of the module.
 """
 
 import os

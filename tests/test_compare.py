@@ -10,7 +10,7 @@ from analysis.batch_stats import ratio_ci
 from analysis.fluid_path import arrival_path, fluid_path
 from router.cli import main
 from router.run import simulate
-from tests.conftest import scaled
+from conftest import scaled
 
 
 def small(load=0.5, mean=400.0, flows_per_run=600.0, preset="br-unbalanced"):
@@ -78,7 +78,10 @@ def test_compare_packet_gamma_matches_markov(tmp_path, capsys):
     for r in rows:
         assert r["estimator"] == "3 control variates"  # the DRF, PF and BMF fluid paths
         assert abs(r["rel_error"]) < 0.01, r
-        assert r["ci_raw"][0] < r["gamma_raw"] < r["ci_raw"][1]
+        # the plain estimate against the Markov value (not against its own interval): within
+        # four of its half-widths (|z| < 4 for 12 rows fails by chance with probability ~1e-3)
+        half_raw = (r["ci_raw"][1] - r["ci_raw"][0]) / 2
+        assert abs(r["gamma_raw"] - r["gamma_fluid"]) < 4 * half_raw, r
 
 
 def test_compare_cli_bad_inputs(capsys, tmp_path):

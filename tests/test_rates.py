@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import flows
 from router.run import simulate
-from tests.conftest import SCALE, scaled
+from conftest import SCALE, scaled
 
 
 def rates(preset, scheduler, duration=None, **kw):
@@ -66,13 +66,28 @@ def test_weights_scale_drf_shares():
         assert got == pytest.approx([0.25, 0.75], rel=5e-3), s
 
 
-def test_fq_single_fair_on_the_link_only():
-    # fq-single on the link, FIFO on the cpu: with costs (2/3, 1) and (1, 1/2) the CPU is FIFO
-    sc = flows.load_preset("oracle-rates").replace(**{"router.fq_resource": "link", "run.duration": 20000.0})
-    got = [f.rate for f in simulate(sc, scheduler="fq-single").flows]
-    assert sum(got) > 0  # runs, and the cpu is fully used:
-    r = simulate(sc, scheduler="fq-single")
-    assert r.resources[0].utilization == pytest.approx(1.0, abs=1e-3)
+@pytest.mark.parametrize("scheduler", ["fq-single", "fifo"])
+def test_fq_single_fair_on_the_link_only(scheduler):
+    """Flows (0.2, 1) and (0.1, 0.5), window 30: the link is the only bottleneck (the CPU carries
+    at most 1/5 of the link's load).  SFQ of the link's time alone gives each flow half the
+    link, i.e. the BMF (= DRF = PF) rates (0.5, 1.0), computed here by analysis.allocations;
+    FIFO everywhere gives equal packet rates (2/3, 2/3), which the same check must reject."""
+    from analysis.allocations import bmf
+
+    a = [[0.2, 1.0], [0.1, 0.5]]
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30, "fq_resource": "link"},
+                          "run": {"duration": 30000.0, "warmup": 1000.0},
+                          "flow": [{"cost": a[0]}, {"cost": a[1]}]})
+    r = simulate(sc, scheduler=scheduler)
+    got = [f.rate for f in r.flows]
+    fair = list(bmf(np.array(a)).phi)
+    assert fair == pytest.approx([0.5, 1.0], rel=1e-9)
+    if scheduler == "fq-single":
+        assert got == pytest.approx(fair, rel=2e-3)
+    else:
+        assert got == pytest.approx([2 / 3, 2 / 3], rel=2e-3)
+        assert got != pytest.approx(fair, rel=0.1)
+    assert r.resources[1].utilization == pytest.approx(1.0, abs=1e-3)
 
 
 def test_finite_flows_complete_and_rates_add_up():

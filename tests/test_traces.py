@@ -40,6 +40,33 @@ def test_drfq_trace_both_virtual_times_agree_here():
     assert starts(a, 0, 20) == starts(b, 0, 20)
 
 
+def test_drfq_virtual_time_rules_differ_by_hand():
+    """A trace where the `started` ([BR]) and `in-service` ([DRFQ]) virtual times disagree.
+
+    f1 s = (1/4, 1) backlogged from 0, window 2; f2 s = (1/4, 1), one packet, starts at 2.75.
+    f1's tags S = 0, 1, 2, ... (F = S + 1).  The idle CPU runs ahead of the link: at 2.75 the
+    link serves f1p3 (S = 2) while f1p4 (S = 3, begun on the CPU at 2.25) waits for it.
+    * started: V(2.75) = 3 (largest start tag begun) -> f2p1 S = 3, ties f1p4 and loses on flow
+      id: the link serves f1p4 at 3.25, f2p1 at 4.25.
+    * in-service: V(2.75) = 2 (f1p3 on the link; the CPU is idle) -> f2p1 S = 2: the link serves
+      f2p1 at 3.25, f1p4 at 4.25.  At 3.25 nothing is in service, V = largest finish tag begun = 4,
+      f1p5 S = max(4, F = 4) = 4.  f1p4's departure, and with it f1p6's admission at the CPU,
+      moves from 4.25 to 5.25.
+    """
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 2}, "run": {"duration": 8.0},
+                          "flow": [{"name": "f1", "cost": [0.25, 1.0]},
+                                   {"name": "f2", "cost": [0.25, 1.0], "packets": 1, "start": 2.75}]})
+    a = simulate(sc, scheduler="drfq", virtual_time="started", trace=100)
+    b = simulate(sc, scheduler="drfq", virtual_time="in-service", trace=100)
+    common_cpu = [(0.0, "f1", 1), (0.25, "f1", 2), (1.25, "f1", 3), (2.25, "f1", 4), (2.75, "f2", 1),
+                  (3.25, "f1", 5)]
+    assert starts(a, 0, 8) == common_cpu + [(4.25, "f1", 6), (6.25, "f1", 7)]
+    assert starts(b, 0, 8) == common_cpu + [(5.25, "f1", 6), (6.25, "f1", 7)]
+    common_link = [(0.25, "f1", 1), (1.25, "f1", 2), (2.25, "f1", 3)]
+    assert starts(a, 1, 7) == common_link + [(3.25, "f1", 4), (4.25, "f2", 1), (5.25, "f1", 5), (6.25, "f1", 6)]
+    assert starts(b, 1, 7) == common_link + [(3.25, "f2", 1), (4.25, "f1", 4), (5.25, "f1", 5), (6.25, "f1", 6)]
+
+
 def test_drfq_memoryless_spec_4_6():
     # f1 alone from 0 (tags 0, 1, 2, ...); f2 joins at 9.5 when V = 9: tags 9, 10, 11, ...
     r = simulate(flows.load_preset("oracle-memoryless"), scheduler="drfq", trace=400)

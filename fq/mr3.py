@@ -1,0 +1,287 @@
+"""MR3: multi-resource round robin.
+
+[MR3] W. Wang, B. Li, B. Liang, *Multi-resource round robin: a low complexity
+packet scheduler with dominant resource fairness*, ICNP 2013, §IV (the
+algorithm, Algorithm 1), built on [ERR] S. Kanhere, H. Sethu, A. Parekh,
+*Fair and efficient packet scheduling using elastic round robin*, IEEE TPDS
+13(3), 2002.  O(1) work per packet; near-DRF ([DRF], SPEC §1.1).
+
+Source note.  The stored copy of [MR3] available to this project holds its
+abstract and introduction only (and the ICNP slides' first pages); the rules
+below follow the algorithm as the paper and [ERR] describe it, reconstructed
+(R).  Each (R)/(choice) is a named option or says what the alternative is.
+
+Rules.  ``d(p) = max_j s_pj / w_i`` is the *dominant service* of packet p of
+flow i (time units on its dominant resource, divided by the flow weight).
+
+1. [MR3 §IV, Alg. 1] Scheduling happens at the first resource (index 0) only:
+   flows with packets waiting there form the *active list* and are visited in
+   rounds, round robin.  A flow joins the tail of the list when a packet
+   arrives at resource 0 to an empty queue, and leaves it when its queue there
+   is empty after one of its packets begins service.
+2. [MR3 §IV, Alg. 1; ERR] Elastic allowance.  Each flow keeps an *excess
+   counter* ``EC_i``; ``MaxEC(k)`` is the largest ``EC_i`` left by a turn of
+   round k.  At its visit in round k flow i gets the balance
+   ``B_i = MaxEC(k-1) - EC_i`` and sends head packets while ``B_i >= 0``, each
+   taking ``B_i -= d(p)`` (so it always sends at least one).  When the turn
+   ends ``EC_i = -B_i`` (the dominant service it took beyond its allowance),
+   or ``EC_i = 0`` when it leaves the list.  A flow that keeps sending thus
+   receives, per round, the largest dominant service of the previous round
+   (up to the excess, which it repays in the next round): equal dominant
+   service per round, DRF's equalised dominant shares.
+3. [MR3 §IV, ERR] Rounds.  Round k consists of the flows in the active list
+   when round k begins (its first visit); flows that join during round k, and
+   flows whose turn in round k ended with packets left, are visited in round
+   k + 1, in the order they reached the tail.
+4. [MR3 §IV] Every later resource serves packets in the order they arrive
+   there (FIFO; key = arrival time, ties by flow id as everywhere, SPEC §2).
+5. [MR3 §IV-C] Progress control (R): the first resource must not run rounds
+   ahead of the last one.  Option ``router.progress = L`` (default 2): round k
+   may begin at resource 0 only when every packet scheduled in round ``k - L``
+   has *finished* service at the last resource it visits; until then resource
+   0 stays idle (``ready`` returns False) even with packets waiting, so MR3 is
+   not work-conserving.  ``L = 2`` lets the first resource work on round k
+   while the last one drains round k - 1 (the pipelining the paper keeps);
+   ``L = 1`` waits for the previous round to drain; ``L = 0`` turns progress
+   control off (plain ERR at the first resource).  (choice) "finished" rather
+   than "begun" at the last resource: a service start at the last resource
+   happens in phase 3 after resource 0 has been considered, so "begun" would
+   hold resource 0 idle until the next event instant for no reason of the
+   algorithm's own.
+
+(choice) A packet that skips resource 0 (``s_i0 = 0``) bypasses the round
+robin: it is FIFO at every resource it visits and counts in no round.
+(choice) Weights: ``d(p)`` divides by ``w_i``, so flows receive dominant
+service in proportion to their weights (weighted DRF); [MR3] is unweighted.
+(choice) ``MaxEC`` is the largest excess left by the turns of the previous
+round (ERR's ``MaxSC``); the flows that left the list count with ``EC = 0``.
+
+How the rules map onto the contract (fq/contract.py): at resource 0 a
+packet's key is its flow's turn token (as in :mod:`fq.drr`): a new token from
+a global counter when the flow (re)joins the tail, the current one while its
+turn goes on, so the smallest key is the front of the active list.  Tokens are
+consumed in the order they were handed out, so round k + 1 begins with the
+first token handed out after round k began.  ``ready`` holds resource 0 for
+the progress control; ``finish`` counts, per round, the packets that have left
+their last resource.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+
+from flows.errors import ScenarioError
+from fq._jit import jit
+from fq.contract import Layout, Option, ReferenceTags, option_value
+
+NAME = "mr3"
+SUMMARY = "multi-resource round robin: ERR rounds at the first resource, FIFO after"
+REFERENCE = "[MR3] Wang, Li & Liang, ICNP 2013, sec. IV, Alg. 1"
+OBJECTIVE = "drf"
+OPTIONS = (Option("progress", 2, "MR3 progress control: round k starts at the first resource once every packet "
+                                 "of round k - progress has left its last resource; 0 = off (0..3)"),)
+
+# per-flow slots
+F_EXCESS = 0    # EC_i
+F_BALANCE = 1   # B_i during a turn
+F_IN_TURN = 2   # 1 while the flow's turn goes on
+F_TOKEN = 3     # the token of the flow's current turn
+NF = 4
+# global slots
+G_ISSUED = 0      # tokens handed out
+G_TURNS = 1       # turns begun (= tokens consumed: they are consumed in order)
+G_ROUND_END = 2   # first token of the next round
+G_ROUND = 3       # current round k (1, 2, ...; 0 before the first)
+G_MAXEC_PREV = 4  # MaxEC(k - 1)
+G_MAXEC_CUR = 5   # largest EC left by a turn of round k so far
+G_TURN_OPEN = 6   # 1 while some flow's turn goes on
+G_SCHED = 7       # G_SCHED + (k % RING): packets of round k begun at resource 0
+G_DONE = 11       # G_DONE + (k % RING): packets of round k that left their last resource
+RING = 4          # rounds in flight under progress control <= L <= 3 < RING
+NG = 15
+# per-packet slots
+P_ARRIVAL = 0     # arrival time at the current resource (the FIFO key)
+P_ROUND = 1       # the round it was scheduled in at resource 0 (0: it skips resource 0)
+NP = 2
+
+
+def layout(J):
+    return Layout(flow=NF, glob=NG, pkt=NP)
+
+
+def encode(router, resources):
+    """``opt = (L,)``, the progress-control lag."""
+    lag = option_value(router, "progress", 2)
+    if isinstance(lag, bool) or not isinstance(lag, int) or not 0 <= lag <= 3:
+        raise ScenarioError(f"router.progress = {lag!r}: must be an integer 0..3 (rounds the first resource "
+                            f"may lead the last; 0 turns MR3's progress control off)")
+    return (float(lag),)
+
+
+@jit(inline="always")
+def _dominant(pkt, J, pb):
+    d = 0.0
+    for j in range(J):
+        if pkt[pb + j] > d:
+            d = pkt[pb + j]
+    return d
+
+
+@jit(inline="always")
+def _last_resource(pkt, J, pb):
+    last = 0
+    for j in range(J):
+        if pkt[pb + j] > 0.0:
+            last = j
+    return last
+
+
+@jit(inline="always")
+def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+    """No round yet (the engine reuses packet records: clear the slot)."""
+    pkt[pb + J + P_ROUND] = 0.0
+
+
+@jit(inline="always")
+def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+    pkt[pb + J + P_ARRIVAL] = t
+
+
+@jit(inline="always")
+def head(S, pkt, opt, J, slot, pb, j, weight):
+    """Resource 0: the flow's turn token (rules 1, 3); later resources: the arrival time (rule 4)."""
+    if j != 0:
+        return pkt[pb + J + P_ARRIVAL]
+    b = slot * NF
+    if S.flow[b + F_IN_TURN] != 0.0:
+        return S.flow[b + F_TOKEN]
+    token = S.glob[G_ISSUED]
+    S.glob[G_ISSUED] = token + 1.0
+    S.flow[b + F_TOKEN] = token
+    return token
+
+
+@jit(inline="always")
+def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+    """Rules 2 and 3 at resource 0: a new turn (and maybe a new round), the balance, the excess."""
+    if j != 0:
+        return
+    g = S.glob
+    b = slot * NF
+    if S.flow[b + F_IN_TURN] == 0.0:
+        g[G_TURNS] += 1.0
+        if S.flow[b + F_TOKEN] >= g[G_ROUND_END]:      # the first visit of round k + 1
+            g[G_ROUND] += 1.0
+            g[G_ROUND_END] = g[G_ISSUED]
+            g[G_MAXEC_PREV] = g[G_MAXEC_CUR]
+            g[G_MAXEC_CUR] = 0.0
+            r = int(g[G_ROUND]) % RING
+            g[G_SCHED + r] = 0.0
+            g[G_DONE + r] = 0.0
+        S.flow[b + F_BALANCE] = g[G_MAXEC_PREV] - S.flow[b + F_EXCESS]
+        S.flow[b + F_IN_TURN] = 1.0
+        g[G_TURN_OPEN] = 1.0
+    pkt[pb + J + P_ROUND] = g[G_ROUND]
+    g[G_SCHED + int(g[G_ROUND]) % RING] += 1.0
+    balance = S.flow[b + F_BALANCE] - _dominant(pkt, J, pb) / weight
+    S.flow[b + F_BALANCE] = balance
+    if next_pb < 0 or balance < 0.0:                  # the turn ends
+        S.flow[b + F_IN_TURN] = 0.0
+        g[G_TURN_OPEN] = 0.0
+        excess = 0.0 if next_pb < 0 else -balance
+        S.flow[b + F_EXCESS] = excess
+        if excess > g[G_MAXEC_CUR]:
+            g[G_MAXEC_CUR] = excess
+
+
+@jit(inline="always")
+def finish(S, pkt, opt, J, slot, pb, j, t):
+    """Rule 5: count a packet of round k that leaves its last resource."""
+    r = pkt[pb + J + P_ROUND]
+    if r > 0.0 and j == _last_resource(pkt, J, pb):
+        S.glob[G_DONE + int(r) % RING] += 1.0
+
+
+@jit(inline="always")
+def idle(S, pkt, opt, J, j, t):
+    return
+
+
+@jit(inline="always")
+def ready(S, pkt, opt, J, j, t):
+    """Rule 5: resource 0 may begin round k + 1 only when round k + 1 - L has left the router."""
+    if j != 0 or opt[0] == 0.0:
+        return True
+    g = S.glob
+    if g[G_TURN_OPEN] != 0.0 or g[G_TURNS] < g[G_ROUND_END]:
+        return True                                    # the next visit belongs to the current round
+    r = g[G_ROUND] + 1.0 - opt[0]
+    if r < 1.0:
+        return True
+    k = int(r) % RING
+    return g[G_DONE + k] == g[G_SCHED + k]
+
+
+class Reference(ReferenceTags):
+    """MR3 as [MR3] Alg. 1 / [ERR] write it: an explicit active list (a deque of flows), rounds
+    delimited by a count of the visits left in the round, excess counters, and per-round packet
+    counts for the progress control.  ``start`` checks that the router picked the list's front."""
+
+    def __init__(self, J, opt, router):
+        super().__init__(J, opt, router)
+        self.lag = int(opt[0])
+        self.active: deque = deque()
+        self.serving_turn = None          # the flow whose turn goes on
+        self.tickets = 0
+        self.round = 0
+        self.visits_left = 0              # visits of the current round not yet made
+        self.max_ec_prev = 0.0
+        self.max_ec_cur = 0.0
+        self.scheduled: Counter = Counter()   # round -> packets begun at resource 0
+        self.left: Counter = Counter()        # round -> packets that finished their last resource
+
+    def arrive(self, p, j, t):
+        p.tag["key"] = t
+
+    def head(self, p, j):
+        if j != 0:
+            return p.tag["key"]
+        f = p.flow
+        if f is self.serving_turn:
+            return f.tag["ticket"]
+        self.active.append(f)
+        f.tag["ticket"] = self.tickets
+        self.tickets += 1
+        return f.tag["ticket"]
+
+    def start(self, p, j, next_p, t):
+        if j != 0:
+            return
+        f = p.flow
+        if f is not self.serving_turn:    # a visit
+            front = self.active.popleft()
+            assert front is f, f"MR3 visits flow {f.uid}, the active list's front is flow {front.uid}"
+            if self.visits_left == 0:     # round k is over: round k + 1 = the flows in the list now
+                self.round += 1
+                self.visits_left = len(self.active) + 1
+                self.max_ec_prev, self.max_ec_cur = self.max_ec_cur, 0.0
+            self.visits_left -= 1
+            f.tag["balance"] = self.max_ec_prev - f.tag.get("excess", 0.0)
+            self.serving_turn = f
+        p.tag["round"] = self.round
+        self.scheduled[self.round] += 1
+        f.tag["balance"] -= max(p.s) / f.profile.weight
+        if next_p is None or f.tag["balance"] < 0.0:
+            self.serving_turn = None
+            f.tag["excess"] = 0.0 if next_p is None else -f.tag["balance"]
+            self.max_ec_cur = max(self.max_ec_cur, f.tag["excess"])
+
+    def finish(self, p, j, t):
+        if "round" in p.tag and j == p.route[-1]:
+            self.left[p.tag["round"]] += 1
+
+    def ready(self, j, t):
+        if j != 0 or self.lag == 0 or self.serving_turn is not None or self.visits_left > 0:
+            return True
+        r = self.round + 1 - self.lag
+        return r < 1 or self.left[r] == self.scheduled[r]

@@ -1,0 +1,173 @@
+"""MR3 (fq/mr3.py): hand-computed traces, the progress control, long-run rates against DRF.
+
+The engine-vs-SimPy cross-check with default options is in test_reference.py (it enumerates the
+registry); here the same check runs with the progress-control lag drawn too.
+"""
+
+import numpy as np
+import pytest
+from conftest import SCALE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_reference import check_engine_equals_reference, scenarios
+
+import flows
+from analysis.allocations import drf
+from flows.errors import ScenarioError
+from router.reference import simulate_reference
+from router.run import simulate
+
+
+def rows(sc, resource, n):
+    names = [f.name for f in sc.flows]
+    eng = simulate(sc, trace=500).trace.rows(names, resource=resource)[:n]
+    ref = simulate_reference(sc, trace=500).rows(resource, names)[:n]
+    assert eng == ref
+    return eng
+
+
+def link_bound(progress=None):
+    """f1 s = (1/2, 1) (d = 1), f2 s = (1/4, 1/2) (d = 1/2), window 3: the link is the bottleneck."""
+    router = {"scheduler": "mr3", "window": 3}
+    if progress is not None:
+        router["progress"] = progress
+    return flows.from_dict({"resources": ["cpu", "link"], "router": router, "run": {"duration": 12.0},
+                            "flow": [{"name": "f1", "cost": [0.5, 1.0]}, {"name": "f2", "cost": [0.25, 0.5]}]})
+
+
+@pytest.mark.nojit
+def test_mr3_trace_by_hand_progress_control():
+    """Default progress control L = 2: round k starts on the CPU once round k - 2 has left the link.
+
+    Tokens in the order flows join the CPU's active list; B = balance, EC = excess counter,
+    MaxEC(k-1) = largest EC left by round k - 1; d = dominant service of a packet.
+      0    round 1 = {f1 (token 0), f2 (token 1)}, MaxEC(0) = 0.  f1: B = 0 - 0 = 0, f1p1 (d = 1)
+           -> B = -1: turn over, EC1 = 1, f1 to the tail (token 2).          CPU f1p1 [0, .5]
+      .5   f2: B = 0, f2p1 (d = .5) -> B = -.5: EC2 = .5 (token 3).         CPU f2p1 [.5, .75]
+           link f1p1 [.5, 1.5]
+      .75  round 2 = {f1, f2}, MaxEC(1) = 1; needs round 0: free.  f1: B = 1 - 1 = 0 -> one
+           packet, EC1 = 1 (token 4).                                       CPU f1p2 [.75, 1.25]
+      1.25 f2: B = 1 - .5 = .5 -> f2p2, B = 0 >= 0, f2p3 waits: the turn goes on.  CPU f2p2 [1.25, 1.5]
+      1.5  f2p3: B = -.5, f2 has nothing more at the CPU: leaves, EC2 = 0.   CPU f2p3 [1.5, 1.75]
+           link: f1p1 leaves (round 1: 1 of 2 done); f2p1 [1.5, 2]
+      1.75 round 3 would start (f1, token 4) but round 1 has not left the link: the CPU idles
+      2    f2p1 leaves: round 1 done; f2p4 admitted, f2 joins (token 5).  Round 3 = {f1, f2},
+           MaxEC(2) = 1: f1 one packet (EC1 = 1, token 6).                  CPU f1p3 [2, 2.5]
+           link f1p2 [2, 3]
+      2.5  f2: B = 1 - 0 = 1 -> f2p4, nothing more waiting: leaves.           CPU f2p4 [2.5, 2.75]
+      2.75 round 4 needs round 2 (f1p2, f2p2, f2p3) off the link: at 3, 3.5, 4.  Link: f2p2 [3, 3.5],
+           f2p3 [3.5, 4], f1p3 [4, 5].  At 4 round 4 = {f1 (token 6), f2 (token 7, joined at 3.5)}:
+           f1p4 [4, 4.5], f2p5 [4.5, 4.75], f2p6 [4.75, 5].
+      5    round 5 needs round 3 (f1p3, f2p4): f2p4 is on the link [5, 5.5]: round 5 at 5.5:
+           f1p5 [5.5, 6], f2p7 [6, 6.25]; link f1p4 [5.5, 6.5], f2p5 [6.5, 7], f2p6 [7, 7.5],
+           round 6 at 7.5: f1p6.  From then on, per round, f1 sends one packet and f2 two: one
+           link unit each, the DRF rates (0.5, 1.0), and the link never idles.
+    """
+    sc = link_bound()
+    assert rows(sc, 0, 13) == [
+        (0.0, "f1", 1), (0.5, "f2", 1), (0.75, "f1", 2), (1.25, "f2", 2), (1.5, "f2", 3), (2.0, "f1", 3),
+        (2.5, "f2", 4), (4.0, "f1", 4), (4.5, "f2", 5), (4.75, "f2", 6), (5.5, "f1", 5), (6.0, "f2", 7),
+        (7.5, "f1", 6)]
+    assert rows(sc, 1, 11) == [
+        (0.5, "f1", 1), (1.5, "f2", 1), (2.0, "f1", 2), (3.0, "f2", 2), (3.5, "f2", 3), (4.0, "f1", 3),
+        (5.0, "f2", 4), (5.5, "f1", 4), (6.5, "f2", 5), (7.0, "f2", 6), (7.5, "f1", 5)]
+
+
+@pytest.mark.nojit
+def test_mr3_trace_by_hand_without_progress_control():
+    """progress = 0: the same flows; up to 1.5 as above, then the CPU starts round 3 at once.
+
+      1.75 round 3 = {f1 (token 4)}: f2 left at 1.5 and has not come back; MaxEC(2) = 1:
+           f1: B = 1 - 1 = 0 -> f1p3, f1p4 waits: EC1 = 1 (token 5).           CPU f1p3 [1.75, 2.25]
+      2    f2p4 admitted: f2 joins (token 6)
+      2.25 round 4 = {f1, f2}, MaxEC(3) = 1: f1p4, f1 has nothing more waiting: leaves.
+                                                                              CPU f1p4 [2.25, 2.75]
+      2.75 f2: B = 1 - 0 -> f2p4, leaves.                                      CPU f2p4 [2.75, 3]
+    """
+    sc = link_bound(progress=0)
+    assert rows(sc, 0, 9) == [
+        (0.0, "f1", 1), (0.5, "f2", 1), (0.75, "f1", 2), (1.25, "f2", 2), (1.5, "f2", 3), (1.75, "f1", 3),
+        (2.25, "f1", 4), (2.75, "f2", 4), (3.0, "f1", 5)]
+
+
+@pytest.mark.nojit
+def test_mr3_equal_dominant_costs_give_the_spec_drfq_trace():
+    """SPEC 4.6's flows (1, 1/2) and (1/2, 1), window 2: both packets have d = 1, so every MR3
+    turn sends one packet and the rounds alternate f1, f2 - the memoryless DRFQ trace of SPEC 4.6
+    (round 3 at 3 needs round 1 off the link: f1p1 left at 1.5, f2p1 at 2.5)."""
+    sc = flows.load_preset("oracle-drfq-trace").replace(**{"router.scheduler": "mr3"})
+    assert rows(sc, 0, 5) == [(0.0, "f1", 1), (1.0, "f2", 1), (1.5, "f1", 2), (2.5, "f2", 2), (3.0, "f1", 3)]
+    assert rows(sc, 1, 4) == [(1.0, "f1", 1), (1.5, "f2", 1), (2.5, "f1", 2), (3.0, "f2", 2)]
+
+
+SPEC_1_4 = {
+    "two flows": [[0.5, 1.0], [1.0, 0.5]],
+    "three flows": [[0.5, 1.0], [1.0, 0.5], [1.0, 0.5]],
+    "three resources": [[1.0, 1.0, 1.0], [1.0, 0.5, 0.75], [0.5, 1.0, 0.75]],
+    "one resource": [[1.0]] * 4,
+    "SPEC 4.6 rates": [[2 / 3, 1.0], [1.0, 0.5]],
+}
+
+
+def static_rates(a, duration, **router):
+    J = len(a[0])
+    sc = flows.from_dict({"resources": [f"r{j}" for j in range(J)],
+                          "router": {"scheduler": "mr3", "window": 30, **router},
+                          "run": {"duration": duration, "warmup": duration / 20},
+                          "flow": [{"cost": c} for c in a]})
+    r = simulate(sc)
+    return np.array([f.rate for f in r.flows]), [x.utilization for x in r.resources]
+
+
+@pytest.mark.parametrize("case", list(SPEC_1_4))
+def test_mr3_long_run_rates_are_drf_on_spec_1_4(case):
+    """Static backlogged flows, window 30, default progress control: MR3's rates equal the DRF
+    allocation (analysis.allocations.drf) on every SPEC 1.4 case."""
+    a = SPEC_1_4[case]
+    got, _ = static_rates(a, 10000.0)
+    assert np.allclose(got, drf(np.array(a)).phi, rtol=3e-3), (got, drf(np.array(a)).phi)
+
+
+def test_progress_control_is_what_keeps_drf_when_the_first_resource_is_idle():
+    """Issue 2's probe, (0.2, 1) and (0.1, 0.5): the link is the only bottleneck, DRF = (0.5, 1.0).
+    With progress control MR3 realises it; without (progress = 0) the CPU runs rounds ahead, the
+    link's FIFO queue decides, and the rates degrade to FIFO's equal packet rates (2/3, 2/3) -
+    the same failure as memoryless DRFQ's virtual time (SPEC 4.1)."""
+    a = [[0.2, 1.0], [0.1, 0.5]]
+    got, util = static_rates(a, 20000.0)
+    assert np.allclose(got, [0.5, 1.0], rtol=3e-3)
+    assert util[1] == pytest.approx(1.0, abs=2e-3)
+    got, _ = static_rates(a, 20000.0, progress=0)
+    assert np.allclose(got, [2 / 3, 2 / 3], rtol=3e-3)
+
+
+def test_progress_one_round_leaves_the_bottleneck_idle():
+    """progress = 1 (each round waits for the previous one to leave the link) is not work-conserving:
+    on SPEC 1.4's two-flow case neither resource is saturated, unlike with the default lag 2."""
+    a = SPEC_1_4["two flows"]
+    got, util = static_rates(a, 10000.0, progress=1)
+    assert max(util) < 0.9 and np.all(got < 0.6), (got, util)
+    got, util = static_rates(a, 10000.0, progress=2)
+    assert min(util) == pytest.approx(1.0, abs=2e-3)
+
+
+@settings(deadline=None, max_examples=max(5, int(25 * SCALE)))
+@given(sc=scenarios(), progress=st.integers(0, 3))
+def test_engine_equals_reference_with_mr3_options(sc, progress):
+    check_engine_equals_reference(sc.replace(**{"router.scheduler": "mr3", "router.progress": progress}))
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("value", [-1, 4, 1.5, "on", True])
+def test_mr3_bad_progress(value):
+    with pytest.raises(ScenarioError, match=r"router.progress = .*: must be an integer 0..3") as e:
+        simulate(link_bound(progress=value))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.nojit
+def test_mr3_refuses_drr_options():
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"scheduler": "mr3", "quantum": 1.0},
+                          "run": {"duration": 5.0}, "flow": [{"cost": [1.0, 1.0]}]})
+    with pytest.raises(ScenarioError, match=r"router.quantum: not an option of scheduler 'mr3'"):
+        simulate(sc)
