@@ -451,6 +451,10 @@ N_SF = 4
  S_MAX_ACTIVE, S_TR_N, S_STOPPED, S_BATCH) = range(13)
 N_SI = 13
 DONE, GROW_FLOWS = 0, 1
+#: services per call of the compiled loop (Ctrl-C is seen between calls; about a second)
+CHUNK = 1 << 24
+#: memory cap of the flow table, its heaps and admission queues (refused before allocation)
+MAX_TABLE_BYTES = 4 * 2**30
 
 
 @jit_no_refcount
@@ -901,8 +905,13 @@ def simulate_kernel(
     lean = lean_policy(policy, vt_in_service, idle_reset, rtt, trace_cap) if specialise else GENERIC
     loop = loop_for(J, lean)
     while True:
+        # at most CHUNK services per call, so that Ctrl-C (seen only in Python) stops a long run;
+        # the loop saves its state before it stops, so the calls resume bit for bit
+        stop_at = si[S_SERVICES] + CHUNK
+        if max_services > 0 and max_services < stop_at:
+            stop_at = max_services
         args = (
-            policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, max_services, trace_cap, b_start,
+            policy, fq_res, unit, vt_in_service, idle_reset, J, N, RM, rtt, T, warmup, B, stop_at, trace_cap, b_start,
             sp_cost, sp_pb, sp_sizes, sp_cdf, sp_nz, sp_w,
             n_static, st_start, st_packets, st_order, K, cls_spec, cls_cdf, lam_total, cls_p, rng, cost_key,
             sf, si, st["slot_i"].reshape(-1), st["slot_f"].reshape(-1), st["flow_F"], st["flow_Fj"], st["qs"].reshape(-1),
@@ -912,12 +921,20 @@ def simulate_kernel(
         )
         compile_seconds += _compile_seconds(loop, args)
         if loop(*args) == DONE:
+            if si[S_STOPPED] == 1 and stop_at != max_services:
+                si[S_STOPPED] = 0  # the end of a chunk, not of the run
+                continue
             break
         # GROW_FLOWS: double the flow table, the heaps and the admission queues
         C2 = 2 * C
         if C2 > SLOT_MASK + 1:
             raise MrfqError(f"more than {SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
                             f"{SLOT_BITS}-bit row numbers; lower the flow arrival rate or the flow sizes")
+        row_bytes = (sum(a.nbytes for a in st.values()) + adm_t.nbytes + adm_s.nbytes + now_s.nbytes) / C
+        if C2 * row_bytes > MAX_TABLE_BYTES:
+            raise MrfqError(f"flow table: {C2:,} flows at once would need {C2 * row_bytes / 2**30:.3g} GiB, more "
+                            f"than the {MAX_TABLE_BYTES / 2**30:g} GiB cap (at t = {sf[S_T]:.6g}); the system is "
+                            "overloaded or nearly so: lower the load or shorten run.duration")
         for name in st:
             st[name] = _grow_rows(st[name], C2)
         for name in heaps:

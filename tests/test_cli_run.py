@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import flows
-from router.cli import main
+from analysis.cli import main
 
 pytestmark = pytest.mark.nojit
 
@@ -85,12 +85,12 @@ BAD = [
     (["run", "--preset", "nope"], "--preset 'nope'"),
     (["run"], "no scenario"),
     (["run", "/nonexistent/s.toml"], "no such scenario file"),
-    (["run", "--preset", "oracle-rates", "--duration", "-5"], "run.duration"),
-    (["run", "--preset", "oracle-rates", "--seed", "-1"], "run.seed"),
-    (["run", "--preset", "br-unbalanced", "--load", "1.2"], "traffic.load"),
-    (["run", "--preset", "br-unbalanced", "--load", "1.0"], "traffic.load"),
+    (["run", "--preset", "oracle-rates", "--duration", "-5"], "argument --duration: '-5': out of range; give a number in (0, 1e+15]"),
+    (["run", "--preset", "oracle-rates", "--seed", "-1"], "argument --seed: '-1': out of range"),
+    (["run", "--preset", "br-unbalanced", "--load", "1.2"], "argument --load: '1.2': out of range; give a number in (0, 1)"),
+    (["run", "--preset", "br-unbalanced", "--load", "1.0"], "argument --load"),
     (["run", "--preset", "oracle-rates", "--load", "0.5"], "--load"),
-    (["run", "--preset", "oracle-rates", "--window", "0"], "router.window"),
+    (["run", "--preset", "oracle-rates", "--window", "0"], "argument --window: '0': out of range; give a whole number in [1, 4,096]"),
     (["run", "--preset", "oracle-rates", "--fq-resource", "gpu"], "router.fq_resource"),
     (["frobnicate"], "invalid choice"),
     (["alloc", "--cost", "-1,1", "--cost", "1,0.5"], "must be >= 0"),
@@ -146,7 +146,7 @@ def test_existing_trace_file_untouched_on_error(capsys, tmp_path):
 
 
 def test_console_script_exit_code_and_no_traceback():
-    p = subprocess.run([sys.executable, "-m", "router.cli", "run", "--preset", "oracle-rates", "--scheduler", "x"],
+    p = subprocess.run([sys.executable, "-m", "analysis.cli", "run", "--preset", "oracle-rates", "--scheduler", "x"],
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1
