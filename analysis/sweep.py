@@ -275,7 +275,7 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     from router.run import simulate
 
     sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
-                          "class": [{"cost": [1.0, 0.5], "rate": 0.5, "mean_packets": 3}],
+                          "class": [{"cost": [1.0, 0.5], "rate": 0.2, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
     simulate(sc)
     for objective in ("drf", "pf", "bmf"):

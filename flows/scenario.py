@@ -86,6 +86,7 @@ MAX_SERVICES_BOUND = 10**11       # runs that could need more services must set 
 MAX_SPECS = 10_000                # [[flow]] plus [[class]] tables
 MAX_SIZES = 1000                  # entries of packet_sizes
 MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overload run)
+MAX_AUTO_FLOWS = 100_000          # an overload run that can bring more flows needs run.max_flows
 MAX_TABLE_BYTES = 2**30           # the engine's initial flow table (static flows + 64 rows)
 MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
@@ -554,8 +555,10 @@ def _check_resources(sc: Scenario) -> None:
     * Services are bounded by ``sum_j duration / min_i s_ij`` (each resource serves one
       packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``.
     * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) below 1 at every
-      resource, unless ``run.max_flows`` caps an overload run; with that cap the expected
-      flow arrivals over the run plus six standard deviations must fit under it.
+      resource, or else a bounded overload run: the flows it can bring (static flows plus
+      the expected arrivals over the run plus six standard deviations) must fit under
+      ``MAX_AUTO_FLOWS``, or under an explicit ``run.max_flows``.  Flows in the system never
+      outnumber the flows that arrived, so this bounds the flow table.
     * The engine's initial flow table (static flows + 64 rows, a ring of the window rounded
       up to a power of two per row) fits in ``MAX_TABLE_BYTES``.
     """
@@ -581,16 +584,17 @@ def _check_resources(sc: Scenario) -> None:
         raise _err(f"run.duration = {sc.run.duration:g}: up to {bound:.3g} packet services (duration / smallest "
                    f"time per packet, summed over resources), more than {MAX_SERVICES_BOUND:.0e}; shorten "
                    "run.duration or set run.max_services")
+    arrivals = sum(c.rate for c in sc.classes) * sc.run.duration
+    need = len(sc.flows) + arrivals + 6.0 * math.sqrt(arrivals) + 10.0
     if sc.classes and sc.load is None:
         loads = sc.class_resource_loads()
         j = max(range(sc.n_resources), key=lambda i: loads[i])
-        if not loads[j] < 1.0 and sc.run.max_flows == 0:
+        if not loads[j] < 1.0 and sc.run.max_flows == 0 and need > MAX_AUTO_FLOWS:
             raise _err(f"class[*].rate: class load {loads[j]:.4g} at resource {sc.resources[j]!r} (sum of rate x "
-                       "mean_packets x cost) is >= 1, so flows would pile up without bound; lower the rates, "
-                       "use [traffic] load with shares, or set run.max_flows for an overload run")
+                       f"mean_packets x cost) is >= 1, so flows pile up: this run could bring {need:.4g} flows "
+                       f"(more than {MAX_AUTO_FLOWS:,}); lower the rates, use [traffic] load with shares, shorten "
+                       "run.duration, or set run.max_flows for an overload run")
     if sc.run.max_flows > 0:
-        arrivals = sum(c.rate for c in sc.classes) * sc.run.duration
-        need = len(sc.flows) + arrivals + 6.0 * math.sqrt(arrivals) + 10.0
         if need > sc.run.max_flows:
             raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({len(sc.flows)} "
                        f"static + {arrivals:.4g} expected arrivals + 6 standard deviations); raise run.max_flows "

@@ -13,7 +13,8 @@ Every case runs in a long-lived worker process (imports paid once) under a wall-
 cap and an address-space limit; a case that overruns the cap is a *hang* (the worker is
 killed and restarted).  Outcomes:
 
-* ``clean``: exit 2 with exactly one line ``mrfq: error: ...`` on stderr;
+* ``clean``: exit 2 with exactly one line ``mrfq: error: ...`` on stderr, at most 1000
+  characters (``huge_message`` when longer: a value echoed whole);
 * ``accepted``: exit 0 (with ``--json``, stdout must parse with ``allow_nan=False``,
   else the case counts as ``bad_json``);
 * ``internal``: exit 1 with the one-line "internal error" message (a bug, caught);
@@ -267,8 +268,9 @@ def worker(module: str, mem_gb: float) -> None:
                 code = x.code if isinstance(x.code, int) else 1
             except BaseException as x:  # noqa: BLE001 - the point is to see what escapes
                 exc = "".join(traceback.format_exception_only(type(x), x)).strip()[:300]
-        out.write(json.dumps({"code": code, "stdout": o.getvalue()[-20000:], "stderr": e.getvalue()[-2000:],
-                              "exc": exc}) + "\n")
+        err = e.getvalue()
+        out.write(json.dumps({"code": code, "stdout": o.getvalue()[-20000:], "stderr": err[:2000],
+                              "stderr_chars": len(err), "stderr_lines": err.count("\n"), "exc": exc}) + "\n")
         out.flush()
 
 
@@ -297,7 +299,8 @@ class Runner:
         if not line:  # the worker died (e.g. killed by the address-space limit)
             self.p.wait()
             self.p = None
-            return {"code": None, "stdout": "", "stderr": "", "exc": "worker died"}
+            return {"code": None, "stdout": "", "stderr": "", "stderr_chars": 0, "stderr_lines": 0,
+                    "exc": "worker died (address-space limit?)"}
         return json.loads(line)
 
     def close(self):
@@ -312,8 +315,8 @@ def classify(res: dict | None, argv: list[str]) -> str:
     if res["exc"] is not None:
         return "traceback"
     err = res["stderr"].strip("\n")
-    if res["code"] == 2 and err.startswith("mrfq: error: ") and "\n" not in err and "Traceback" not in err:
-        return "clean"
+    if res["code"] == 2 and err.startswith("mrfq: error: ") and res["stderr_lines"] <= 1 and "Traceback" not in err:
+        return "clean" if res["stderr_chars"] <= 1000 else "huge_message"
     if res["code"] == 1 and "internal error" in err and "\n" not in err:
         return "internal"
     if res["code"] == 0:
@@ -369,8 +372,8 @@ def main() -> int:
     t0 = time.time()
     try:
         for campaign, n in (("scenarios", a.scenarios), ("cli", a.cli)):
-            c = counts.setdefault(campaign, {k: 0 for k in ("cases", "clean", "accepted", "internal", "traceback",
-                                                             "bad_json", "hang")})
+            c = counts.setdefault(campaign, {k: 0 for k in ("cases", "clean", "accepted", "huge_message", "internal",
+                                                             "traceback", "bad_json", "hang")})
             for i in range(n):
                 if campaign == "scenarios":
                     name = rng.choice(sorted(presets))
@@ -390,7 +393,7 @@ def main() -> int:
                 c[out] += 1
                 cases.append({"campaign": campaign, "case": desc, "argv": [x[:200] for x in argv], "outcome": out,
                               "stderr": (res or {}).get("stderr", "")[:300], "exc": (res or {}).get("exc")})
-                if out in ("traceback", "hang", "bad_json") and not a.json:
+                if out in ("traceback", "hang", "bad_json", "internal", "huge_message") and not a.json:
                     print(f"[{campaign} {i}] {out}: {desc[:160]} :: {((res or {}).get('exc') or '')[:160]}",
                           file=sys.stderr)
     finally:

@@ -108,19 +108,22 @@ def test_utf8_with_and_without_bom_other_encodings_refused(capsys, tmp_path):
 
 @pytest.mark.nojit
 def test_overload_run_needs_an_explicit_flow_cap():
-    d = {"resources": ["cpu", "link"], "run": {"duration": 100.0},
+    d = {"resources": ["cpu", "link"], "run": {"duration": 1e6},
          "class": [{"cost": [0.5, 1.0], "rate": 0.6, "mean_packets": 2}]}
-    # class load at link: 0.6 * 2 * 1.0 = 1.2
-    with pytest.raises(ScenarioError, match=r"class load 1.2 at resource 'link'"):
+    # class load at link: 0.6 * 2 * 1.0 = 1.2; 600000 expected arrivals + 6 sd (4647.6) + 10 = 604657.6
+    with pytest.raises(ScenarioError, match=r"class load 1.2 at resource 'link' .* this run could bring "
+                                            r"6.047e\+05 flows \(more than 100,000\)"):
         flows.from_dict(d)
-    # 60 expected arrivals + 6 sd (46.5) + 10 = 116.5 flows at most
-    d["run"]["max_flows"] = 116
-    with pytest.raises(ScenarioError, match=r"run.max_flows = 116: the run can hold up to 116.5 flows"):
+    d["run"]["max_flows"] = 604_657
+    with pytest.raises(ScenarioError, match=r"run.max_flows = 604657: the run can hold up to 6.047e\+05 flows"):
         flows.from_dict(d)
-    d["run"]["max_flows"] = 117
+    d["run"]["max_flows"] = 604_658
     sc = flows.from_dict(d)
-    assert sc.run.max_flows == 117
+    assert sc.run.max_flows == 604_658
     assert flows.from_dict(flows.to_dict(sc)) == sc
+    # a short overload run brings few flows (60 + 46.5 + 10): bounded by construction, accepted
+    d["run"] = {"duration": 100.0}
+    assert flows.from_dict(d).class_resource_loads() == pytest.approx((0.6, 1.2))
 
 
 @pytest.mark.nojit
