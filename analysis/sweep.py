@@ -25,7 +25,6 @@ import multiprocessing
 import os
 import sqlite3
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -288,6 +287,11 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
 PARENT_WATCH_SECONDS = 0.5
 
 
+def _run_task(task: tuple[Point, dict, str]) -> tuple[Point, dict]:
+    p, d, nm = task
+    return p, run_point(d, nm, p)
+
+
 def _die_with_parent(parent_pid: int) -> None:
     """Pool-worker initializer: the worker dies when the sweep's process does, even by SIGKILL.
 
@@ -295,11 +299,13 @@ def _die_with_parent(parent_pid: int) -> None:
     the thread that forked it exits; everywhere, a daemon thread watches the parent's pid
     (a worker whose parent died is re-parented, so ``getppid()`` changes) and exits the
     worker within :data:`PARENT_WATCH_SECONDS`.  Both run before the worker takes a task.
+    Workers ignore Ctrl-C: the sweep's process sees it and terminates them.
     """
     import signal
     import sys
     import threading
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -337,11 +343,17 @@ def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict
                 on_done(p, run_point(d, nm, p))
             return
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_die_with_parent,
-                                 initargs=(os.getpid(),)) as pool:
-            futs = {pool.submit(run_point, d, nm, p): p for p, d, nm in tasks}
-            for f in as_completed(futs):
-                on_done(futs[f], f.result())
+        pool = ctx.Pool(n, initializer=_die_with_parent, initargs=(os.getpid(),))
+        try:
+            for p, payload in pool.imap_unordered(_run_task, tasks):
+                on_done(p, payload)
+        except BaseException:
+            # Ctrl-C (or an error): stop every worker now; finished points are already stored
+            pool.terminate()
+            pool.join()
+            raise
+        pool.close()
+        pool.join()
         return
     if executor.startswith("dask:"):
         _execute_dask(tasks, on_done, executor[5:], workers)

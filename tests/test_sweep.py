@@ -203,6 +203,37 @@ def test_sigkill_of_a_sweep_leaves_no_worker_behind(tiny, tmp_path):
     assert not [w for w in workers if _alive(w)], "pool workers outlived the SIGKILLed sweep"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
+    """SIGINT to the foreground process group (what Ctrl-C does): exit 130 with one line, no worker
+    left, the store intact with the points finished so far."""
+    db = tmp_path / "c.sqlite"
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "compare", str(tiny), "--loads", "0.3,0.5,0.7",
+                          "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "300", "--replications", "2",
+                          "--max-replications", "2", "--target", "0.5", "--workers", "2", "--json",
+                          "--results", str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, restore_signals=True)
+    deadline = time.time() + 240
+    workers = []
+    while time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+        workers = _children(p.pid)
+        if len(workers) >= 2 and db.exists() and _count(db) >= 1:
+            break
+    assert p.poll() is None and len(workers) >= 2, "no pool workers seen: make the sweep longer"
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "mrfq: interrupted (no output file was left half-written)"
+    assert "Traceback" not in err and out == ""
+    time.sleep(1.0)
+    assert not [w for w in workers if _alive(w)]
+    with sqlite3.connect(str(db)) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert 1 <= c.execute("SELECT COUNT(*) FROM points").fetchone()[0] < 18
+
+
 def test_die_with_parent_exits_an_orphaned_worker(tmp_path):
     """The parent-watch fallback alone (no prctl): a worker whose parent vanished exits."""
     code = (
