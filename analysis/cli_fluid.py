@@ -29,7 +29,7 @@ FLUID_OBJECTIVES = ("drf", "pf", "bmf")
 #: documented range of ``mrfq alloc`` costs (each 0 or in this range) and weights
 ALLOC_MIN, ALLOC_MAX = 1e-6, 1e6
 #: most events of ``mrfq fluid --method simulate``
-MAX_EVENTS = 10**9
+MAX_EVENTS = 10**8  # about a minute; one simulation is a numba kernel that Ctrl-C cannot stop midway
 
 
 def register(subparsers) -> None:

@@ -169,7 +169,7 @@ CASES_ARGV = [
     (["compare", "--preset", "br-unbalanced", "--schedulers", "drr2"], "--schedulers: unknown name 'drr2'"),
     (["fluid", "--preset", "br-unbalanced", "--load", "0.999"], "the exact solve gives up above load 0.96"),
     (["fluid", "--preset", "br-unbalanced", "--method", "simulate", "--events", "1e20"],
-     "--events = '1e20': out of range; give a whole number in [1,000, 1,000,000,000]"),
+     "--events = '1e20': out of range; give a whole number in [1,000, 100,000,000]"),
     (["fluid", "--preset", "br-unbalanced", "--loads", "0.3,0.6,x"], "--loads = 'x': not a decimal number"),
     (["run", "--preset", "oracle-rates", "--trace-limit", "1e11", "--trace", "t.csv"],
      "argument --trace-limit: '1e11': out of range; give a whole number in [1, 10,000,000]"),
