@@ -297,3 +297,18 @@ def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
     assert err.strip() == "mrfq: interrupted (no output file was left half-written)"
     assert "Traceback" not in err
     print(f"stopped {waited:.2f} s after SIGINT")
+
+
+def test_flow_table_past_its_memory_cap_is_refused_before_allocation(monkeypatch):
+    """An overload run that brings few flows is accepted by the gate (its arrivals bound the
+    table); the engine still refuses to grow the table past its byte cap, naming the time."""
+    import router.engine as engine
+    from router.run import simulate
+
+    sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 400.0},
+                          "class": [{"cost": [1.0], "rate": 0.5, "mean_packets": 10}]})  # load 5
+    assert simulate(sc).max_active_flows > 128
+    monkeypatch.setattr(engine, "MAX_TABLE_BYTES", 100_000)
+    with pytest.raises(MrfqError, match=r"flow table: 128 flows at once would need .* GiB, more than the "
+                                        r"9.31323e-05 GiB cap \(at t = "):
+        simulate(sc)

@@ -12,6 +12,11 @@ from analysis.cli import main
 pytestmark = pytest.mark.nojit
 
 
+def strict_json(text):
+    """Every --json output must be RFC 8259 JSON: no NaN, no Infinity."""
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+
+
 def run_cli(capsys, *argv):
     code = main(list(argv))
     out, err = capsys.readouterr()
@@ -21,7 +26,7 @@ def run_cli(capsys, *argv):
 def test_run_json_has_the_documented_keys(capsys):
     code, out, err = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "60000", "--json")
     assert code == 0, err
-    d = json.loads(out)
+    d = strict_json(out)
     for key in ("scheduler", "seed", "flows", "classes", "resources", "services", "wall_seconds"):
         assert key in d
     assert [c["name"] for c in d["classes"]] == ["c1", "c2", "c3"]
@@ -37,13 +42,13 @@ def test_same_seed_same_json_bit_for_bit(capsys):
     for _ in range(2):
         code, out, _ = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "50000",
                                "--scheduler", "pf-sfq", "--seed", "7", "--json")
-        d = json.loads(out)
+        d = strict_json(out)
         d.pop("wall_seconds")
         outs.append(d)
     assert outs[0] == outs[1]
     code, out, _ = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "50000",
                            "--scheduler", "pf-sfq", "--seed", "8", "--json")
-    d = json.loads(out)
+    d = strict_json(out)
     d.pop("wall_seconds")
     assert d != outs[0]
 
@@ -75,7 +80,7 @@ def test_scenario_file_roundtrip(capsys, tmp_path):
                  '[[flow]]\nname = "a"\ncost = [0.6666666666666666, 1.0]\n[[flow]]\nname = "b"\ncost = [1.0, 0.5]\n')
     code, out, err = run_cli(capsys, "run", str(p), "--json")
     assert code == 0, err
-    d = json.loads(out)
+    d = strict_json(out)
     assert d["scheduler"] == "bmf-wfq"
     assert [f["name"] for f in d["flows"]] == ["a", "b"]
 
