@@ -358,6 +358,7 @@ def main() -> int:
     ap.add_argument("--mem-gb", type=float, default=3.0, help="address-space limit of the worker")
     ap.add_argument("--json", metavar="FILE", help="write every case and its outcome")
     ap.add_argument("--presets", default=None, help="folder of preset TOML files (default: flows/presets)")
+    ap.add_argument("--no-warm", action="store_true", help="skip the warm-up (give a cap that fits a compilation)")
     ap.add_argument("--worker", metavar="MODULE", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
@@ -373,7 +374,7 @@ def main() -> int:
     warm = Runner(a.module, 900.0, a.mem_gb, str(tmp))
     t_warm = time.time()
     try:
-        for name in sorted(presets):
+        for name in [] if a.no_warm else sorted(presets):
             for extra in (["--scheduler", s] for s in ("drfq", "drfq-dovetail", "pf-sfq", "bmf-wfq", "fifo",
                                                         "fq-single")):
                 warm.run(["run", "--preset", name, "--duration", "50", "--warmup", "0"] + extra)
