@@ -125,7 +125,7 @@ def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False,
     if not math.isfinite(x):
         raise _err(f"{where} = {_q(v)}: must be a finite number{rng}")
     if (lo is not None and (x <= lo if lo_open else x < lo)) or (hi is not None and (x >= hi if hi_open else x > hi)):
-        raise _err(f"{where} = {_q(v)}: out of range; must be{rng[1:]}")
+        raise _err(f"{where} = {_q(v)}: out of range; must be{rng}")
     return x
 
 
