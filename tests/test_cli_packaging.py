@@ -43,7 +43,7 @@ def test_installed_wheel_carries_presets_and_entry_point(tmp_path):
                          check=True).stdout
     shipped = sorted(p.stem for p in (ROOT / "flows" / "presets").glob("*.toml"))
     assert [line.split()[0] for line in out.splitlines()] == shipped
-    run = subprocess.run([str(script), "run", "--preset", "oracle-two-flows", "--duration", "300", "--json"],
+    run = subprocess.run([str(script), "run", "--preset", "oracle-two-flows", "--duration", "300", "--warmup", "0", "--json"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
     d = json.loads(run, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
     assert [f["name"] for f in d["flows"]] == ["f1", "f2"]

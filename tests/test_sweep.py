@@ -213,17 +213,23 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
                           "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "300", "--replications", "2",
                           "--max-replications", "2", "--target", "0.5", "--workers", "2", "--json",
                           "--results", str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True, restore_signals=True)
-    deadline = time.time() + 240
-    workers = []
-    while time.time() < deadline and p.poll() is None:
-        time.sleep(0.05)
-        workers = _children(p.pid)
-        if len(workers) >= 2 and db.exists() and _count(db) >= 1:
-            break
-    assert p.poll() is None and len(workers) >= 2, "no pool workers seen: make the sweep longer"
-    os.killpg(p.pid, signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+                         start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    try:
+        deadline = time.time() + 240
+        workers = []
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.05)
+            workers = _children(p.pid)
+            if len(workers) >= 2 and db.exists() and _count(db) >= 1:
+                break
+        assert p.poll() is None and len(workers) >= 2, "no pool workers seen: make the sweep longer"
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
     assert p.returncode == 130, err
     assert err.strip().splitlines()[-1] == "mrfq: interrupted (no output file was left half-written)"
     assert "Traceback" not in err and out == ""
