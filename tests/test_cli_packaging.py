@@ -46,4 +46,4 @@ def test_installed_wheel_carries_presets_and_entry_point(tmp_path):
     run = subprocess.run([str(script), "run", "--preset", "oracle-two-flows", "--duration", "300", "--warmup", "0", "--json"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
     d = json.loads(run, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
-    assert [f["name"] for f in d["flows"]] == ["f1", "f2"]
+    assert [f["name"] for f in d["flows"]] == ["a", "b"] and d["duration"] == 300.0
