@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from flows.cli_args import (
-    MIN_LOAD,
+    check_load,
     check_output_path,
     dumps_strict,
     load_scenario_arg,
@@ -146,10 +146,7 @@ def _objectives(text: str, allowed: tuple[str, ...]) -> list[str]:
 
 
 def _check_load(field: str, x: float) -> float:
-    if not MIN_LOAD <= x < 1:
-        raise MrfqError(f"{field}: load {x:g} is outside [{MIN_LOAD:g}, 1); the Markov model needs every resource "
-                        "load < 1")
-    return x
+    return check_load(field, x)
 
 
 # ---------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def parse_number(field: str, text: Any, *, lo: float | None = None, lo_open: boo
     rng = _range_text(lo, lo_open, hi, hi_open) or "(finite)"
     s = str(text).strip()
     if not _NUMBER.fullmatch(s):
-        raise MrfqError(f"{field} = {shorten(text)}: not a decimal number; give a number {rng}")
+        raise MrfqError(f"{field} = {shorten(text)}: not a number; give a decimal number {rng}")
     x = float(s)
     if not math.isfinite(x):
         raise MrfqError(f"{field} = {shorten(text)}: too large; give a number {rng}")
@@ -134,11 +134,11 @@ def parse_loads(text: Any, field: str = "--loads") -> list[float]:
     list is built, so ``0.1:0.2:1e-9`` is refused at once.
     """
     s = str(text).strip()
-    rng = f"[{MIN_LOAD:g}, 1)"
     if ":" in s:
         parts = s.split(":")
         if len(parts) != 3:
-            raise MrfqError(f"{field} {shorten(text)}: give START:STOP:STEP (e.g. 0.1:0.9:0.1) or a list like 0.3,0.6")
+            raise MrfqError(f"{field} {shorten(text)}: must be START:STOP:STEP (e.g. 0.1:0.9:0.1) or a list like "
+                            "0.3,0.6")
         a, b, st = (parse_number(field, p) for p in parts)
         if st <= 0:
             raise MrfqError(f"{field} {shorten(text)}: STEP must be > 0")
@@ -151,16 +151,26 @@ def parse_loads(text: Any, field: str = "--loads") -> list[float]:
     else:
         parts = [p for p in s.split(",")]
         if not s or any(not p.strip() for p in parts):
-            raise MrfqError(f"{field} {shorten(text)}: give START:STOP:STEP (e.g. 0.1:0.9:0.1) or a list like 0.3,0.6")
+            raise MrfqError(f"{field} {shorten(text)}: must be START:STOP:STEP (e.g. 0.1:0.9:0.1) or a list like "
+                            "0.3,0.6")
         if len(parts) > MAX_LOADS:
             raise MrfqError(f"{field} {shorten(text)}: {len(parts)} loads; at most {MAX_LOADS}")
         loads = [parse_number(field, p) for p in parts]
     for x in loads:
-        if not MIN_LOAD <= x < 1:
-            raise MrfqError(f"{field} {shorten(text)}: load {x:g} is outside {rng}; every resource load must be < 1")
+        check_load(field, x)
     if len(set(loads)) != len(loads):
         raise MrfqError(f"{field} {shorten(text)}: a load is given twice")
     return loads
+
+
+def check_load(field: str, x: float) -> float:
+    """A load of the most loaded resource: in ``[MIN_LOAD, 1)``."""
+    if x >= 1:
+        raise MrfqError(f"{field}: load {x:g} >= 1; the Markov model needs every resource load < 1")
+    if x < MIN_LOAD:
+        raise MrfqError(f"{field}: load {x:g} < {MIN_LOAD:g}; the run lengths of a sweep grow like 1 / load "
+                        f"(loads are in [{MIN_LOAD:g}, 1))")
+    return x
 
 
 def parse_names(field: str, text: Any, allowed: tuple[str, ...] | list[str]) -> list[str]:
@@ -194,7 +204,7 @@ def load_scenario_arg(args):
         return load_preset(args.preset)
     if args.scenario:
         return load_scenario(args.scenario)
-    raise MrfqError("no scenario: give SCENARIO.toml or --preset NAME (see `mrfq presets`)")
+    raise MrfqError("missing scenario: give SCENARIO.toml or --preset NAME (see `mrfq presets`)")
 
 
 # ---------------------------------------------------------------------------

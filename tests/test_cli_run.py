@@ -88,7 +88,7 @@ def test_scenario_file_roundtrip(capsys, tmp_path):
 BAD = [
     (["run", "--preset", "oracle-rates", "--scheduler", "wfq2"], "--scheduler"),
     (["run", "--preset", "nope"], "--preset 'nope'"),
-    (["run"], "no scenario"),
+    (["run"], "missing scenario"),
     (["run", "/nonexistent/s.toml"], "no such scenario file"),
     (["run", "--preset", "oracle-rates", "--duration", "-5"], "argument --duration: '-5': out of range; give a number in (0, 1e+15]"),
     (["run", "--preset", "oracle-rates", "--seed", "-1"], "argument --seed: '-1': out of range"),
