@@ -1,52 +1,80 @@
-"""``mrfq compare`` and ``mrfq results``."""
+"""``mrfq compare`` and ``mrfq results``.
+
+Every argument, the results store and every output path are checked before
+the first simulation; figures and CSV files are written atomically; the store
+is refused (and left byte-identical) unless it is an mrfq results store
+(:class:`analysis.sweep.ResultStore`).
+"""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import sys
-from pathlib import Path
 
+from flows.cli_args import (
+    add_scenario_args,
+    atomic_write,
+    check_output_path,
+    dumps_strict,
+    int_type,
+    load_scenario_arg,
+    number_type,
+    parse_loads,
+    parse_names,
+    save_figure,
+)
 from flows.errors import MrfqError
+from flows.scenario import MAX_SEED
 
 DEFAULT_RESULTS = "mrfq-results.sqlite"
+#: flow arrivals per replication (the run length of one point)
+MIN_FLOWS, MAX_FLOWS = 10, 10**6
+#: replications per point
+MAX_REPLICATIONS = 1024
+#: points of one sweep (schedulers x loads x the largest number of replications)
+MAX_POINTS = 200_000
+MAX_WORKERS = 256
 
 
 def cmd_compare(args) -> int:
-    from analysis.compare import CompareConfig, compare, format_table, plot_comparison
-    from analysis.sweep import ResultStore, parse_loads
-    from router.cli import atomic_write, load_scenario_arg
+    from analysis.compare import CompareConfig, compare, format_table, plot_comparison, point_scenario
+    from analysis.sweep import ResultStore
+    from fq.registry import SCHEDULERS
 
+    # ---- everything is checked before the first simulation
+    for field, path, fig in (("--plot", args.plot, True), ("--csv", args.csv, False)):
+        if path:
+            check_output_path(field, path, figure=fig)
     sc = load_scenario_arg(args)
     if args.virtual_time:
         sc = sc.replace(**{"router.virtual_time": args.virtual_time})
-    scheds = tuple(s.strip() for s in args.schedulers.split(",") if s.strip())
-    if not scheds:
-        raise MrfqError("--schedulers: give a comma-separated list, e.g. drfq,pf-sfq")
+    scheds = tuple(parse_names("--schedulers", args.schedulers, tuple(SCHEDULERS)))
     loads = tuple(parse_loads(args.loads))
     kw = dict(schedulers=scheds, loads=loads, seed=args.seed)
     if args.replications is not None:
-        if args.replications < 1:
-            raise MrfqError(f"--replications = {args.replications}: must be >= 1")
         kw["replications"] = args.replications
     if args.target is not None:
-        if not 0 < args.target < 1:
-            raise MrfqError(f"--target = {args.target}: relative CI half-width must be in (0, 1)")
         kw["target"] = args.target
     if args.max_replications is not None:
-        if args.max_replications < 1:
-            raise MrfqError(f"--max-replications = {args.max_replications}: must be >= 1")
         kw["max_replications"] = args.max_replications
     if args.flows is not None:
-        if args.flows < 10:
-            raise MrfqError(f"--flows = {args.flows}: give at least 10 flow arrivals per replication")
         kw["flows_per_replication"] = args.flows
     cfg = CompareConfig.quick(**kw) if args.quick else CompareConfig(**kw)
     if cfg.max_replications < cfg.replications:
         cfg = CompareConfig(**{**cfg.__dict__, "max_replications": cfg.replications})
-    if args.plot and not Path(args.plot).parent.exists():
-        raise MrfqError(f"--plot {args.plot}: folder {Path(args.plot).parent} does not exist")
+    if cfg.seed + cfg.max_replications > MAX_SEED:
+        raise MrfqError(f"--seed = {cfg.seed}: seed + replications must stay <= {MAX_SEED}")
+    n_points = len(scheds) * len(loads) * cfg.max_replications
+    if n_points > MAX_POINTS:
+        raise MrfqError(f"--loads, --schedulers, --max-replications: up to {n_points:,} points; at most "
+                        f"{MAX_POINTS:,} in one sweep")
+    if not sc.classes or sc.load is None:
+        raise MrfqError(f"scenario {sc.name}: compare needs [[class]] tables with shares and [traffic] load "
+                        "to sweep the load")
+    for s in scheds:  # every point's scenario goes through the gate now, not mid-sweep
+        for x in loads:
+            point_scenario(sc, s, x, cfg)
     executor = "local"
     if args.dask:
         executor = f"dask:{args.dask}"
@@ -59,21 +87,17 @@ def cmd_compare(args) -> int:
         store.close()
     if args.plot:
         fig = plot_comparison(res.rows, title=f"{sc.name}: packet γ (points, 95% CI) vs fluid γ (lines)")
-        buf = io.BytesIO()
-        fig.savefig(buf, format=Path(args.plot).suffix.lstrip(".") or "png", dpi=120)
-        tmp = Path(args.plot).with_name("." + Path(args.plot).name + ".tmp")
-        tmp.write_bytes(buf.getvalue())
-        tmp.replace(args.plot)
+        save_figure(fig, args.plot)
+    if args.csv:
+        atomic_write(args.csv, _rows_csv([r.to_json() for r in res.rows]))
     if args.json:
-        print(json.dumps(res.to_json()))
+        print(dumps_strict(res.to_json()))
     else:
         print(format_table(res))
         if not args.results:
             print(f"results stored in {DEFAULT_RESULTS} (re-running the same sweep reuses them)")
         if args.plot:
             print(f"figure written to {args.plot}")
-    if args.csv:
-        atomic_write(args.csv, _rows_csv([r.to_json() for r in res.rows]))
     return 0
 
 
@@ -91,21 +115,21 @@ def _rows_csv(rows: list[dict]) -> str:
 def cmd_results(args) -> int:
     from analysis.sweep import ResultStore
 
-    p = Path(args.file)
-    if not p.exists():
-        raise MrfqError(f"{args.file}: no such results file")
-    store = ResultStore(p)
+    store = ResultStore(args.file, readonly=True, what="results")
     try:
         buf = io.StringIO()
         w = csv.writer(buf)
         w.writerow(["scenario", "scenario_hash", "scheduler", "load", "replication", "seed", "duration", "class",
                     "departed", "flow_time_integral", "completed", "arrived", "services", "wall_seconds"])
         n = 0
-        for scen, h, sched, load, rep, seed, dur, payload in store.rows():
-            d = json.loads(payload)
-            for k, c in enumerate(d["classes"]):
-                w.writerow([scen, h, sched, load, rep, seed, dur, c, sum(d["departed"][k]), sum(d["area"][k]),
-                            d["completed"][k], d["arrived"][k], d["services"], d["wall_seconds"]])
+        for scen, h, sched, load, rep, seed, dur, d in store.rows():
+            try:
+                for k, c in enumerate(d["classes"]):
+                    w.writerow([scen, h, sched, load, rep, seed, dur, c, sum(d["departed"][k]), sum(d["area"][k]),
+                                d["completed"][k], d["arrived"][k], d["services"], d["wall_seconds"]])
+            except (KeyError, IndexError, TypeError):
+                raise MrfqError(f"results {args.file}: the stored point of {sched} at load {load} (replication "
+                                f"{rep}) lacks fields; the store is damaged") from None
             n += 1
     finally:
         store.close()
@@ -117,30 +141,35 @@ def cmd_results(args) -> int:
 
 
 def register(sub) -> None:
-    from router.cli import add_scenario_args
-
+    """Add ``compare`` and ``results`` to an argparse subparsers object."""
     p = sub.add_parser("compare", help="packet schedulers vs the fluid Markov model over a range of loads")
     add_scenario_args(p)
     p.add_argument("--schedulers", default="drfq,drfq-dovetail,pf-sfq,bmf-wfq",
                    help="comma-separated scheduler names")
-    p.add_argument("--loads", default="0.1:0.9:0.1", help="start:stop:step or a list 0.3,0.6,0.8")
-    p.add_argument("--replications", type=int, help="initial replications per point (default 2)")
-    p.add_argument("--max-replications", type=int, help="cap of the stopping rule (default 32; quick 4)")
-    p.add_argument("--target", type=float, help="target CI half-width relative to gamma (default 0.02; quick 0.05)")
-    p.add_argument("--flows", type=float, help="flow arrivals per replication (default 2000; quick 400)")
+    p.add_argument("--loads", default="0.1:0.9:0.1", help="START:STOP:STEP (inclusive) or a list 0.3,0.6,0.8")
+    p.add_argument("--replications", type=int_type("--replications", lo=1, hi=MAX_REPLICATIONS),
+                   help="initial replications per point (default 2)")
+    p.add_argument("--max-replications", type=int_type("--max-replications", lo=1, hi=MAX_REPLICATIONS),
+                   help="cap of the stopping rule (default 32; quick 4)")
+    p.add_argument("--target", type=number_type("--target", lo=0.0, lo_open=True, hi=1.0, hi_open=True),
+                   help="target CI half-width relative to gamma (default 0.02; quick 0.05)")
+    p.add_argument("--flows", type=number_type("--flows", lo=MIN_FLOWS, hi=MAX_FLOWS),
+                   help=f"flow arrivals per replication (default 2000; quick 400; at most {MAX_FLOWS:g})")
     p.add_argument("--virtual-time", choices=("started", "in-service"),
                    help="drfq's virtual-time rule for this sweep (default: the scenario's)")
-    p.add_argument("--seed", type=int, default=1, help="seed of replication 0 (replication r uses seed + r)")
+    p.add_argument("--seed", type=int_type("--seed", lo=0, hi=MAX_SEED), default=1,
+                   help="seed of replication 0 (replication r uses seed + r)")
     p.add_argument("--quick", action="store_true", help="a few-minute version")
     p.add_argument("--json", action="store_true", help="print one JSON object {rows: [...]}, no progress bar")
     p.add_argument("--plot", metavar="FILE.png", help="write [BR] Fig. 3 for this sweep")
     p.add_argument("--csv", metavar="FILE.csv", help="also write the table as CSV")
     p.add_argument("--results", metavar="FILE.sqlite", help=f"results store (default ./{DEFAULT_RESULTS})")
-    p.add_argument("--workers", type=int, help="worker processes (default: one per core)")
+    p.add_argument("--workers", type=int_type("--workers", lo=1, hi=MAX_WORKERS),
+                   help="worker processes (default: one per core)")
     p.add_argument("--dask", metavar="ADDRESS", help="run on a dask.distributed scheduler ('local' starts one)")
     p.set_defaults(func=cmd_compare)
 
-    r = sub.add_parser("results", help="inspect or export a results store")
+    r = sub.add_parser("results", help="inspect or export a results store (opened read-only)")
     r.add_argument("file", help="FILE.sqlite written by mrfq compare")
     r.add_argument("--csv", action="store_true", help="print every stored point and class as CSV")
     r.set_defaults(func=cmd_results)

@@ -9,12 +9,26 @@ numba, scipy and matplotlib are imported lazily by ``mrfq fluid``.
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 
 from analysis import objectives
+from flows.cli_args import (
+    check_load,
+    check_output_path,
+    dumps_strict,
+    load_scenario_arg,
+    parse_int,
+    parse_loads,
+    parse_number,
+    save_figure,
+)
 from flows.errors import MrfqError
+from flows.scenario import MAX_SEED
+
+#: documented range of ``mrfq alloc`` costs (each 0 or in this range) and weights
+ALLOC_MIN, ALLOC_MAX = 1e-6, 1e6
+#: most events of ``mrfq fluid --method simulate``
+MAX_EVENTS = 10**8  # about a minute; one simulation is a numba kernel that Ctrl-C cannot stop midway
 
 
 def register(subparsers) -> None:
@@ -23,6 +37,9 @@ def register(subparsers) -> None:
         "alloc", help="static DRF/PF/BMF/asset/CEEI allocations for given cost vectors",
         description="Rates of transactions sharing resources of capacity 1 (SPEC §1). Each --cost is one "
                     "transaction's usage of each resource per unit rate (e.g. processing time per packet).")
+    p.add_argument("cluster", nargs="?", metavar="CLUSTER.toml",
+                   help="instead of --cost: a cluster scenario (servers, users, tree); its fluid allocations "
+                        "(drf, drfh, h-drf, asset, ceei), as `mrfq cluster alloc`")
     p.add_argument("--cost", action="append", default=[], metavar="A1,A2,...",
                    help="one transaction's cost vector (repeat per transaction)")
     p.add_argument("--weight", action="append", default=[], metavar="W",
@@ -39,7 +56,8 @@ def register(subparsers) -> None:
     q.add_argument("scenario", nargs="?", metavar="SCENARIO.toml", help="scenario file with [[class]] tables")
     q.add_argument("--preset", metavar="NAME", help="a shipped scenario instead of a file")
     q.add_argument("--load", metavar="X", help="load of the most loaded resource, in (0, 1)")
-    q.add_argument("--loads", metavar="START:STOP:STEP", help="a range of loads (inclusive), e.g. 0.05:0.95:0.05")
+    q.add_argument("--loads", metavar="LOADS", help="a range START:STOP:STEP (inclusive), e.g. 0.05:0.95:0.05, "
+                   "or a list 0.3,0.6")
     q.add_argument("--objective", default="all", metavar="NAME", help=f"{', '.join(objectives.MARKOV)} or all (default all)")
     q.add_argument("--method", default="exact", metavar="M",
                    help="exact (default), simulate, or auto (exact unless the truncation would exceed "
@@ -57,42 +75,49 @@ def register(subparsers) -> None:
 # parsing helpers (all errors are one-line MrfqErrors)
 # ---------------------------------------------------------------------------
 def _float(field: str, text: str) -> float:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise MrfqError(f"{field} = {text!r}: not a number") from None
-    if not math.isfinite(v):
-        raise MrfqError(f"{field} = {text!r}: must be finite")
-    return v
+    return parse_number(field, text)
 
 
 def parse_costs(costs: list[str]) -> list[list[float]]:
+    """``--cost A1,A2,...`` per transaction: each entry 0 or in [ALLOC_MIN, ALLOC_MAX]."""
     if not costs:
         raise MrfqError("--cost: missing; give one --cost A1,A2,... per transaction, e.g. --cost 0.5,1 --cost 1,0.5")
     out = []
     for i, c in enumerate(costs):
         parts = [s.strip() for s in str(c).split(",")]
         if not parts or any(s == "" for s in parts):
-            raise MrfqError(f"--cost #{i + 1} = {c!r}: must be comma-separated numbers, one per resource, e.g. 0.5,1")
+            raise MrfqError(f"--cost #{i + 1} = {_short(c)}: must be comma-separated numbers, one per resource, "
+                            "e.g. 0.5,1")
+        if len(parts) > 64:
+            raise MrfqError(f"--cost #{i + 1}: {len(parts)} resources; at most 64")
         row = []
         for s in parts:
             try:
-                v = float(s)
-            except ValueError:
-                v = math.nan
-            if not math.isfinite(v):
-                raise MrfqError(f"--cost #{i + 1} = {c!r}: {s!r} is not a finite number; "
-                                "give comma-separated numbers, one per resource")
+                v = parse_number(f"--cost #{i + 1}", s)
+            except MrfqError:
+                raise MrfqError(f"--cost #{i + 1} = {_short(c)}: {_short(s)} is not a finite number; "
+                                "give comma-separated numbers, one per resource") from None
+            if v < 0:
+                raise MrfqError(f"--cost #{i + 1} = {_short(c)}: costs must be >= 0")
+            if v != 0 and not ALLOC_MIN <= v <= ALLOC_MAX:
+                raise MrfqError(f"--cost #{i + 1} = {_short(c)}: {s} is out of range; each cost is 0 or in "
+                                f"[{ALLOC_MIN:g}, {ALLOC_MAX:g}] (rescale the units)")
             row.append(v)
-        if any(v < 0 for v in row):
-            raise MrfqError(f"--cost #{i + 1} = {c!r}: costs must be >= 0")
         if max(row) <= 0:
-            raise MrfqError(f"--cost #{i + 1} = {c!r}: at least one cost must be > 0")
+            raise MrfqError(f"--cost #{i + 1} = {_short(c)}: at least one cost must be > 0")
         if out and len(row) != len(out[0]):
-            raise MrfqError(f"--cost #{i + 1} = {c!r}: has {len(row)} resources; --cost #1 has {len(out[0])}; "
+            raise MrfqError(f"--cost #{i + 1} = {_short(c)}: has {len(row)} resources; --cost #1 has {len(out[0])}; "
                             "every --cost needs one number per resource")
         out.append(row)
+    if len(out) > 1000:
+        raise MrfqError(f"--cost: {len(out)} transactions; at most 1000")
     return out
+
+
+def _short(v) -> str:
+    from flows.cli_args import shorten
+
+    return shorten(v)
 
 
 def parse_weights(weights: list[str], n: int) -> list[float] | None:
@@ -100,10 +125,13 @@ def parse_weights(weights: list[str], n: int) -> list[float] | None:
         return None
     if len(weights) != n:
         raise MrfqError(f"--weight: given {len(weights)} times for {n} --cost vectors; give one per --cost or none")
-    ws = [_float(f"--weight #{i + 1}", w) for i, w in enumerate(weights)]
+    ws = [parse_number(f"--weight #{i + 1}", w) for i, w in enumerate(weights)]
     for i, w in enumerate(ws):
         if w <= 0:
-            raise MrfqError(f"--weight #{i + 1} = {weights[i]!r}: must be > 0")
+            raise MrfqError(f"--weight #{i + 1} = {_short(weights[i])}: must be > 0")
+        if not ALLOC_MIN <= w <= ALLOC_MAX:
+            raise MrfqError(f"--weight #{i + 1} = {_short(weights[i])}: out of range; give a number in "
+                            f"[{ALLOC_MIN:g}, {ALLOC_MAX:g}]")
     return ws
 
 
@@ -113,46 +141,33 @@ def _objectives(text: str, allowed: tuple[str, ...]) -> list[str]:
     names = [s.strip() for s in str(text).split(",")]
     for s in names:
         if s not in allowed:
-            raise MrfqError(f"--objective {text!r}: unknown; choose one of {', '.join(allowed)} or all")
+            raise MrfqError(f"--objective {_short(text)}: unknown; choose one of {', '.join(allowed)} or all")
+    if len(set(names)) != len(names):
+        raise MrfqError(f"--objective {_short(text)}: a name is given twice")
     return names
 
 
-def parse_loads(text: str) -> list[float]:
-    parts = str(text).split(":")
-    if len(parts) != 3:
-        raise MrfqError(f"--loads {text!r}: must be START:STOP:STEP, e.g. 0.05:0.95:0.05")
-    a, b, s = (_float("--loads", p) for p in parts)
-    if s <= 0:
-        raise MrfqError(f"--loads {text!r}: STEP must be > 0")
-    if a > b:
-        raise MrfqError(f"--loads {text!r}: START must be <= STOP")
-    n = int(math.floor((b - a) / s + 1e-9)) + 1
-    if n > 1000:
-        raise MrfqError(f"--loads {text!r}: {n} loads; at most 1000")
-    loads = [round(a + i * s, 12) for i in range(n)]
-    for x in loads:
-        _check_load("--loads", x)
-    return loads
-
-
 def _check_load(field: str, x: float) -> float:
-    if x <= 0:
-        raise MrfqError(f"{field}: load {x:g} must be > 0")
-    if x >= 1:
-        raise MrfqError(f"{field}: load {x:g} >= 1; the Markov model needs every resource load < 1")
-    return x
+    return check_load(field, x)
 
 
 # ---------------------------------------------------------------------------
 # mrfq alloc
 # ---------------------------------------------------------------------------
 def alloc_handler(args) -> int:
+    if getattr(args, "cluster", None):
+        if args.cost or args.weight:
+            raise MrfqError("alloc: give --cost vectors or a CLUSTER.toml, not both")
+        from analysis import cli_cluster
+
+        args.scenario, args.preset = args.cluster, None
+        return cli_cluster.alloc_handler(args)
     costs = parse_costs(args.cost)
     w = parse_weights(args.weight, len(costs))
     objs = _objectives(args.objective, objectives.ALLOC)
     results = {o: objectives.allocate(o, costs, w) for o in objs}
     if args.json:
-        print(json.dumps({o: r.to_dict() for o, r in results.items()}))
+        print(dumps_strict({o: r.to_dict() for o, r in results.items()}))
         return 0
     n, J = len(costs), len(costs[0])
     head = ["objective", "unique", "saturated"] + [f"phi_{i + 1}" for i in range(n)]
@@ -181,13 +196,7 @@ def _print_table(head, rows, out=None) -> None:
 # mrfq fluid
 # ---------------------------------------------------------------------------
 def _scenario(args):
-    import flows
-
-    if args.scenario and args.preset:
-        raise MrfqError("fluid: give a SCENARIO.toml or --preset NAME, not both")
-    if not args.scenario and not args.preset:
-        raise MrfqError("fluid: missing scenario; give SCENARIO.toml or --preset NAME (e.g. --preset br-unbalanced)")
-    return flows.load_preset(args.preset) if args.preset else flows.load_scenario(args.scenario)
+    return load_scenario_arg(args)
 
 
 def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_000,
@@ -226,43 +235,37 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
 
 
 def fluid_handler(args) -> int:
-    sc = _scenario(args)
-    objs = _objectives(args.objective, objectives.MARKOV)
+    # every argument is checked before the first solve
+    if args.plot:
+        check_output_path("--plot", args.plot, figure=True)
     method = args.method
     if method not in ("exact", "simulate", "auto"):
-        raise MrfqError(f"--method {method!r}: unknown; choose exact, simulate or auto")
+        raise MrfqError(f"--method {_short(method)}: unknown; choose exact, simulate or auto")
     if args.load is not None and args.loads is not None:
-        raise MrfqError("fluid: give --load X or --loads START:STOP:STEP, not both")
-    tol_b = _float("--tol-boundary", args.tol_boundary)
-    if not 0 < tol_b < 1:
-        raise MrfqError(f"--tol-boundary = {args.tol_boundary!r}: must be in (0, 1)")
-    events = _float("--events", args.events)
-    if events < 1000 or events != int(events):
-        raise MrfqError(f"--events = {args.events!r}: must be a whole number >= 1000")
-    seed = sc.run.seed if args.seed is None else _float("--seed", args.seed)
-    if seed < 0 or seed != int(seed):
-        raise MrfqError(f"--seed = {args.seed!r}: must be a whole number >= 0")
-    kw = dict(method=method, seed=int(seed), events=int(events), tol_boundary=tol_b)
+        raise MrfqError("fluid: give --load X or --loads LOADS, not both")
+    tol_b = parse_number("--tol-boundary", args.tol_boundary, lo=1e-15, hi=1.0, hi_open=True)
+    events = parse_int("--events", args.events, lo=1000, hi=MAX_EVENTS)
     if args.loads is not None:
         loads = parse_loads(args.loads)
     elif args.load is not None:
-        loads = [_check_load("--load", _float("--load", args.load))]
+        loads = [_check_load("--load", parse_number("--load", args.load))]
     else:
         loads = [None]
+    sc = _scenario(args)
+    objs = _objectives(args.objective, objectives.MARKOV)
+    seed = sc.run.seed if args.seed is None else parse_int("--seed", args.seed, lo=0, hi=MAX_SEED)
+    kw = dict(method=method, seed=int(seed), events=int(events), tol_boundary=tol_b)
     entries = [fluid_entry(sc, x, objs, **kw) for x in loads]
     if args.plot:
         from analysis.plots import plot_gamma_vs_load
 
         fig = plot_gamma_vs_load(entries, title=f"{sc.name}: flow throughput vs load ({method})")
-        try:
-            fig.savefig(args.plot, dpi=120)
-        except (OSError, ValueError) as e:
-            raise MrfqError(f"--plot {args.plot!r}: cannot write ({e})") from None
+        save_figure(fig, args.plot)
     if args.json:
         if args.loads is not None:
-            print(json.dumps({"scenario": sc.name, "method": method, "loads": entries}))
+            print(dumps_strict({"scenario": sc.name, "method": method, "loads": entries}))
         else:
-            print(json.dumps(entries[0]))
+            print(dumps_strict(entries[0]))
         return 0
     for e in entries:
         _print_entry(sc.name, e)

@@ -90,6 +90,11 @@ def exact_memory_bytes(n_states: int, K: int) -> int:
                + 10 * 8 * n_states)
 
 
+#: the exact solve refuses at once above this load of the most loaded resource (at 0.95 it
+#: takes about a minute for the three br presets' classes; cost grows like (1 - rho)^-3)
+EXACT_MAX_LOAD = 0.96
+
+
 class TruncationTooLarge(MrfqError):
     """The exact solve would need more than ``max_states`` states (use the simulation)."""
 
@@ -648,6 +653,11 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
         check_stable(m)
     else:
         m = model_from(classes_or_scenario, load=load)
+    if method == "exact" and max(m.resource_loads()) > EXACT_MAX_LOAD:
+        # bounded time: above this load the truncation grows towards max_states for minutes
+        raise TruncationTooLarge(
+            f"load {max(m.resource_loads()):.4g}: the exact solve gives up above load {EXACT_MAX_LOAD:g} (the "
+            "truncated chain would need minutes and millions of states); use --method simulate (or auto)")
     if method == "exact":
         return _solve_exact(m, objective, tol_boundary=tol_boundary, tol_gamma=tol_gamma,
                             max_states=max_states, caps=caps, max_memory=max_memory)

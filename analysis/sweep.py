@@ -25,7 +25,6 @@ import multiprocessing
 import os
 import sqlite3
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -77,37 +76,155 @@ def run_point(scenario_dict: dict, name: str, point: Point) -> dict:
     }
 
 
-class ResultStore:
-    """Finished points and fluid solutions, one SQLite file, one transaction per row."""
+#: SQLite ``PRAGMA application_id`` of a results store: "mrfq" in ASCII.  A database
+#: without it is not ours and is refused, left byte-identical.
+APPLICATION_ID = 0x6D726671
+#: ``PRAGMA user_version``: the store's schema version
+SCHEMA_VERSION = 1
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        if self.path.parent and not self.path.parent.exists():
-            raise MrfqError(f"--results {path}: folder {self.path.parent} does not exist")
+
+def _header_check(path: Path, what: str) -> None:
+    """Refuse, from the file's first 100 bytes alone (SQLite never opens it), anything that
+    is not a complete mrfq results store: not SQLite, truncated, or another application's."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise MrfqError(f"{what} {path}: cannot read ({e.strerror})") from None
+    if size == 0:
+        raise MrfqError(f"{what} {path}: an empty file, not an mrfq results store; give a new file name")
+    if not head.startswith(_SQLITE_MAGIC):
+        raise MrfqError(f"{what} {path}: not an SQLite file (so not an mrfq results store); left untouched, "
+                        "give a new file name")
+    if len(head) < 100:
+        raise MrfqError(f"{what} {path}: a truncated SQLite file ({size} bytes); left untouched")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    valid_for = int.from_bytes(head[92:96], "big")
+    changes = int.from_bytes(head[24:28], "big")
+    if page < 512 or size % page != 0 or (valid_for == changes and size < page * pages):
+        raise MrfqError(f"{what} {path}: a truncated or damaged SQLite file ({size} bytes, pages of {page}); "
+                        "left untouched")
+    app = int.from_bytes(head[68:72], "big")
+    version = int.from_bytes(head[60:64], "big")
+    if app != APPLICATION_ID:
+        raise MrfqError(f"{what} {path}: an SQLite database of another application (application_id {app:#x}, "
+                        f"not mrfq's {APPLICATION_ID:#x}); left untouched, give a new file name")
+    if version != SCHEMA_VERSION:
+        raise MrfqError(f"{what} {path}: an mrfq results store of schema version {version}; this mrfq reads "
+                        f"version {SCHEMA_VERSION}; give a new file name")
+
+
+def _create(path: Path, what: str) -> None:
+    """Make a new, stamped, empty store at ``path``: built under a temporary name and linked
+    into place only when complete, so a crash while creating it never leaves an unstamped
+    file (which the next run would refuse) and an existing file is never replaced."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".new", dir=path.parent if str(path.parent) else ".")
+    os.close(fd)
+    os.unlink(tmp)  # SQLite creates it
+    try:
+        conn = sqlite3.connect(tmp)
         try:
-            self.conn = sqlite3.connect(str(self.path), timeout=60.0)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=FULL")
-            with self.conn:
-                self.conn.execute(
-                    "CREATE TABLE IF NOT EXISTS points (key TEXT PRIMARY KEY, scenario_hash TEXT, scenario TEXT,"
-                    " scheduler TEXT, load REAL, replication INTEGER, seed INTEGER, duration REAL,"
+            with conn:
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute(
+                    "CREATE TABLE points (key TEXT PRIMARY KEY, scenario_hash TEXT, scenario TEXT, scheduler TEXT,"
+                    " load REAL, replication INTEGER, seed INTEGER, duration REAL, payload TEXT, created REAL)")
+                conn.execute(
+                    "CREATE TABLE fluid (key TEXT PRIMARY KEY, scenario_hash TEXT, objective TEXT, load REAL,"
                     " payload TEXT, created REAL)")
-                self.conn.execute(
-                    "CREATE TABLE IF NOT EXISTS fluid (key TEXT PRIMARY KEY, scenario_hash TEXT, objective TEXT,"
-                    " load REAL, payload TEXT, created REAL)")
-        except sqlite3.DatabaseError as e:
-            raise MrfqError(f"--results {path}: not a usable SQLite results file ({e})") from None
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, path)  # fails if someone created the file meanwhile: theirs is kept
+        except FileExistsError:
+            pass
+    except (OSError, sqlite3.Error) as e:
+        raise MrfqError(f"{what} {path}: cannot create the results file ({e})") from None
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(tmp + suffix)
+            except FileNotFoundError:
+                pass
+
+
+class ResultStore:
+    """Finished points and fluid solutions, one SQLite file, one transaction per row.
+
+    A new store is stamped with ``PRAGMA application_id`` (:data:`APPLICATION_ID`) and
+    ``user_version`` (:data:`SCHEMA_VERSION`); an existing file is checked from its header
+    before SQLite opens it, and anything else (not SQLite, truncated, another
+    application's database) is refused and left byte-identical.  ``readonly=True`` opens
+    with SQLite's ``mode=ro`` (``mrfq results``): nothing is written.
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False, what: str = "--results"):
+        self.path = Path(path)
+        self.readonly = readonly
+        d = self.path.parent if str(self.path.parent) else Path(".")
+        if not d.is_dir():
+            raise MrfqError(f"{what} {path}: folder {d} does not exist")
+        exists = self.path.exists()
+        if exists and not self.path.is_file():
+            raise MrfqError(f"{what} {path}: not a regular file")
+        if not exists and readonly:
+            raise MrfqError(f"{what} {path}: no such results file")
+        if not readonly and not os.access(d, os.W_OK | os.X_OK):
+            raise MrfqError(f"{what} {path}: folder {d} is not writable (the store keeps a write-ahead log there)")
+        if not exists:
+            _create(self.path, what)
+        _header_check(self.path, what)
+        exists = True
+        try:
+            if readonly:
+                self.conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+            else:
+                self.conn = sqlite3.connect(str(self.path), timeout=60.0)
+            if exists:
+                ok = self.conn.execute("PRAGMA quick_check").fetchone()[0]
+                if ok != "ok":
+                    raise MrfqError(f"{what} {path}: damaged SQLite file ({ok}); left untouched")
+                tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not {"points", "fluid"} <= tables:
+                    raise MrfqError(f"{what} {path}: an mrfq store without its tables; left untouched")
+            if not readonly:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=FULL")
+        except sqlite3.Error as e:
+            if getattr(self, "conn", None) is not None:
+                self.conn.close()
+            raise MrfqError(f"{what} {path}: not a usable SQLite results file ({e})") from None
+        except MrfqError:
+            self.conn.close()
+            raise
 
     def close(self) -> None:
         self.conn.close()
+
+    def _load(self, table: str, key: str, payload: str) -> dict:
+        try:
+            d = json.loads(payload)
+        except (TypeError, ValueError):
+            d = None
+        if not isinstance(d, dict):
+            raise MrfqError(f"--results {self.path}: the stored {table} row {key[:80]!r} has a corrupt payload; "
+                            "use a new results file (or delete that row)")
+        return d
 
     def has(self, key: str) -> bool:
         return self.conn.execute("SELECT 1 FROM points WHERE key = ?", (key,)).fetchone() is not None
 
     def get(self, key: str) -> dict | None:
         row = self.conn.execute("SELECT payload FROM points WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return self._load("points", key, row[0]) if row else None
 
     def put(self, point: Point, scenario_name: str, payload: dict) -> None:
         with self.conn:  # one atomic transaction per point
@@ -118,7 +235,7 @@ class ResultStore:
 
     def fluid_get(self, key: str) -> dict | None:
         row = self.conn.execute("SELECT payload FROM fluid WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return self._load("fluid", key, row[0]) if row else None
 
     def fluid_put(self, key: str, scenario_hash: str, objective: str, load: float, payload: dict) -> None:
         with self.conn:
@@ -129,9 +246,10 @@ class ResultStore:
         return self.conn.execute("SELECT COUNT(*) FROM points").fetchone()[0]
 
     def rows(self) -> Iterator[tuple]:
-        yield from self.conn.execute(
-            "SELECT scenario, scenario_hash, scheduler, load, replication, seed, duration, payload FROM points"
-            " ORDER BY scenario, scheduler, load, replication")
+        for scen, h, sched, load, rep, seed, dur, payload, key in self.conn.execute(
+                "SELECT scenario, scenario_hash, scheduler, load, replication, seed, duration, payload, key"
+                " FROM points ORDER BY scenario, scheduler, load, replication"):
+            yield scen, h, sched, load, rep, seed, dur, self._load("points", key, payload)
 
 
 # ---------------------------------------------------------------------------
@@ -157,13 +275,56 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     from router.run import simulate
 
     sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
-                          "class": [{"cost": [1.0, 0.5], "rate": 0.5, "mean_packets": 3}],
+                          "class": [{"cost": [1.0, 0.5], "rate": 0.2, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
     simulate(sc)
     for objective in MARKOV:
         fluid_path(sc, objective, 1, batches=2)
     for d, nm, scheduler in specs:
         simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1)
+
+
+#: seconds between two looks of a worker's parent watch
+PARENT_WATCH_SECONDS = 0.5
+
+
+def _run_task(task: tuple[Point, dict, str]) -> tuple[Point, dict]:
+    p, d, nm = task
+    return p, run_point(d, nm, p)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Pool-worker initializer: the worker dies when the sweep's process does, even by SIGKILL.
+
+    On Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` asks the kernel to kill the worker when
+    the thread that forked it exits; everywhere, a daemon thread watches the parent's pid
+    (a worker whose parent died is re-parented, so ``getppid()`` changes) and exits the
+    worker within :data:`PARENT_WATCH_SECONDS`.  Both run before the worker takes a task.
+    Workers ignore Ctrl-C: the sweep's process sees it and terminates them.
+    """
+    import signal
+    import sys
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):  # no prctl: the watch below still applies
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_WATCH_SECONDS)
+            if os.getppid() != parent_pid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="mrfq-parent-watch", daemon=True).start()
 
 
 def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict], None], *,
@@ -183,10 +344,17 @@ def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict
                 on_done(p, run_point(d, nm, p))
             return
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
-            futs = {pool.submit(run_point, d, nm, p): p for p, d, nm in tasks}
-            for f in as_completed(futs):
-                on_done(futs[f], f.result())
+        pool = ctx.Pool(n, initializer=_die_with_parent, initargs=(os.getpid(),))
+        try:
+            for p, payload in pool.imap_unordered(_run_task, tasks):
+                on_done(p, payload)
+        except BaseException:
+            # Ctrl-C (or an error): stop every worker now; finished points are already stored
+            pool.terminate()
+            pool.join()
+            raise
+        pool.close()
+        pool.join()
         return
     if executor.startswith("dask:"):
         _execute_dask(tasks, on_done, executor[5:], workers)
@@ -220,27 +388,6 @@ def _execute_dask(tasks, on_done, address: str, workers: int | None) -> None:
         client.close()
         if cluster is not None:
             cluster.close()
-
-
-def parse_loads(spec: str) -> list[float]:
-    """``0.1:0.9:0.1`` (start:stop:step, inclusive) or ``0.3,0.6,0.8``."""
-    try:
-        if ":" in spec:
-            a, b, c = (float(x) for x in spec.split(":"))
-            if c <= 0:
-                raise ValueError
-            n = int(round((b - a) / c))
-            vals = [round(a + i * c, 10) for i in range(n + 1)]
-        else:
-            vals = [float(x) for x in spec.split(",") if x.strip()]
-    except ValueError:
-        raise MrfqError(f"--loads {spec!r}: give start:stop:step (e.g. 0.1:0.9:0.1) or a list like 0.3,0.6") from None
-    if not vals:
-        raise MrfqError(f"--loads {spec!r}: no loads")
-    for v in vals:
-        if not 0 < v < 1:
-            raise MrfqError(f"--loads {spec!r}: load {v:g} is outside (0, 1); every resource load must be < 1")
-    return vals
 
 
 def iter_unique(xs: Iterable[Any]) -> list[Any]:

@@ -74,6 +74,40 @@ GAMMA_METHODS = ("little", "completions")
 INCREMENTS = ("cost", "packet")
 
 
+#: Documented limits of the gate (README, "what mrfq refuses and why").  Each bounds what
+#: the engine can hold (int64 counters, float64 times, memory) so that a scenario that
+#: passes the gate never fails later with an overflow, a numpy allocation error or a hang.
+MAX_RESOURCES = 32                # the loop is compiled once per number of resources
+MAX_WINDOW = 4096                 # packets per flow inside the router (ring slots per flow row)
+MAX_BATCHES = 100_000             # batch means per class
+MAX_COUNT = 10**15                # flow.packets, run.max_services: far below 2**63
+MAX_SEED = 2**62                  # run.seed (and seed + replication) stays a SQLite/int64 integer
+MAX_TIME = 1e15                   # run.duration, run.warmup, flow.start, router.rtt
+MAX_MAGNITUDE = 1e12              # costs, per-byte costs, packet sizes, weights, shares, mean sizes
+MIN_WEIGHT = 1e-9                 # weights in [MIN_WEIGHT, MAX_MAGNITUDE]
+REL_MIN_COST = 1e-12              # a positive per-packet time is >= REL_MIN_COST * the largest one
+TIME_RESOLUTION = 1e-12           # the smallest positive per-packet time is >= this * run.duration
+MAX_SERVICES_BOUND = 10**11       # runs that could need more services must set run.max_services
+MAX_SPECS = 10_000                # [[flow]] plus [[class]] tables
+MAX_SIZES = 1000                  # entries of packet_sizes
+MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overload run)
+MAX_AUTO_FLOWS = 100_000          # an overload run that can bring more flows needs run.max_flows
+MAX_TABLE_BYTES = 2**30           # the engine's initial flow table (static flows + 64 rows)
+MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
+MAX_FILE_BYTES = 10 * 2**20       # a scenario file
+
+
+def _q(v: Any, n: int = 60) -> str:
+    """``repr(v)`` shortened to about ``n`` characters (a 1 MB string is not echoed whole)."""
+    try:
+        r = repr(v)
+    except ValueError:  # an int with more digits than Python will print
+        r = f"<a number of {v.bit_length():,} bits>" if isinstance(v, int) else f"<{type(v).__name__}>"
+    if len(r) <= n:
+        return r
+    return f"{r[: n - 3]}... ({len(r):,} characters)"
+
+
 def _err(msg: str) -> ScenarioError:
     return ScenarioError(msg)
 
@@ -81,38 +115,58 @@ def _err(msg: str) -> ScenarioError:
 def _check_keys(where: str, d: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
     for k in d:
         if k not in allowed:
-            raise _err(f"{where}: unknown key '{k}'; allowed keys: {', '.join(allowed)}")
+            raise _err(f"{where}: unknown key {_q(k)}; allowed keys: {', '.join(allowed)}")
 
 
 def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False,
          hi: float | None = None, hi_open: bool = False) -> float:
+    rng = _range_text(lo, lo_open, hi, hi_open)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(f"{where} = {v!r}: must be a number")
-    x = float(v)
+        raise _err(f"{where} = {_q(v)}: must be a number{rng}")
+    try:
+        x = float(v)
+    except OverflowError:  # an int beyond float range
+        x = math.inf
     if not math.isfinite(x):
-        raise _err(f"{where} = {v!r}: must be finite")
-    if lo is not None and (x <= lo if lo_open else x < lo):
-        raise _err(f"{where} = {v!r}: must be {'>' if lo_open else '>='} {lo:g}")
-    if hi is not None and (x >= hi if hi_open else x > hi):
-        raise _err(f"{where} = {v!r}: must be {'<' if hi_open else '<='} {hi:g}")
+        raise _err(f"{where} = {_q(v)}: must be a finite number{rng}")
+    if (lo is not None and (x <= lo if lo_open else x < lo)) or (hi is not None and (x >= hi if hi_open else x > hi)):
+        raise _err(f"{where} = {_q(v)}: out of range; must be{rng}")
     return x
 
 
-def _int(where: str, v: Any, *, lo: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
-        raise _err(f"{where} = {v!r}: must be a whole number")
-    x = int(v)
-    if lo is not None and x < lo:
-        raise _err(f"{where} = {v!r}: must be >= {lo}")
-    return x
+def _g(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+
+def _range_text(lo, lo_open, hi, hi_open) -> str:
+    if lo is not None and hi is not None:
+        return f" in {'(' if lo_open else '['}{_g(lo)}, {_g(hi)}{')' if hi_open else ']'}"
+    if lo is not None:
+        return f" {'>' if lo_open else '>='} {_g(lo)}"
+    if hi is not None:
+        return f" {'<' if hi_open else '<='} {_g(hi)}"
+    return ""
+
+
+def _int(where: str, v: Any, *, lo: int | None = None, hi: int | None = None) -> int:
+    rng = _range_text(lo, False, hi, False)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _err(f"{where} = {_q(v)}: must be a whole number{rng}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise _err(f"{where} = {_q(v)}: must be a finite whole number{rng}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise _err(f"{where} = {_q(v)}: out of range; must be a whole number{rng}")
+    if isinstance(v, float) and v != int(v):
+        raise _err(f"{where} = {_q(v)}: must be a whole number{rng}")
+    return int(v)
 
 
 def _vec(where: str, v: Any, n: int, *, allow_none: bool = False) -> tuple[float, ...]:
     if not isinstance(v, (list, tuple)):
-        raise _err(f"{where} = {v!r}: must be a list of {n} numbers (one per resource)")
+        raise _err(f"{where} = {_q(v)}: must be a list of {n} numbers (one per resource)")
     if len(v) != n:
         raise _err(f"{where} has {len(v)} entries: must have {n}, one per resource")
-    return tuple(_num(f"{where}[{j}]", x, lo=0.0) for j, x in enumerate(v))
+    return tuple(_num(f"{where}[{j}]", x, lo=0.0, hi=MAX_MAGNITUDE) for j, x in enumerate(v))
 
 
 @dataclass(frozen=True)
@@ -138,15 +192,16 @@ def _packet_sizes(where: str, d: Mapping[str, Any], J: int) -> tuple[tuple[float
     pb = _vec(f"{where}.per_byte", per_byte, J)
     if sizes is None:
         raise _err(f"{where}: per_byte needs packet_sizes = [...] (bytes)")
-    if not isinstance(sizes, (list, tuple)) or not sizes:
-        raise _err(f"{where}.packet_sizes = {sizes!r}: must be a non-empty list of sizes in bytes")
-    sz = tuple(_num(f"{where}.packet_sizes[{i}]", s, lo=0.0) for i, s in enumerate(sizes))
+    if not isinstance(sizes, (list, tuple)) or not sizes or len(sizes) > MAX_SIZES:
+        raise _err(f"{where}.packet_sizes = {_q(sizes)}: must be a non-empty list of at most {MAX_SIZES} "
+                   "sizes in bytes")
+    sz = tuple(_num(f"{where}.packet_sizes[{i}]", s, lo=0.0, hi=MAX_MAGNITUDE) for i, s in enumerate(sizes))
     if probs is None:
         pr = tuple(1.0 / len(sz) for _ in sz)
     else:
         if not isinstance(probs, (list, tuple)) or len(probs) != len(sz):
             raise _err(f"{where}.packet_size_probs: must be a list of {len(sz)} probabilities, one per size")
-        pr = tuple(_num(f"{where}.packet_size_probs[{i}]", p, lo=0.0) for i, p in enumerate(probs))
+        pr = tuple(_num(f"{where}.packet_size_probs[{i}]", p, lo=0.0, hi=1.0) for i, p in enumerate(probs))
         tot = sum(pr)
         if not abs(tot - 1.0) < 1e-9:
             raise _err(f"{where}.packet_size_probs sum to {tot:g}: must sum to 1")
@@ -212,6 +267,8 @@ def _check_positive(where: str, cost, per_byte, ps) -> None:
             raise _err(f"{where}.cost = {list(cost)}: every packet needs a positive processing time at "
                        f"some resource{extra}")
         v = tuple(x > 0 for x in s)
+        if not all(math.isfinite(x) for x in s):
+            raise _err(f"{where}.per_byte: cost + per_byte x size overflows for packet size {z:g}")
         if visits is not None and v != visits:
             raise _err(f"{where}.packet_sizes: packets of size {z:g} and {sizes[0]:g} would visit different "
                        "resources (a zero cost somewhere); give every resource either a positive cost or a "
@@ -248,6 +305,7 @@ class RunConfig:
     confidence: float = 0.95
     gamma_method: str = "little"
     max_services: int = 0
+    max_flows: int = 0     # > 0: an explicit cap on flows at once (required for an overload run)
 
 
 @dataclass(frozen=True)
@@ -326,7 +384,7 @@ class Scenario:
 # ---------------------------------------------------------------------------
 _TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "description")
 _ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment")
-_RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services")
+_RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services", "max_flows")
 _TRAFFIC = ("load", "trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
@@ -423,41 +481,45 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     res = d.get("resources")
     if res is None:
         raise _err('resources: missing; give the service order, e.g. resources = ["cpu", "link"]')
-    if not isinstance(res, (list, tuple)) or not res or not all(isinstance(r, str) and r for r in res):
-        raise _err(f"resources = {res!r}: must be a non-empty list of resource names")
+    if (not isinstance(res, (list, tuple)) or not res or len(res) > MAX_RESOURCES
+            or not all(isinstance(r, str) and 0 < len(r) <= MAX_NAME for r in res)):
+        raise _err(f"resources = {_q(res)}: must be a list of 1 to {MAX_RESOURCES} resource names "
+                   f"(1 to {MAX_NAME} characters each)")
     if len(set(res)) != len(res):
-        raise _err(f"resources = {list(res)!r}: names must be distinct")
+        raise _err(f"resources = {_q(list(res))}: names must be distinct")
     J = len(res)
 
     r = _table("router", d.get("router"))
     sched = r.get("scheduler", "drfq")
-    if not isinstance(sched, str) or not sched:
-        raise _err(f"router.scheduler = {sched!r}: must be a scheduler name (see `mrfq run --help`)")
+    if not isinstance(sched, str) or not sched or len(sched) > MAX_NAME:
+        raise _err(f"router.scheduler = {_q(sched)}: must be a scheduler name (see `mrfq run --help`)")
     extra = []
     for k in sorted(k for k in r if k not in _ROUTER):
         v = r[k]
-        if not isinstance(v, (bool, int, float, str)) or (isinstance(v, float) and not math.isfinite(v)):
-            raise _err(f"router.{k} = {v!r}: a scheduler option must be a finite number, a string or a boolean")
+        if not isinstance(v, (bool, int, float, str)) or (isinstance(v, float) and not math.isfinite(v)) \
+                or (isinstance(v, int) and abs(v) > 2**53) or (isinstance(v, str) and len(v) > MAX_NAME):
+            raise _err(f"router.{k} = {_q(v)}: a scheduler option must be a finite number, a short string or a "
+                       "boolean")
         extra.append((k, v))
     vt = r.get("virtual_time", "started")
     if vt not in VIRTUAL_TIMES:
-        raise _err(f"router.virtual_time = {vt!r}: choose 'started' ([BR]) or 'in-service' ([DRFQ])")
+        raise _err(f"router.virtual_time = {_q(vt)}: choose 'started' ([BR]) or 'in-service' ([DRFQ])")
     fqr = r.get("fq_resource")
     if fqr is not None and fqr not in res:
-        raise _err(f"router.fq_resource = {fqr!r}: must be one of the resources {list(res)}")
+        raise _err(f"router.fq_resource = {_q(fqr)}: must be one of the resources {list(res)}")
     if sched == "fq-single" and fqr is None:
         fqr = res[-1]
     idle_reset = r.get("idle_reset", False)
     if not isinstance(idle_reset, bool):
-        raise _err(f"router.idle_reset = {idle_reset!r}: must be true or false")
+        raise _err(f"router.idle_reset = {_q(idle_reset)}: must be true or false")
     inc = r.get("increment", "cost")
     if inc not in INCREMENTS:
-        raise _err(f"router.increment = {inc!r}: choose 'cost' (s_ij, the schedulers of [BR]) or 'packet' "
+        raise _err(f"router.increment = {_q(inc)}: choose 'cost' (s_ij, the schedulers of [BR]) or 'packet' "
                    "(1 per packet: the negative control of SPEC 4.5)")
     router = RouterConfig(
         scheduler=sched,
-        window=_int("router.window", r.get("window", 30), lo=1),
-        rtt=_num("router.rtt", r.get("rtt", 0.0), lo=0.0),
+        window=_int("router.window", r.get("window", 30), lo=1, hi=MAX_WINDOW),
+        rtt=_num("router.rtt", r.get("rtt", 0.0), lo=0.0, hi=MAX_TIME),
         virtual_time=vt,
         fq_resource=fqr,
         idle_reset=idle_reset,
@@ -467,30 +529,31 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
 
     u = _table("run", d.get("run"))
     _check_keys("run", u, _RUN)
-    duration = _num("run.duration", u.get("duration", 6000.0), lo=0.0, lo_open=True)
-    warmup = _num("run.warmup", u.get("warmup", 0.0), lo=0.0)
+    duration = _num("run.duration", u.get("duration", 6000.0), lo=0.0, lo_open=True, hi=MAX_TIME)
+    warmup = _num("run.warmup", u.get("warmup", 0.0), lo=0.0, hi=MAX_TIME)
     if warmup >= duration:
         raise _err(f"run.warmup = {warmup:g}: must be less than run.duration = {duration:g}")
-    seed = _int("run.seed", u.get("seed", 1), lo=0)
+    seed = _int("run.seed", u.get("seed", 1), lo=0, hi=MAX_SEED)
     gm = u.get("gamma_method", "little")
     if gm not in GAMMA_METHODS:
-        raise _err(f"run.gamma_method = {gm!r}: choose one of {', '.join(GAMMA_METHODS)}")
+        raise _err(f"run.gamma_method = {_q(gm)}: choose one of {', '.join(GAMMA_METHODS)}")
     run = RunConfig(
         duration=duration, warmup=warmup, seed=seed,
-        batches=_int("run.batches", u.get("batches", 20), lo=2),
+        batches=_int("run.batches", u.get("batches", 20), lo=2, hi=MAX_BATCHES),
         confidence=_num("run.confidence", u.get("confidence", 0.95), lo=0.0, lo_open=True, hi=1.0, hi_open=True),
         gamma_method=gm,
-        max_services=_int("run.max_services", u.get("max_services", 0), lo=0),
+        max_services=_int("run.max_services", u.get("max_services", 0), lo=0, hi=MAX_COUNT),
+        max_flows=_int("run.max_flows", u.get("max_flows", 0), lo=0, hi=MAX_FLOWS_CAP),
     )
 
     names: set[str] = set()
 
     def _name(where: str, v: Any, default: str) -> str:
         n = default if v is None else v
-        if not isinstance(n, str) or not n:
-            raise _err(f"{where}.name = {v!r}: must be a non-empty string")
+        if not isinstance(n, str) or not 0 < len(n) <= MAX_NAME:
+            raise _err(f"{where}.name = {_q(v)}: must be a string of 1 to {MAX_NAME} characters")
         if n in names:
-            raise _err(f"{where}.name = {n!r}: already used; flow and class names must be distinct")
+            raise _err(f"{where}.name = {_q(n)}: already used; flow and class names must be distinct")
         names.add(n)
         return n
 
@@ -502,6 +565,9 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     flows_in = d.get("flow", [])
     if not isinstance(flows_in, list):
         raise _err("flow: must be an array of tables ([[flow]])")
+    n_specs = len(flows_in) + (len(d["class"]) if isinstance(d.get("class"), list) else 0)
+    if n_specs > MAX_SPECS:
+        raise _err(f"flow, class: {n_specs:,} [[flow]] and [[class]] tables; at most {MAX_SPECS:,}")
     flows = []
     for i, f in enumerate(flows_in):
         w = f"flow[{i}]"
@@ -512,9 +578,9 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         _check_positive(w, cost, pb, ps)
         flows.append(FlowSpec(
             name=_name(w, f.get("name"), f"f{i + 1}"), cost=cost,
-            weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=0.0, lo_open=True),
-            start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0),
-            packets=_int(f"{w}.packets", f.get("packets", 0), lo=0),
+            weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=MIN_WEIGHT, hi=MAX_MAGNITUDE),
+            start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0, hi=MAX_TIME),
+            packets=_int(f"{w}.packets", f.get("packets", 0), lo=0, hi=MAX_COUNT),
             per_byte=pb if ps is not None else None, packet_sizes=ps,
         ))
 
@@ -537,18 +603,24 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         share = c.get("share")
         rate = c.get("rate")
         if share is not None:
-            share = _num(f"{w}.share", share, lo=0.0)
+            share = _num(f"{w}.share", share, lo=0.0, hi=MAX_MAGNITUDE)
         if rate is not None:
-            rate = _num(f"{w}.rate", rate, lo=0.0)
+            rate = _num(f"{w}.rate", rate, lo=0.0, hi=MAX_MAGNITUDE)
         if load is None and rate is None and "trace" not in t:
             raise _err(f"{w}.rate: missing; give flow arrivals per time unit, or share = ... with [traffic] load")
         if load is not None and share is None:
             raise _err(f"{w}.share: missing; [traffic] load scales class rates by their share of the work")
+        if load is not None and rate is not None:
+            raise _err(f"{w}.rate = {_q(c.get('rate'))}: given with [traffic] load, which sets every class rate from its "
+                       "share (load wins); remove rate, or remove [traffic] load to use explicit rates")
+        if load is None and share is not None:
+            raise _err(f"{w}.share = {_q(c.get('share'))}: only used with [traffic] load (explicit rates win without it); "
+                       "remove share, or add [traffic] load")
         mean_packets, size = _size_law(w, c)
         raw.append(dict(
             name=_name(w, c.get("name"), f"c{i + 1}"), cost=cost, rate=rate or 0.0,
             mean_packets=mean_packets,
-            weight=_num(f"{w}.weight", c.get("weight", 1.0), lo=0.0, lo_open=True),
+            weight=_num(f"{w}.weight", c.get("weight", 1.0), lo=MIN_WEIGHT, hi=MAX_MAGNITUDE),
             share=share, per_byte=pb if ps is not None else None, packet_sizes=ps, size=size,
         ))
     arrival_trace = _arrival_trace(t, Path(base_dir) if base_dir is not None else None, raw, classes_in)
@@ -573,10 +645,83 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     if not flows and not classes:
         raise _err("scenario: no traffic; add at least one [[flow]] or [[class]]")
     nm = d.get("name", name)
-    if not isinstance(nm, str):
-        raise _err(f"name = {nm!r}: must be a string")
-    return Scenario(resources=tuple(res), router=router, run=run, flows=tuple(flows),
-                    classes=classes, load=load, name=nm, arrival_trace=arrival_trace)
+    if not isinstance(nm, str) or len(nm) > MAX_NAME:
+        raise _err(f"name = {_q(nm)}: must be a string of at most {MAX_NAME} characters")
+    sc = Scenario(resources=tuple(res), router=router, run=run, flows=tuple(flows),
+                  classes=classes, load=load, name=nm, arrival_trace=arrival_trace)
+    _check_resources(sc)
+    return sc
+
+
+def _packet_times(spec) -> list[tuple[float, ...]]:
+    """Per-packet processing times at each resource, one tuple per packet size."""
+    if spec.packet_sizes is None:
+        return [tuple(spec.cost)]
+    return [tuple(c + b * z for c, b in zip(spec.cost, spec.per_byte)) for z in spec.packet_sizes.sizes]
+
+
+def _check_resources(sc: Scenario) -> None:
+    """Whole-scenario checks: what the engine can resolve, count and hold.
+
+    * Every positive per-packet time is at least ``REL_MIN_COST`` times the largest one
+      in the scenario and ``TIME_RESOLUTION`` times ``run.duration``: a time below one
+      float64 ulp of the clock would leave the clock standing still (a hang).
+    * Services are bounded by ``sum_j duration / min_i s_ij`` (each resource serves one
+      packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``.
+    * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) below 1 at every
+      resource, or else a bounded overload run: the flows it can bring (static flows plus
+      the expected arrivals over the run plus six standard deviations) must fit under
+      ``MAX_AUTO_FLOWS``, or under an explicit ``run.max_flows``.  Flows in the system never
+      outnumber the flows that arrived, so this bounds the flow table.
+    * The engine's initial flow table (static flows + 64 rows, a ring of the window rounded
+      up to a power of two per row) fits in ``MAX_TABLE_BYTES``.
+    """
+    specs = [(f"flow[{i}]", f) for i, f in enumerate(sc.flows)] + [(f"class[{k}]", c)
+                                                                   for k, c in enumerate(sc.classes)]
+    largest = max(max(t) for _, s in specs for t in _packet_times(s))
+    min_j = [math.inf] * sc.n_resources
+    for where, s in specs:
+        for t in _packet_times(s):
+            for j, x in enumerate(t):
+                if x <= 0:
+                    continue
+                fld = f"{where}.cost[{j}]" if s.packet_sizes is None else f"{where}.cost[{j}] + per_byte[{j}] x size"
+                if x < REL_MIN_COST * largest:
+                    raise _err(f"{fld} = {x:.6g}: a positive time per packet must be >= {REL_MIN_COST:g} x the "
+                               f"largest one ({largest:.6g}); use 0 to skip the resource, or rescale the costs")
+                if x < TIME_RESOLUTION * sc.run.duration:
+                    raise _err(f"run.duration = {sc.run.duration:g}: too long for the time per packet {x:.6g} of "
+                               f"{fld} (the clock could not advance); must be <= {x / TIME_RESOLUTION:.6g}")
+                min_j[j] = min(min_j[j], x)
+    bound = sum(sc.run.duration / m for m in min_j if m < math.inf)
+    if sc.run.max_services == 0 and bound > MAX_SERVICES_BOUND:
+        raise _err(f"run.duration = {sc.run.duration:g}: up to {bound:.3g} packet services (duration / smallest "
+                   f"time per packet, summed over resources), more than {MAX_SERVICES_BOUND:.0e}; shorten "
+                   "run.duration or set run.max_services")
+    arrivals = sum(c.rate for c in sc.classes) * sc.run.duration
+    need = len(sc.flows) + arrivals + 6.0 * math.sqrt(arrivals) + 10.0
+    if sc.classes and sc.load is None:
+        loads = sc.class_resource_loads()
+        j = max(range(sc.n_resources), key=lambda i: loads[i])
+        if not loads[j] < 1.0 and sc.run.max_flows == 0 and need > MAX_AUTO_FLOWS:
+            raise _err(f"class[*].rate: class load {loads[j]:.4g} at resource {sc.resources[j]!r} (sum of rate x "
+                       f"mean_packets x cost) is >= 1, so flows pile up: this run could bring {need:.4g} flows "
+                       f"(more than {MAX_AUTO_FLOWS:,}); lower the rates, use [traffic] load with shares, shorten "
+                       "run.duration, or set run.max_flows for an overload run")
+    if sc.run.max_flows > 0:
+        if need > sc.run.max_flows:
+            raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({len(sc.flows)} "
+                       f"static + {arrivals:.4g} expected arrivals + 6 standard deviations); raise run.max_flows "
+                       f"(at most {MAX_FLOWS_CAP:,}) or shorten run.duration")
+    nr = 1
+    while nr < sc.router.window:
+        nr *= 2
+    J = sc.n_resources
+    table = (len(sc.flows) + 64) * 8 * (nr * (2 * J + 2) + J * (nr + 3) + 3 * nr + J + 16)
+    if table > MAX_TABLE_BYTES:
+        raise _err(f"router.window = {sc.router.window}: with {len(sc.flows)} static flows the flow table would "
+                   f"need {table / 2**30:.3g} GiB (at most {MAX_TABLE_BYTES / 2**30:g}); lower the window or the "
+                   "number of [[flow]] tables")
 
 
 def to_dict(s: Scenario) -> dict[str, Any]:
@@ -604,7 +749,8 @@ def to_dict(s: Scenario) -> dict[str, Any]:
     d: dict[str, Any] = {"name": s.name, "resources": list(s.resources),
                          "router": {**{k: v for k, v in dataclasses.asdict(s.router).items()
                                        if v is not None and k != "options"}, **dict(s.router.options)},
-                         "run": dataclasses.asdict(s.run)}
+                         "run": {k: v for k, v in dataclasses.asdict(s.run).items()
+                                 if not (k == "max_flows" and v == 0)}}
     if s.flows:
         d["flow"] = [spec(f) for f in s.flows]
     if s.classes:
@@ -629,15 +775,22 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a TOML scenario file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise _err(f"{p}: {p.stat().st_size:,} bytes; a scenario file must be at most {MAX_FILE_BYTES:,} bytes")
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise _err(f"{p}: no such scenario file (or use --preset NAME; see `mrfq presets`)") from None
     except OSError as e:
         raise _err(f"{p}: cannot read ({e.strerror})") from None
     try:
+        text = raw.decode("utf-8-sig")  # UTF-8, with or without a byte-order mark
+    except UnicodeDecodeError as e:
+        raise _err(f"{p}: not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); save the scenario "
+                   "file as UTF-8") from None
+    try:
         d = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise _err(f"{p}: not valid TOML ({e})") from None
+    except (tomllib.TOMLDecodeError, ValueError) as e:  # ValueError: an integer with too many digits
+        raise _err(f"{p}: not valid TOML ({_q(str(e), 200)})") from None
     return from_dict(d, name=p.stem, base_dir=p.parent)
 
 

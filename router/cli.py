@@ -1,73 +1,30 @@
-"""The ``mrfq`` command.
+"""``mrfq run``, ``mrfq presets`` and ``mrfq bench``: the router's subcommands.
 
-Every user error (a malformed scenario, a negative rate, an unknown scheduler,
-a load at or above capacity) becomes one line on stderr and exit code 2,
-never a traceback; files are written atomically (a temporary file renamed into
-place), so an error never leaves a half-written output behind.
+:func:`register` adds them to the dispatcher's subparsers (the dispatcher,
+``analysis.cli``, sits at the top of the package stack: flows -> fq -> router ->
+analysis -> CLI).  Handlers take parsed arguments, raise
+:class:`flows.errors.MrfqError` on bad input (one line, exit 2) and check
+every output path before the first simulation; files are written atomically
+(:mod:`flows.cli_args`), so an error or a Ctrl-C never leaves a half-written
+output behind.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import sys
-import tempfile
-from pathlib import Path
-
+from flows.cli_args import (
+    add_scenario_args,
+    atomic_writer,
+    check_output_path,
+    dumps_strict,
+    int_type,
+    load_scenario_arg,
+    number_type,
+)
 from flows.errors import MrfqError
+from flows.scenario import MAX_SEED, MAX_TIME, MAX_WINDOW
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors that raise instead of exiting."""
-
-    def error(self, message: str):  # noqa: D401
-        raise MrfqError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder, then rename."""
-    p = Path(path)
-    d = p.parent if str(p.parent) else Path(".")
-    if not d.is_dir():
-        raise MrfqError(f"{path}: folder {d} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def add_scenario_args(p: argparse.ArgumentParser) -> None:
-    """``SCENARIO.toml | --preset NAME`` plus the usual overrides."""
-    p.add_argument("scenario", nargs="?", help="scenario TOML file")
-    p.add_argument("--preset", help="a shipped scenario (see `mrfq presets`)")
-
-
-def load_scenario_arg(args) -> "flows.Scenario":  # noqa: F821
-    import flows
-
-    if args.scenario and args.preset:
-        raise MrfqError("give either SCENARIO.toml or --preset NAME, not both")
-    if args.preset:
-        return flows.load_preset(args.preset)
-    if args.scenario:
-        return flows.load_scenario(args.scenario)
-    raise MrfqError("no scenario: give SCENARIO.toml or --preset NAME (see `mrfq presets`)")
-
-
-def _positive_float(name):
-    def conv(s):
-        try:
-            v = float(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} = {s!r}: must be a number") from None
-        return v
-    return conv
+#: most service starts a ``--trace`` may record (40 bytes each in memory)
+MAX_TRACE = 10_000_000
 
 
 # ---------------------------------------------------------------------------
@@ -106,6 +63,8 @@ def _format_run(r) -> str:
 def cmd_run(args) -> int:
     from router.run import simulate
 
+    if args.trace:
+        check_output_path("--trace", args.trace)
     sc = load_scenario_arg(args)
     changes = {}
     if args.load is not None:
@@ -120,24 +79,23 @@ def cmd_run(args) -> int:
         changes["run.warmup"] = args.warmup
     if args.fq_resource is not None:
         changes["router.fq_resource"] = args.fq_resource
-    if changes:
-        sc = sc.replace(**changes)
-    if args.trace and args.trace_limit < 1:
-        raise MrfqError(f"--trace-limit = {args.trace_limit}: must be >= 1")
-    r = simulate(sc, scheduler=args.scheduler, virtual_time=args.virtual_time, seed=args.seed,
-                 duration=args.duration, trace=args.trace_limit if args.trace else 0)
+    # the overrides go through the scenario gate before anything runs
+    sc = sc.replace(**changes).with_overrides(scheduler=args.scheduler, virtual_time=args.virtual_time,
+                                               seed=args.seed, duration=args.duration)
+    r = simulate(sc, trace=args.trace_limit if args.trace else 0)
     if args.trace:
         names = [f.name for f in r.scenario.flows]
+        res_names = r.scenario.resources
         tr = r.trace
-        rows = ["start,end,resource,flow,flow_id,seq"]
-        for i in range(len(tr.start)):
-            fid = int(tr.flow[i])
-            fname = names[fid] if fid < len(names) else f"dyn{fid}"
-            rows.append(f"{float(tr.start[i])!r},{float(tr.end[i])!r},{r.scenario.resources[int(tr.resource[i])]},"
-                        f"{fname},{fid},{int(tr.seq[i])}")
-        atomic_write(args.trace, "\n".join(rows) + "\n")
+        with atomic_writer(args.trace) as f:
+            f.write("start,end,resource,flow,flow_id,seq\n")
+            for i in range(len(tr.start)):
+                fid = int(tr.flow[i])
+                fname = names[fid] if fid < len(names) else f"dyn{fid}"
+                f.write(f"{float(tr.start[i])!r},{float(tr.end[i])!r},{res_names[int(tr.resource[i])]},"
+                        f"{fname},{fid},{int(tr.seq[i])}\n")
     if args.json:
-        print(json.dumps(r.to_json()))
+        print(dumps_strict(r.to_json()))
     else:
         print(_format_run(r))
         if args.trace:
@@ -146,93 +104,47 @@ def cmd_run(args) -> int:
 
 
 def cmd_presets(args) -> int:
-    import flows
+    from flows.scenario import preset_description, preset_names
 
-    for n in flows.preset_names():
-        print(f"{n:<20} {flows.preset_description(n)}")
+    for n in preset_names():
+        print(f"{n:<20} {preset_description(n)}")
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def cmd_bench(args) -> int:
+    from router import bench
+
+    return bench.run(args)
+
+
+def register(sub) -> None:
+    """Add ``run``, ``presets`` and ``bench`` to an argparse subparsers object."""
     from flows.scenario import VIRTUAL_TIMES
     from fq.registry import SCHEDULERS
-
-    p = _Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    from router import bench as _bench
 
     r = sub.add_parser("run", help="run one scenario through the packet emulator")
     add_scenario_args(r)
     r.add_argument("--scheduler", choices=list(SCHEDULERS), help="override router.scheduler")
     r.add_argument("--virtual-time", choices=VIRTUAL_TIMES, help="drfq: 'started' [BR] or 'in-service' [DRFQ]")
     r.add_argument("--fq-resource", help="fq-single: the resource that is fair-queued")
-    r.add_argument("--seed", type=int, help="override run.seed")
-    r.add_argument("--duration", type=_positive_float("--duration"), help="override run.duration")
-    r.add_argument("--warmup", type=_positive_float("--warmup"), help="override run.warmup")
-    r.add_argument("--load", type=_positive_float("--load"), help="load of the most loaded resource")
-    r.add_argument("--window", type=int, help="override router.window")
-    r.add_argument("--rtt", type=_positive_float("--rtt"), help="override router.rtt")
+    r.add_argument("--seed", type=int_type("--seed", lo=0, hi=MAX_SEED), help="override run.seed")
+    r.add_argument("--duration", type=number_type("--duration", lo=0.0, lo_open=True, hi=MAX_TIME),
+                   help="override run.duration")
+    r.add_argument("--warmup", type=number_type("--warmup", lo=0.0, hi=MAX_TIME), help="override run.warmup")
+    r.add_argument("--load", type=number_type("--load", lo=0.0, lo_open=True, hi=1.0, hi_open=True),
+                   help="load of the most loaded resource")
+    r.add_argument("--window", type=int_type("--window", lo=1, hi=MAX_WINDOW), help="override router.window")
+    r.add_argument("--rtt", type=number_type("--rtt", lo=0.0, hi=MAX_TIME), help="override router.rtt")
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--trace", metavar="FILE", help="write the service trace as CSV")
-    r.add_argument("--trace-limit", type=int, default=1_000_000, help="most service starts to record")
+    r.add_argument("--trace-limit", type=int_type("--trace-limit", lo=1, hi=MAX_TRACE), default=1_000_000,
+                   help=f"most service starts to record (default 1000000, at most {MAX_TRACE})")
     r.set_defaults(func=cmd_run)
 
     b = sub.add_parser("bench", help="speed: the numba engine vs the C yardstick (prints figures)")
-    from router import bench as _bench
-
     _bench.add_arguments(b)
-    b.set_defaults(func=lambda a: _bench.run(a))
+    b.set_defaults(func=cmd_bench)
 
     pr = sub.add_parser("presets", help="list the shipped scenarios")
     pr.set_defaults(func=cmd_presets)
-
-    try:
-        from analysis import cli_fluid
-    except ImportError:
-        cli_fluid = None
-    if cli_fluid is not None:
-        cli_fluid.register(sub)
-    try:
-        from analysis import cli_compare
-    except ImportError:
-        cli_compare = None
-    if cli_compare is not None:
-        cli_compare.register(sub)
-    return p
-
-
-def _glue_negative_values(argv: list[str]) -> list[str]:
-    """``--cost -1,1`` -> ``--cost=-1,1``: argparse would take ``-1,1`` for an option, and the
-    user should hear that the cost is negative, not that ``--cost`` lacks a value."""
-    out, i = [], 0
-    while i < len(argv):
-        a = argv[i]
-        if (a.startswith("--") and "=" not in a and i + 1 < len(argv)
-                and len(argv[i + 1]) > 1 and argv[i + 1][0] == "-" and (argv[i + 1][1].isdigit() or argv[i + 1][1] == ".")):
-            out.append(f"{a}={argv[i + 1]}")
-            i += 2
-        else:
-            out.append(a)
-            i += 1
-    return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    try:
-        parser = build_parser()
-        args = parser.parse_args(_glue_negative_values(list(sys.argv[1:] if argv is None else argv)))
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
-        return int(args.func(args) or 0)
-    except MrfqError as e:
-        print(f"mrfq: error: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-    except KeyboardInterrupt:
-        print("mrfq: interrupted", file=sys.stderr)
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main())

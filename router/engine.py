@@ -49,6 +49,11 @@ from router.state import (
 )
 
 INF = np.inf
+#: services per call of the compiled loop: Ctrl-C (seen only in Python) stops a long run between
+#: calls, about a second apart; the loop saves its state when it stops, so calls resume bit for bit
+CHUNK = 1 << 24
+#: memory cap of the flow table, its heaps and admission queues (growth past it is refused)
+MAX_TABLE_BYTES = 4 * 2**30
 
 
 class KernelResult(NamedTuple):
@@ -147,10 +152,17 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
 
     compile_seconds = 0.0
     while True:
-        args = (P, specs, traffic, arr, carry, ft, S, opt, rs, aq, acc, tr)
+        # at most CHUNK services per call (see CHUNK)
+        stop_at = int(carry.ci[C_SERVICES]) + CHUNK
+        if max_services > 0 and max_services < stop_at:
+            stop_at = int(max_services)
+        args = (P._replace(max_services=stop_at), specs, traffic, arr, carry, ft, S, opt, rs, aq, acc, tr)
         compile_seconds += _compile_seconds(loop, args)
         code = loop(*args)
         if code == DONE:
+            if carry.ci[C_STOPPED] == 1 and stop_at != max_services:
+                carry.ci[C_STOPPED] = 0  # the end of a chunk, not of the run
+                continue
             break
         if code == MORE_ARRIVALS:
             # keep the arrivals not yet consumed, append the next chunk, restart the cursor
@@ -164,6 +176,12 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         if 2 * C > heap.SLOT_MASK + 1:
             raise MrfqError(f"more than {heap.SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
                             f"{heap.SLOT_BITS}-bit row numbers; lower the flow arrival rate or the flow sizes")
+        row_bytes = (sum(a.nbytes for a in ft) + S.flow.nbytes + S.flow_res.nbytes + rs.hp.nbytes
+                     + sum(a.nbytes for a in aq)) / C
+        if 2 * C * row_bytes > MAX_TABLE_BYTES:
+            raise MrfqError(f"flow table: {2 * C:,} flows at once would need {2 * C * row_bytes / 2**30:.6g} GiB, "
+                            f"more than the {MAX_TABLE_BYTES / 2**30:g} GiB cap (at t = {carry.cf[C_T]:.6g}); the "
+                            "system is overloaded or nearly so: lower the load or shorten run.duration")
         C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry, rtt)
 
     ci, cf = carry.ci, carry.cf

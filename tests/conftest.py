@@ -28,7 +28,7 @@ def scale() -> float:
 
 def run_fluid_handlers(argv, capsys):
     """Call the `mrfq alloc` / `mrfq fluid` handlers directly (MrfqError propagates, unlike
-    `router.cli.main`); returns (exit code, stdout)."""
+    `analysis.cli.main`); returns (exit code, stdout)."""
     import argparse
 
     from analysis.cli_fluid import register

@@ -7,9 +7,14 @@ import sys
 import pytest
 
 import flows
-from router.cli import main
+from analysis.cli import main
 
 pytestmark = pytest.mark.nojit
+
+
+def strict_json(text):
+    """Every --json output must be RFC 8259 JSON: no NaN, no Infinity."""
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
 
 
 def run_cli(capsys, *argv):
@@ -21,7 +26,7 @@ def run_cli(capsys, *argv):
 def test_run_json_has_the_documented_keys(capsys):
     code, out, err = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "60000", "--json")
     assert code == 0, err
-    d = json.loads(out)
+    d = strict_json(out)
     for key in ("scheduler", "seed", "flows", "classes", "resources", "services", "wall_seconds"):
         assert key in d
     assert [c["name"] for c in d["classes"]] == ["c1", "c2", "c3"]
@@ -52,13 +57,13 @@ def test_same_seed_same_json_bit_for_bit(capsys):
     for _ in range(2):
         code, out, _ = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "50000",
                                "--scheduler", "pf-sfq", "--seed", "7", "--json")
-        d = json.loads(out)
+        d = strict_json(out)
         d.pop("wall_seconds")
         outs.append(d)
     assert outs[0] == outs[1]
     code, out, _ = run_cli(capsys, "run", "--preset", "dynamic-small", "--duration", "50000",
                            "--scheduler", "pf-sfq", "--seed", "8", "--json")
-    d = json.loads(out)
+    d = strict_json(out)
     d.pop("wall_seconds")
     assert d != outs[0]
 
@@ -90,7 +95,7 @@ def test_scenario_file_roundtrip(capsys, tmp_path):
                  '[[flow]]\nname = "a"\ncost = [0.6666666666666666, 1.0]\n[[flow]]\nname = "b"\ncost = [1.0, 0.5]\n')
     code, out, err = run_cli(capsys, "run", str(p), "--json")
     assert code == 0, err
-    d = json.loads(out)
+    d = strict_json(out)
     assert d["scheduler"] == "bmf-wfq"
     assert [f["name"] for f in d["flows"]] == ["a", "b"]
 
@@ -98,14 +103,14 @@ def test_scenario_file_roundtrip(capsys, tmp_path):
 BAD = [
     (["run", "--preset", "oracle-rates", "--scheduler", "wfq2"], "--scheduler"),
     (["run", "--preset", "nope"], "--preset 'nope'"),
-    (["run"], "no scenario"),
+    (["run"], "missing scenario"),
     (["run", "/nonexistent/s.toml"], "no such scenario file"),
-    (["run", "--preset", "oracle-rates", "--duration", "-5"], "run.duration"),
-    (["run", "--preset", "oracle-rates", "--seed", "-1"], "run.seed"),
-    (["run", "--preset", "br-unbalanced", "--load", "1.2"], "traffic.load"),
-    (["run", "--preset", "br-unbalanced", "--load", "1.0"], "traffic.load"),
+    (["run", "--preset", "oracle-rates", "--duration", "-5"], "argument --duration: '-5': out of range; give a number in (0, 1e+15]"),
+    (["run", "--preset", "oracle-rates", "--seed", "-1"], "argument --seed: '-1': out of range"),
+    (["run", "--preset", "br-unbalanced", "--load", "1.2"], "argument --load: '1.2': out of range; give a number in (0, 1)"),
+    (["run", "--preset", "br-unbalanced", "--load", "1.0"], "argument --load"),
     (["run", "--preset", "oracle-rates", "--load", "0.5"], "--load"),
-    (["run", "--preset", "oracle-rates", "--window", "0"], "router.window"),
+    (["run", "--preset", "oracle-rates", "--window", "0"], "argument --window: '0': out of range; give a whole number in [1, 4,096]"),
     (["run", "--preset", "oracle-rates", "--fq-resource", "gpu"], "router.fq_resource"),
     (["frobnicate"], "invalid choice"),
     (["alloc", "--cost", "-1,1", "--cost", "1,0.5"], "must be >= 0"),
@@ -161,7 +166,7 @@ def test_existing_trace_file_untouched_on_error(capsys, tmp_path):
 
 
 def test_console_script_exit_code_and_no_traceback():
-    p = subprocess.run([sys.executable, "-m", "router.cli", "run", "--preset", "oracle-rates", "--scheduler", "x"],
+    p = subprocess.run([sys.executable, "-m", "analysis.cli", "run", "--preset", "oracle-rates", "--scheduler", "x"],
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1

@@ -8,7 +8,7 @@ import pytest
 import flows
 from analysis.batch_stats import ratio_ci
 from analysis.fluid_path import arrival_path, fluid_path
-from router.cli import main
+from analysis.cli import main
 from router.run import simulate
 from conftest import scaled
 

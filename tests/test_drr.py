@@ -13,7 +13,7 @@ from test_reference import check_engine_equals_reference, scenarios
 
 import flows
 from flows.errors import ScenarioError
-from router.cli import main
+from analysis.cli import main
 from router.reference import simulate_reference
 from router.run import simulate
 

@@ -11,7 +11,8 @@ import pytest
 
 import flows
 from analysis.compare import CompareConfig, compare
-from analysis.sweep import ResultStore, parse_loads
+from analysis.sweep import ResultStore
+from flows.cli_args import parse_loads
 from flows.errors import MrfqError
 
 TINY = """
@@ -104,36 +105,48 @@ from analysis.sweep import ResultStore
 sc = flows.load_scenario(sys.argv[1])
 cfg = CompareConfig(schedulers=("drfq", "bmf-wfq", "pf-sfq"), loads=(0.3, 0.5, 0.7), replications=2,
                     max_replications=2, flows_per_replication=300.0, target=0.5)
-compare(sc, cfg, ResultStore(sys.argv[2]), executor="serial", progress=False, fluid=False)
+compare(sc, cfg, ResultStore(sys.argv[2]), executor=sys.argv[3] if len(sys.argv) > 3 else "serial",
+        workers=2, progress=False, fluid=False)
 """
 
 
-def test_sigkill_loses_and_duplicates_nothing(tiny, tmp_path):
+def _count(db):
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as c:
+            return c.execute("SELECT COUNT(*) FROM points").fetchone()[0]
+    except sqlite3.DatabaseError:
+        return 0
+
+
+def test_sigkill_at_five_moments_loses_and_duplicates_nothing(tiny, tmp_path):
+    """Five sweeps on one store, each SIGKILLed at a different moment (after 0, 2, 5, 9 and 13
+    stored points: the first before any point is committed), then a re-run: every point exactly
+    once, the same numbers as a clean run, and SQLite's integrity check passes."""
     db = tmp_path / "k.sqlite"
     script = tmp_path / "sweep.py"
     script.write_text(KILL_SCRIPT)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    p = subprocess.Popen([sys.executable, str(script), str(tiny), str(db)], env=env)
-    deadline = time.time() + 240
-    n = 0
-    while time.time() < deadline and p.poll() is None:
-        time.sleep(0.05)
-        if db.exists():
-            try:
-                with sqlite3.connect(str(db), timeout=5) as c:
-                    n = c.execute("SELECT COUNT(*) FROM points").fetchone()[0]
-            except sqlite3.DatabaseError:
-                n = 0
-            if n >= 3:
+    seen = []
+    for moment in (0, 2, 5, 9, 13):
+        start = _count(db) if db.exists() else 0
+        p = subprocess.Popen([sys.executable, str(script), str(tiny), str(db)], env=env)
+        deadline = time.time() + 240
+        n = start
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.02)
+            n = _count(db) if db.exists() else 0
+            if n >= moment and (moment > 0 or db.exists()):
                 break
-    assert p.poll() is None, "the sweep finished before it could be killed: make it longer"
-    p.send_signal(signal.SIGKILL)
-    p.wait()
-    assert 3 <= n < 18
+        assert p.poll() is None, "the sweep finished before it could be killed: make it longer"
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        seen.append(_count(db))
+    assert seen == sorted(seen) and seen[-1] < 18, seen
     # re-run to completion: every point exactly once, same numbers as a clean run
     subprocess.run([sys.executable, str(script), str(tiny), str(db)], env=env, check=True)
     with sqlite3.connect(str(db)) as c:
         keys = [r[0] for r in c.execute("SELECT key FROM points")]
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert len(keys) == len(set(keys)) == 18
     clean = tmp_path / "clean.sqlite"
     subprocess.run([sys.executable, str(script), str(tiny), str(clean)], env=env, check=True)
@@ -142,6 +155,103 @@ def test_sigkill_loses_and_duplicates_nothing(tiny, tmp_path):
         pa = [(k, _strip_wall(v)) for k, v in a.execute(q)]
         pb = [(k, _strip_wall(v)) for k, v in b.execute(q)]
     assert pa == pb
+
+
+def _children(pid):
+    """Pids whose parent is ``pid`` (from /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(d))
+    return out
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigkill_of_a_sweep_leaves_no_worker_behind(tiny, tmp_path):
+    db = tmp_path / "w.sqlite"
+    script = tmp_path / "sweep.py"
+    script.write_text(KILL_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    p = subprocess.Popen([sys.executable, str(script), str(tiny), str(db), "local"], env=env)
+    deadline = time.time() + 240
+    workers = []
+    while time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+        workers = _children(p.pid)
+        if len(workers) >= 2 and db.exists() and _count(db) >= 1:
+            break
+    assert p.poll() is None and len(workers) >= 2, "no pool workers seen: make the sweep longer"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.1)
+    assert not [w for w in workers if _alive(w)], "pool workers outlived the SIGKILLed sweep"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
+    """SIGINT to the foreground process group (what Ctrl-C does): exit 130 with one line, no worker
+    left, the store intact with the points finished so far."""
+    db = tmp_path / "c.sqlite"
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "compare", str(tiny), "--loads", "0.3,0.5,0.7",
+                          "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "300", "--replications", "2",
+                          "--max-replications", "2", "--target", "0.5", "--workers", "2", "--json",
+                          "--results", str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
+    try:
+        deadline = time.time() + 240
+        workers = []
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.05)
+            workers = _children(p.pid)
+            if len(workers) >= 2 and db.exists() and _count(db) >= 1:
+                break
+        assert p.poll() is None and len(workers) >= 2, "no pool workers seen: make the sweep longer"
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "mrfq: interrupted (no output file was left half-written)"
+    assert "Traceback" not in err and out == ""
+    time.sleep(1.0)
+    assert not [w for w in workers if _alive(w)]
+    with sqlite3.connect(str(db)) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert 1 <= c.execute("SELECT COUNT(*) FROM points").fetchone()[0] < 18
+
+
+def test_die_with_parent_exits_an_orphaned_worker(tmp_path):
+    """The parent-watch fallback alone (no prctl): a worker whose parent vanished exits."""
+    code = (
+        "import os, sys, time\n"
+        "from analysis import sweep\n"
+        "sweep.PARENT_WATCH_SECONDS = 0.05\n"
+        "sweep._die_with_parent(os.getppid() + 10**6)\n"  # not our parent: exits at once
+        "print('still alive')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "still alive" not in r.stdout
 
 
 def _strip_wall(payload):
@@ -155,12 +265,114 @@ def _strip_wall(payload):
 def test_store_refuses_garbage(tmp_path):
     f = tmp_path / "x.sqlite"
     f.write_text("this is not sqlite" * 100)
-    with pytest.raises(MrfqError):
+    before = f.read_bytes()
+    with pytest.raises(MrfqError, match="not an SQLite file"):
         ResultStore(f)
+    assert f.read_bytes() == before
+
+
+def _foreign(path, table):
+    with sqlite3.connect(str(path)) as c:
+        c.execute(f"CREATE TABLE {table} (a, b)")
+        c.execute(f"INSERT INTO {table} VALUES (1, 2)")
+    c.close()
+    return path.read_bytes()
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("argv", [["results", "{db}"], ["results", "{db}", "--csv"],
+                                  ["compare", "--preset", "br-unbalanced", "--quick", "--loads", "0.3",
+                                   "--results", "{db}"]])
+def test_foreign_databases_are_refused_byte_identical(tmp_path, capsys, argv):
+    from analysis.cli import main
+
+    for table in ("points", "other"):  # with our table name and without it
+        db = tmp_path / f"{table}.sqlite"
+        before = _foreign(db, table)
+        code = main([a.replace("{db}", str(db)) for a in argv])
+        err = capsys.readouterr().err
+        assert code == 2 and "another application" in err and err.count("\n") == 1, err
+        assert db.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(db.name)) == [db.name]
+
+
+@pytest.mark.nojit
+def test_store_carries_the_mrfq_marker_and_results_opens_read_only(tmp_path, capsys):
+    from analysis.cli import main
+    from analysis.sweep import APPLICATION_ID, SCHEMA_VERSION
+
+    db = tmp_path / "r.sqlite"
+    st = ResultStore(db)
+    st.close()
+    with sqlite3.connect(str(db)) as c:
+        assert c.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID == 0x6D726671
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    c.close()
+    before = db.read_bytes()
+    assert main(["results", str(db)]) == 0
+    assert "0 stored points" in capsys.readouterr().out
+    assert db.read_bytes() == before
+    ro = ResultStore(db, readonly=True)
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        ro.conn.execute("CREATE TABLE x (a)")
+    ro.close()
+
+
+@pytest.mark.nojit
+def test_truncated_empty_and_missing_stores_are_refused_untouched(tmp_path, capsys):
+    from analysis.cli import main
+
+    db = tmp_path / "r.sqlite"
+    st = ResultStore(db)
+    st.fluid_put("k", "h", "drf", 0.5, {"gamma": [1.0]})
+    st.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    st.close()
+    whole = db.read_bytes()
+    cut = tmp_path / "cut.sqlite"
+    cut.write_bytes(whole[: len(whole) - 1024])
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    for f, msg in ((cut, "truncated"), (empty, "an empty file")):
+        before = f.read_bytes()
+        with pytest.raises(MrfqError, match=msg):
+            ResultStore(f)
+        assert f.read_bytes() == before
+    with pytest.raises(MrfqError, match="folder .* does not exist"):
+        ResultStore(tmp_path / "missing" / "r.sqlite")
+    assert main(["results", str(tmp_path / "none.sqlite")]) == 2
+    assert "no such results file" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+@pytest.mark.nojit
+def test_corrupt_payload_is_a_clean_error(tmp_path, capsys):
+    from analysis.cli import main
+
+    db = tmp_path / "r.sqlite"
+    st = ResultStore(db)
+    with st.conn:
+        st.conn.execute("INSERT INTO points VALUES ('k', 'h', 's', 'drfq', 0.5, 0, 1, 10.0, '{not json', 0.0)")
+    with pytest.raises(MrfqError, match="corrupt payload"):
+        st.get("k")
+    st.close()
+    assert main(["results", str(db), "--csv"]) == 2
+    assert "corrupt payload" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_read_only_folder_is_refused_before_work(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o555)
+    try:
+        with pytest.raises(MrfqError, match="not writable"):
+            ResultStore(ro / "r.sqlite")
+    finally:
+        os.chmod(ro, 0o755)
 
 
 def test_results_csv_export(tiny, tmp_path, capsys):
-    from router.cli import main
+    from analysis.cli import main
 
     sc = flows.load_scenario(tiny)
     db = tmp_path / "r.sqlite"

@@ -241,7 +241,7 @@ def test_bad_trace_encoding_and_fields(tmp_path):
 
 @pytest.mark.nojit
 def test_bad_trace_is_exit_2_in_the_cli(tmp_path, capsys):
-    from router.cli import main
+    from analysis.cli import main
 
     p = write_trace(tmp_path, "time,class,packets\n1,web,2\n0.5,web,1\n")
     assert main(["run", str(p)]) == 2
@@ -312,7 +312,7 @@ def test_compare_flags_non_geometric_rows(tmp_path, capsys):
     insensitivity_guaranteed = false and the table marks it; with geometric sizes it is true."""
     import json
 
-    from router.cli import main
+    from analysis.cli import main
 
     d = flows.to_dict(flows.load_preset("br-unbalanced-pareto"))
     p = tmp_path / "par.toml"   # the preset with flows of mean 200 packets (a short run)

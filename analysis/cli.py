@@ -1,0 +1,82 @@
+"""The ``mrfq`` command: the dispatcher, at the top of the package stack.
+
+Each package registers its own subcommands (``router.cli``: run, presets,
+bench; ``analysis.cli_fluid``: alloc, fluid; ``analysis.cli_compare``:
+compare, results; ``analysis.cli_cluster``: cluster); this module only builds the parser and runs the handler
+behind three lines of defence:
+
+* bad input (:class:`flows.errors.MrfqError`) -> one line on stderr, exit 2;
+* Ctrl-C -> ``mrfq: interrupted``, exit 130 (long runs return to Python
+  between chunks of services, so the interrupt is seen within about a second;
+  output files are written atomically, so nothing half-written is left);
+* anything else is a bug -> one line ``mrfq: internal error: ..., please
+  report with this scenario``, exit 1; ``--debug`` (anywhere on the command
+  line) or ``MRFQ_DEBUG=1`` prints the traceback as well.
+
+Run it as ``mrfq ...`` (the console script) or ``python -m analysis.cli ...``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from flows.cli_args import Parser, glue_negative_values
+from flows.errors import MrfqError
+
+
+def build_parser() -> Parser:
+    from analysis import cli_cluster, cli_compare, cli_fluid
+    from router import cli as router_cli
+
+    p = Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
+    p.add_argument("--debug", action="store_true",
+                   help="on an internal error, print the traceback (may appear anywhere on the command line)")
+    sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
+    router_cli.register(sub)
+    cli_fluid.register(sub)
+    cli_compare.register(sub)
+    cli_cluster.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("MRFQ_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
+    try:
+        parser = build_parser()
+        args = parser.parse_args(glue_negative_values(argv))
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args) or 0)
+    except MrfqError as e:
+        print(f"mrfq: error: {_one_line(str(e))}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("mrfq: interrupted (no output file was left half-written)", file=sys.stderr)
+        return 130
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - the last line of defence
+        if debug:
+            traceback.print_exc()
+        what = f"{type(e).__name__}: {_one_line(str(e))}" if str(e) else type(e).__name__
+        if len(what) > 200:
+            what = what[:197] + "..."
+        print(f"mrfq: internal error: {what}, please report with "
+              "this scenario and command line" + ("" if debug else " (--debug shows the traceback)"),
+              file=sys.stderr)
+        return 1
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(msg.split("\n"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

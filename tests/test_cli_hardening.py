@@ -1,0 +1,325 @@
+"""Issue 12: every bad input is a clean refusal, before any work; strict JSON; the last line of
+defence; Ctrl-C; the regression corpus of every case the issue lists."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import flows
+from analysis.cli import main
+from flows.cli_args import dumps_strict, parse_int, parse_loads, parse_number
+from flows.errors import MrfqError, ScenarioError
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def strict_json(text: str):
+    """Parse with NaN/Infinity refused (RFC 8259)."""
+    def no_constant(c):
+        raise ValueError(f"non-standard JSON constant {c}")
+    return json.loads(text, parse_constant=no_constant)
+
+
+def assert_clean(code, err, needle):
+    assert code == 2, err
+    assert err.startswith("mrfq: error: ") and err.count("\n") == 1, err
+    assert needle in err, err
+    assert "Traceback" not in err
+    assert len(err) < 600, f"error message too long ({len(err)} characters)"
+
+
+# ---------------------------------------------------------------------------
+# the scenario cases of issue 12, as TOML files
+BASE = 'resources = ["cpu", "link"]\n'
+STATIC = '[[flow]]\ncost = [1.0, 0.5]\n'
+CASES_TOML = [
+    (BASE + "[router]\nwindow = nan\n" + STATIC, "router.window = nan: must be a finite whole number in [1, 4,096]"),
+    (BASE + "[router]\nwindow = inf\n" + STATIC, "router.window = inf"),
+    (BASE + "[router]\nwindow = 16777216\n" + STATIC, "router.window = 16777216: out of range"),
+    (BASE + "[router]\nwindow = 1000000000000000000000000000000\n" + STATIC, "must be a whole number in [1, 4,096]"),
+    (BASE + "[run]\nbatches = 1e8\n" + STATIC, "run.batches = 100000000.0: out of range"),
+    (BASE + "[run]\nbatches = 1e15\n" + STATIC, "run.batches"),
+    (BASE + "[run]\nseed = nan\n" + STATIC, "run.seed = nan"),
+    (BASE + "[run]\nmax_services = 9223372036854775808\n" + STATIC, "run.max_services"),
+    (BASE + "[[flow]]\ncost = [1.0, 0.5]\npackets = 1e308\n", "flow[0].packets"),
+    (BASE + "[[flow]]\ncost = [1.0, 0.5]\npackets = 9223372036854775808\n", "flow[0].packets"),
+    (BASE + "[[class]]\ncost = [1.0, 0.5]\nrate = 1000\nmean_packets = 1\n",
+     "class load 1000 at resource 'cpu'"),
+    (BASE + "[[class]]\ncost = [1.0, 0.5]\nrate = 1e308\nmean_packets = 1\n", "class[0].rate = 1e+308: out of range"),
+    ('resources = ["cpu"]\n[router]\nwindow = 2\n[[flow]]\ncost = [5e-324]\n[[flow]]\ncost = [1.0]\n',
+     "flow[0].cost[0] = 4.94066e-324: a positive time per packet must be >= 1e-12 x the largest"),
+    ('resources = ["cpu"]\n[[flow]]\ncost = [1e-300]\n', "run.duration = 6000: too long for the time per packet"),
+    (BASE + "[traffic]\nload = 0.5\n[[class]]\ncost = [1.0, 0.5]\nshare = 1\nrate = 0.1\n",
+     "class[0].rate = 0.1: given with [traffic] load, which sets every class rate from its share (load wins)"),
+    (BASE + "[[class]]\ncost = [1.0, 0.5]\nshare = 1\nrate = 0.0001\n", "class[0].share = 1: only used with"),
+    (BASE + '[router]\nscheduler = "' + "x" * 1_000_000 + '"\n' + STATIC, "router.scheduler = 'xxxxx"),
+    (BASE + "[run]\nduration = 1e308\n" + STATIC, "run.duration = 1e+308: out of range"),
+    (BASE + "[[flow]]\ncost = [1e30, 0.5]\n", "flow[0].cost[0] = 1e+30: out of range; must be in [0, 1e+12]"),
+    (BASE + "[[flow]]\ncost = [1.0, 0.5]\nweight = 1e-320\n", "flow[0].weight"),
+    (BASE + "[router]\nwindow = 4096\n" + "[[flow]]\ncost = [1.0, 0.5]\n" * 4000,
+     "router.window = 4096: with 4000 static flows the flow table would need 1.36 GiB (at most 1)"),
+    (BASE + "[run]\nduration = 1e11\n" + STATIC, "run.duration = 1e+11: up to 3e+11 packet services"),
+    (BASE + "[run]\nmax_flows = 100\n[[class]]\ncost = [1.0, 0.5]\nrate = 10\nmean_packets = 1\n",
+     "run.max_flows = 100: the run can hold up to"),
+]
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("text,needle", CASES_TOML, ids=[f"toml{i}" for i in range(len(CASES_TOML))])
+def test_issue12_scenarios_are_refused_naming_the_field(capsys, tmp_path, text, needle):
+    p = tmp_path / "s.toml"
+    p.write_text(text, encoding="utf-8")
+    # the scenario's own duration where the case is about it, else a short run
+    extra = [] if "run.duration" in needle else ["--duration", "2000"]
+    code, out, err = run_cli(capsys, "run", str(p), *extra, "--json")
+    assert_clean(code, err, needle)
+    assert out == ""
+
+
+@pytest.mark.nojit
+def test_huge_value_is_shortened_in_the_message():
+    with pytest.raises(ScenarioError) as e:
+        flows.from_dict({"resources": ["a"], "router": {"scheduler": "y" * 1_000_000}, "flow": [{"cost": [1.0]}]})
+    msg = str(e.value)
+    assert len(msg) < 300 and "(1,000,002 characters)" in msg
+
+
+@pytest.mark.nojit
+def test_utf8_with_and_without_bom_other_encodings_refused(capsys, tmp_path):
+    text = 'name = "café"\nresources = ["cpu"]\n[run]\nduration = 50.0\n[[flow]]\ncost = [1.0]\n'
+    a, b, c = tmp_path / "a.toml", tmp_path / "b.toml", tmp_path / "c.toml"
+    a.write_bytes(text.encode("utf-8"))
+    b.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    c.write_bytes(text.encode("latin-1"))
+    assert flows.load_scenario(a) == flows.load_scenario(b)
+    assert flows.load_scenario(a).name == "café"
+    with pytest.raises(ScenarioError, match=r"not UTF-8 text \(byte 0xe9 at offset 11\); save the scenario"):
+        flows.load_scenario(c)
+
+
+@pytest.mark.nojit
+def test_overload_run_needs_an_explicit_flow_cap():
+    d = {"resources": ["cpu", "link"], "run": {"duration": 1e6},
+         "class": [{"cost": [0.5, 1.0], "rate": 0.6, "mean_packets": 2}]}
+    # class load at link: 0.6 * 2 * 1.0 = 1.2; 600000 expected arrivals + 6 sd (4647.6) + 10 = 604657.6
+    with pytest.raises(ScenarioError, match=r"class load 1.2 at resource 'link' .* this run could bring "
+                                            r"6.047e\+05 flows \(more than 100,000\)"):
+        flows.from_dict(d)
+    d["run"]["max_flows"] = 604_657
+    with pytest.raises(ScenarioError, match=r"run.max_flows = 604657: the run can hold up to 6.047e\+05 flows"):
+        flows.from_dict(d)
+    d["run"]["max_flows"] = 604_658
+    sc = flows.from_dict(d)
+    assert sc.run.max_flows == 604_658
+    assert flows.from_dict(flows.to_dict(sc)) == sc
+    # a short overload run brings few flows (60 + 46.5 + 10): bounded by construction, accepted
+    d["run"] = {"duration": 100.0}
+    assert flows.from_dict(d).class_resource_loads() == pytest.approx((0.6, 1.2))
+
+
+@pytest.mark.nojit
+def test_max_flows_default_keeps_scenario_digests():
+    # the key is left out of to_dict when 0, so stores written before it still match
+    sc = flows.load_preset("br-unbalanced")
+    assert "max_flows" not in flows.to_dict(sc)["run"]
+
+
+def test_short_run_json_is_strict_null_not_nan(capsys):
+    # the run ends (max_services) before its warm-up: every rate is undefined
+    code, out, err = run_cli(capsys, "run", "--preset", "dynamic-small", "--json", "--duration", "60000")
+    assert code == 0, err
+    strict_json(out)
+    sc = flows.load_preset("dynamic-small").replace(**{"run.max_services": 5})
+    from router.run import simulate
+
+    d = strict_json(dumps_strict(simulate(sc).to_json()))
+    assert d["services"] in (5, 6)  # the run ends with the instant at which 5 services have completed
+    for c in d["classes"]:
+        assert c["gamma"] is None and c["mean_flows"] is None and c["throughput"] is None
+
+
+@pytest.mark.nojit
+def test_dumps_strict():
+    assert dumps_strict({"a": math.nan, "b": [math.inf, 1.5, -math.inf], "c": None}) == \
+        '{"a": null, "b": [null, 1.5, null], "c": null}'
+
+
+# ---------------------------------------------------------------------------
+# command lines of issue 12
+CASES_ARGV = [
+    (["alloc", "--cost", "1e308,1e308", "--cost", "1,0.5"], "--cost #1 = '1e308,1e308': 1e308 is out of range"),
+    (["alloc", "--cost", "1e-320,1", "--cost", "1,0.5"], "1e-320 is out of range; each cost is 0 or in [1e-06, 1e+06]"),
+    (["alloc", "--cost", "1,1", "--cost", "1,0.5", "--weight", "1e-320", "--weight", "1"],
+     "--weight #1 = '1e-320': out of range; give a number in [1e-06, 1e+06]"),
+    (["alloc", "--cost", "1_0,1"], "--cost #1 = '1_0,1': '1_0' is not a finite number"),
+    (["compare", "--preset", "br-unbalanced", "--seed", "2000000000000000000000"], "argument --seed"),
+    (["compare", "--preset", "br-unbalanced", "--loads", "0.1:0.2:1e-9"], "1e+08 loads; at most 1000"),
+    (["compare", "--preset", "br-unbalanced", "--flows", "1e12"], "argument --flows: '1e12': out of range"),
+    (["compare", "--preset", "br-unbalanced", "--loads", "1e-300"], "--loads: load 1e-300 < 0.0001; the run lengths"),
+    (["compare", "--preset", "br-unbalanced", "--schedulers", "drfq,drfq"], "--schedulers 'drfq,drfq': a name is given twice"),
+    (["compare", "--preset", "br-unbalanced", "--schedulers", "drr2"], "--schedulers: unknown name 'drr2'"),
+    (["fluid", "--preset", "br-unbalanced", "--load", "0.999"], "the exact solve gives up above load 0.96"),
+    (["fluid", "--preset", "br-unbalanced", "--method", "simulate", "--events", "1e20"],
+     "--events = '1e20': out of range; give a whole number in [1,000, 100,000,000]"),
+    (["fluid", "--preset", "br-unbalanced", "--loads", "0.3,0.6,x"], "--loads = 'x': not a number"),
+    (["run", "--preset", "oracle-rates", "--trace-limit", "1e11", "--trace", "t.csv"],
+     "argument --trace-limit: '1e11': out of range; give a whole number in [1, 10,000,000]"),
+    (["run", "--preset", "oracle-rates", "--duration", "nan"], "argument --duration: 'nan': not a number"),
+    (["run", "--preset", "oracle-rates", "--window", "1e30"], "argument --window: '1e30': out of range"),
+]
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("argv,needle", CASES_ARGV, ids=[f"argv{i}" for i in range(len(CASES_ARGV))])
+def test_issue12_command_lines_are_refused_before_working(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    t0 = time.perf_counter()
+    code, out, err = run_cli(capsys, *argv)
+    assert_clean(code, err, needle)
+    assert not (tmp_path / "mrfq-results.sqlite").exists()  # refused before the store was touched
+    assert time.perf_counter() - t0 < 30
+
+
+@pytest.mark.nojit
+def test_output_paths_are_checked_before_any_work(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adir").mkdir()
+    for argv, needle in [
+        (["compare", "--preset", "br-unbalanced", "--plot", "fig.unknownext"], "unknown figure format 'unknownext'"),
+        (["compare", "--preset", "br-unbalanced", "--csv", "missing/t.csv"], "folder 'missing' does not exist"),
+        (["compare", "--preset", "br-unbalanced", "--plot", "missing/f.png"], "folder 'missing' does not exist"),
+        (["run", "--preset", "oracle-rates", "--trace", "adir"], "--trace 'adir': is a folder"),
+        (["run", "--preset", "oracle-rates", "--trace", "missing/t.csv"], "does not exist"),
+        (["fluid", "--preset", "br-unbalanced", "--plot", "f.nope"], "unknown figure format 'nope'"),
+    ]:
+        code, out, err = run_cli(capsys, *argv)
+        assert_clean(code, err, needle)
+        assert not (tmp_path / "mrfq-results.sqlite").exists()
+
+
+@pytest.mark.nojit
+def test_one_load_grammar_everywhere():
+    assert parse_loads("0.3,0.6") == [0.3, 0.6]
+    assert parse_loads("0.1:0.3:0.1") == [0.1, 0.2, 0.3]
+    assert parse_loads(" 0.5 ") == [0.5]
+    for bad, msg in [("0.1:0.2:1e-9", "at most 1000"), ("0.5,1.0", "load 1 >= 1"), ("0.3,,0.6", "must be START"),
+                     ("0.3,0.3", "twice"), ("nan", "not a number"), ("0.2:0.1:0.1", "START must be"),
+                     ("0:0.5:0", "STEP must be > 0")]:
+        with pytest.raises(MrfqError, match=msg):
+            parse_loads(bad)
+
+
+@pytest.mark.nojit
+def test_strict_numbers():
+    assert parse_number("x", "1e-3") == 0.001
+    assert parse_int("n", "1e6") == 1_000_000
+    for bad in ("1_0", "nan", "inf", "0x10", "1e400", "", "1,5"):
+        with pytest.raises(MrfqError):
+            parse_number("x", bad)
+    with pytest.raises(MrfqError, match="whole number"):
+        parse_int("n", "2.5")
+
+
+@pytest.mark.nojit
+def test_fluid_loads_list_is_accepted(capsys):
+    code, out, err = run_cli(capsys, "fluid", "--preset", "br-unbalanced", "--loads", "0.2,0.3",
+                             "--objective", "bmf", "--json")
+    assert code == 0, err
+    d = strict_json(out)
+    assert [e["load"] for e in d["loads"]] == [0.2, 0.3]
+
+
+# ---------------------------------------------------------------------------
+# the last line of defence
+@pytest.mark.nojit
+def test_internal_error_is_one_line_exit_1_and_debug_shows_the_traceback(capsys, monkeypatch):
+    import router.cli
+
+    def boom(args):
+        raise RuntimeError("kaboom\nsecond line")
+
+    monkeypatch.setattr(router.cli, "cmd_presets", boom)
+    code, out, err = run_cli(capsys, "presets")
+    assert code == 1
+    assert err == ("mrfq: internal error: RuntimeError: kaboom second line, please report with this scenario and "
+                   "command line (--debug shows the traceback)\n")
+    code, out, err = run_cli(capsys, "presets", "--debug")
+    assert code == 1
+    assert "Traceback (most recent call last)" in err and 'raise RuntimeError("kaboom' in err
+    assert err.splitlines()[-1].startswith("mrfq: internal error: RuntimeError: kaboom")
+
+
+# ---------------------------------------------------------------------------
+# long runs: chunks of services (Ctrl-C is seen between them), bit for bit the same
+def test_chunked_loop_gives_identical_results(monkeypatch):
+    import router.engine as engine
+    from router.run import simulate
+
+    sc = flows.load_preset("dynamic-small").replace(**{"run.duration": 40000.0})
+    whole = simulate(sc).to_json()
+    monkeypatch.setattr(engine, "CHUNK", 997)
+    chunked = simulate(sc).to_json()
+    capped = simulate(sc, max_services=5000).to_json()
+    monkeypatch.setattr(engine, "CHUNK", 1 << 24)
+    capped_whole = simulate(sc, max_services=5000).to_json()
+    for d in (whole, chunked, capped, capped_whole):
+        d.pop("wall_seconds")
+    assert whole["services"] > 20 * 997
+    assert chunked == whole
+    assert capped == capped_whole and capped["services"] == 5000
+
+
+def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
+    sc = tmp_path / "long.toml"
+    sc.write_text('resources = ["cpu", "link"]\n[run]\nduration = 1e9\nmax_services = 10000000000000\n'
+                  '[[flow]]\ncost = [0.01, 0.02]\n[[flow]]\ncost = [0.02, 0.01]\n')
+    trace = tmp_path / "t.csv"
+    trace.write_text("keep\n")
+    from router.run import simulate
+
+    simulate(flows.load_scenario(sc), max_services=10)  # compile the loop variant here: the child loads it
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    # SIGINT as a terminal delivers it (a test runner started in the background may ignore it)
+    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "run", str(sc)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        time.sleep(8.0)  # imports, cache load, then well inside the loop
+        assert p.poll() is None
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        waited = time.perf_counter() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert err.strip() == "mrfq: interrupted (no output file was left half-written)"
+    assert "Traceback" not in err
+    print(f"stopped {waited:.2f} s after SIGINT")
+
+
+def test_flow_table_past_its_memory_cap_is_refused_before_allocation(monkeypatch):
+    """An overload run that brings few flows is accepted by the gate (its arrivals bound the
+    table); the engine still refuses to grow the table past its byte cap, naming the time."""
+    import router.engine as engine
+    from router.run import simulate
+
+    sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 400.0},
+                          "class": [{"cost": [1.0], "rate": 0.5, "mean_packets": 10}]})  # load 5
+    assert simulate(sc).max_active_flows > 128
+    monkeypatch.setattr(engine, "MAX_TABLE_BYTES", 100_000)
+    with pytest.raises(MrfqError, match=r"flow table: 128 flows at once would need .* GiB, more than the "
+                                        r"9.31323e-05 GiB cap \(at t = "):
+        simulate(sc)

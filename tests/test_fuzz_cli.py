@@ -1,0 +1,188 @@
+"""Fuzzing the gate and the command line (issue 12): every case ends in success or in one clean
+line naming the field; none escapes as a traceback, none hangs, no JSON carries NaN.
+
+* scenario dicts: hypothesis mutates the shipped presets (deleted keys, wrong types, 0, -1,
+  nan, inf, 1e308, 2**63, denormals, huge strings) and ``flows.from_dict`` must return a
+  scenario or raise :class:`ScenarioError` with one short line naming a field; seeded and
+  bounded (pure Python, no engine);
+* accepted mutants run through the engine under ``run.max_services`` (so none can hang) and
+  their JSON must be strict;
+* command lines: hypothesis over ``alloc`` argument lists in-process (no engine: bounded);
+* the larger run (slow): ``scripts/fuzz_cli.py`` over scenario files and every command, each
+  case in a worker process under a wall-clock cap and an address-space limit.
+"""
+
+import copy
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+import flows
+from conftest import scaled
+from flows.errors import ScenarioError
+
+ROOT = Path(__file__).resolve().parent.parent
+PRESETS = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "flows" / "presets").glob("*.toml"))}
+FIELDS = ("resources", "router", "run", "traffic", "flow", "class", "name", "scenario", "description")
+SPECIAL = st.sampled_from([0, -1, 0.0, -1.0, math.nan, math.inf, -math.inf, 1e308, 2**63, 2**63 - 1, 10**30, 5e-324,
+                           1e-320, 1e-300, 1e15, 2**24, "x", "", "y" * 100_000, True, [], {}, [1.0], 1000, 0.999])
+
+
+def _paths(d, prefix=()):
+    out = []
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.append((prefix + (k,)))
+            out += _paths(v, prefix + (k,))
+    elif isinstance(d, list):
+        for i, v in enumerate(d):
+            out.append((prefix + (i,)))
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+@st.composite
+def mutated_presets(draw):
+    name = draw(st.sampled_from(sorted(PRESETS)))
+    d = copy.deepcopy(PRESETS[name])
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(d)
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        tgt = d
+        for p in path[:-1]:
+            tgt = tgt[p]
+        if draw(st.booleans()) and draw(st.booleans()):
+            del tgt[path[-1]]
+        else:
+            tgt[path[-1]] = draw(SPECIAL)
+    if draw(st.integers(0, 4)) == 0:  # a key the preset lacks
+        table = draw(st.sampled_from(["router", "run", "traffic"]))
+        key = draw(st.sampled_from(["window", "batches", "max_services", "seed", "load", "max_flows", "rtt"]))
+        if isinstance(d.get(table, {}), dict):
+            d.setdefault(table, {})[key] = draw(SPECIAL)
+    return name, d
+
+
+def _check_refusal(msg: str) -> None:
+    assert "\n" not in msg, msg
+    assert len(msg) < 600, f"{len(msg)} characters: {msg[:200]}"
+    head = msg.split(":", 1)[0].split(" ", 1)[0]
+    assert head.split(".")[0].split("[")[0] in FIELDS, f"message does not start with a field: {msg[:200]}"
+
+
+@pytest.mark.nojit
+@seed(12)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated_presets())
+def test_scenario_gate_accepts_or_refuses_in_one_line(case):
+    name, d = case
+    try:
+        sc = flows.from_dict(d, name=name)
+    except ScenarioError as e:
+        _check_refusal(str(e))
+        return
+    # an accepted scenario round-trips through its dict unchanged
+    assert flows.from_dict(flows.to_dict(sc), name=name) == sc
+
+
+@seed(13)
+@settings(max_examples=int(scaled(30, 8)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+@given(mutated_presets())
+def test_accepted_mutants_run_bounded_with_strict_json(case):
+    from flows.cli_args import dumps_strict
+    from router.run import simulate
+
+    name, d = case
+    try:
+        sc = flows.from_dict(d, name=name)
+    except ScenarioError:
+        return
+    r = simulate(sc, max_services=3000)  # bounded: the run stops after this many services
+    assert r.services <= 3000 + sc.n_resources
+    out = dumps_strict(r.to_json())
+    json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
+
+
+NUM = st.sampled_from(["1", "0.5", "0", "-1", "1e308", "1e-320", "1_0", "nan", "inf", "1e-300", "2", "x", "",
+                       "1e6", "1e-6", "0x1"])
+
+
+@st.composite
+def alloc_argv(draw):
+    n = draw(st.integers(0, 3))
+    J = draw(st.integers(1, 3))
+    argv = ["alloc"]
+    for _ in range(n):
+        argv += ["--cost", ",".join(draw(NUM) for _ in range(draw(st.sampled_from([J, J, J + 1]))))]
+    if draw(st.booleans()):
+        for _ in range(draw(st.integers(0, n + 1))):
+            argv += ["--weight", draw(NUM)]
+    if draw(st.booleans()):
+        argv += ["--objective", draw(st.sampled_from(["all", "drf", "pf,bmf", "pf,pf", "fair", "ceei"]))]
+    if draw(st.booleans()):
+        argv.append("--json")
+    return argv
+
+
+@pytest.mark.nojit
+@seed(14)
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # capsys is read per case
+@given(alloc_argv())
+def test_alloc_command_lines_succeed_or_refuse_cleanly(capsys, argv):
+    from analysis.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    if code == 0:
+        assert err == ""
+        if "--json" in argv:
+            json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
+    else:
+        assert code == 2, err
+        assert err.startswith("mrfq: error: ") and err.count("\n") == 1 and len(err) < 600, err
+
+
+def _fuzz_module():
+    spec = importlib.util.spec_from_file_location("fuzz_cli", ROOT / "scripts" / "fuzz_cli.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.nojit
+def test_fuzz_script_toml_writer_round_trips():
+    mod = _fuzz_module()
+    for d in PRESETS.values():
+        assert tomllib.loads(mod.to_toml(d)) == d
+    odd = {"resources": ["a"], "run": {"seed": math.inf, "x": 2**63}, "flow": [{"cost": [5e-324], "n": "é"}]}
+    back = tomllib.loads(mod.to_toml(odd))
+    assert back["run"]["seed"] == math.inf and back["run"]["x"] == 2**63 and back["flow"][0]["cost"] == [5e-324]
+
+
+@pytest.mark.slow
+def test_fuzz_campaign_every_case_clean_or_accepted(tmp_path):
+    """scripts/fuzz_cli.py at a reduced size: no traceback, no internal error, no hang, strict JSON.
+    No warm-up: the 180 s cap per case leaves room for a first compilation of a loop variant."""
+    n_scen, n_cli = int(scaled(100, 20)), int(scaled(40, 10))
+    out = tmp_path / "fuzz.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_cli.py"), "--module", "analysis.cli",
+                    "--scenarios", str(n_scen), "--cli", str(n_cli), "--seed", "21", "--cap", "180", "--no-warm",
+                    "--json", str(out)], env=env, check=True, timeout=3600, capture_output=True)
+    d = json.loads(out.read_text())
+    bad = [c for c in d["cases"] if c["outcome"] not in ("clean", "accepted")]
+    assert not bad, bad[:5]
+    assert d["counts"]["scenarios"]["cases"] == n_scen and d["counts"]["cli"]["cases"] == n_cli
