@@ -1,7 +1,7 @@
 """The ``mrfq`` command: the dispatcher, at the top of the package stack.
 
-Each package registers its own subcommands (``router.cli``: run, presets,
-bench; ``analysis.cli_fluid``: alloc, fluid; ``analysis.cli_compare``:
+Each package registers its own subcommands (``analysis.cli_run``: run;
+``router.cli``: presets, bench; ``analysis.cli_fluid``: alloc, fluid; ``analysis.cli_compare``:
 compare, results; ``analysis.cli_cluster``: cluster); this module only builds the parser and runs the handler
 behind three lines of defence:
 
@@ -27,13 +27,14 @@ from flows.errors import MrfqError
 
 
 def build_parser() -> Parser:
-    from analysis import cli_cluster, cli_compare, cli_fluid
+    from analysis import cli_cluster, cli_compare, cli_fluid, cli_run
     from router import cli as router_cli
 
     p = Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
     p.add_argument("--debug", action="store_true",
                    help="on an internal error, print the traceback (may appear anywhere on the command line)")
     sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
+    cli_run.register(sub)
     router_cli.register(sub)
     cli_fluid.register(sub)
     cli_compare.register(sub)

@@ -5,7 +5,8 @@
 scenario's flow-arrival stream (:class:`flows.traffic.ArrivalStream`), runs
 :func:`router.engine.simulate_kernel`, checks conservation (admitted = served
 + in system, per resource and for the router) and returns a flat
-:class:`RunResult`.
+:class:`RunResult` of counts and raw batch sums (:mod:`analysis.run_report` turns
+them into gamma and intervals: the runner does no statistics).
 
 Random streams: the spawn tree of ``SeedSequence(seed)`` is documented in
 :mod:`flows.traffic` (child 0 and its three children: inter-arrival times,
@@ -22,7 +23,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.batch_stats import ratio_ci
 from flows.errors import MrfqError
 from flows.scenario import Scenario
 from flows.traffic import CHUNK, ArrivalStream, cost_key
@@ -44,14 +44,14 @@ class FlowResult:
 
 @dataclass(frozen=True)
 class ClassResult:
+    """Counts of one class; its gamma and interval come from the batch sums in
+    :attr:`RunResult.batches` (:func:`analysis.run_report.class_estimates`)."""
+
     name: str
-    gamma: float           # mean service rate, packets per time unit
-    ci: tuple[float, float]
     completed: int         # flows completed over the whole run
     arrived: int
     mean_flows: float      # time-average number of flows in the system after warm-up
     throughput: float      # packets per time unit after warm-up
-    method: str
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,8 @@ class RunResult:
             "warmup": self.scenario.run.warmup,
             "flows": [{"name": f.name, "rate": f.rate, "packets": f.packets,
                        "completion_time": nan(f.completion_time)} for f in self.flows],
-            "classes": [{"name": c.name, "gamma": nan(c.gamma), "ci": [nan(c.ci[0]), nan(c.ci[1])],
-                         "completed": c.completed, "arrived": c.arrived, "mean_flows": c.mean_flows,
-                         "throughput": c.throughput, "method": c.method} for c in self.classes],
+            "classes": [{"name": c.name, "completed": c.completed, "arrived": c.arrived,
+                         "mean_flows": nan(c.mean_flows), "throughput": nan(c.throughput)} for c in self.classes],
             "resources": [{"name": r.name, "utilization": r.utilization, "services": r.services}
                           for r in self.resources],
             "services": self.services,
@@ -235,20 +234,10 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
             name=f.name, rate=float(st_dep_post[i]) / span if span > 0 else math.nan,
             packets=int(st_dep_post[i]),
             completion_time=(done - f.start) if not math.isnan(done) else None))
-    classes = []
-    for k, c in enumerate(sc.classes):
-        if sc.run.gamma_method == "little":
-            g, lo, hi = ratio_ci(dep_pk[k], area[k], sc.run.confidence)
-            method = f"little: class packets served / integral of flows in system, {B} batch means, " \
-                     f"t-interval {sc.run.confidence:g}"
-        else:
-            g, lo, hi = ratio_ci(done_pk[k], done_fct[k], sc.run.confidence)
-            method = f"completions: sum of sizes / sum of completion times of flows arrived after warm-up, " \
-                     f"{B} batch means, t-interval {sc.run.confidence:g}"
-        classes.append(ClassResult(
-            name=c.name, gamma=g, ci=(lo, hi), completed=int(out.class_completed[k]), arrived=int(out.class_arrived[k]),
-            mean_flows=float(area[k].sum()) / span if span > 0 else math.nan,
-            throughput=float(dep_pk[k].sum()) / span if span > 0 else math.nan, method=method))
+    classes = [ClassResult(
+        name=c.name, completed=int(out.class_completed[k]), arrived=int(out.class_arrived[k]),
+        mean_flows=float(area[k].sum()) / span if span > 0 else math.nan,
+        throughput=float(dep_pk[k].sum()) / span if span > 0 else math.nan) for k, c in enumerate(sc.classes)]
     resources = [ResourceResult(name=r, utilization=float(busy_post[j]) / span if span > 0 else math.nan,
                                 services=int(served_j[j])) for j, r in enumerate(sc.resources)]
     tr = Trace(out.trace_start, out.trace_end, out.trace_resource, out.trace_flow, out.trace_seq) if trace else None

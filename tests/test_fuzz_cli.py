@@ -111,7 +111,9 @@ def test_accepted_mutants_run_bounded_with_strict_json(case):
         return
     r = simulate(sc, max_services=3000)  # bounded: the run stops after this many services
     assert r.services <= 3000 + sc.n_resources
-    out = dumps_strict(r.to_json())
+    from analysis.run_report import run_json
+
+    out = dumps_strict(run_json(r))
     json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
 
 

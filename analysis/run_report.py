@@ -1,0 +1,59 @@
+"""Estimates from one run's raw batch sums: each class's gamma with its interval.
+
+The runner (:func:`router.run.simulate`) does no statistics: it returns, per
+class and batch, the packets that left and the integral of the number of flows
+in the system (and the completed flows' sizes and completion times).  Here:
+
+* ``run.gamma_method = "little"``: gamma_k = class packets served / integral of
+  class-k flows in system (Little: gamma_k = rho_k / E[x_k]);
+* ``"completions"``: sum of sizes / sum of completion times of the flows that
+  arrived after warm-up;
+
+both as ratio estimators over the ``run.batches`` batch means with a delta-method
+t-interval at ``run.confidence`` (:func:`analysis.batch_stats.ratio_ci`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from analysis.batch_stats import ratio_ci
+
+
+@dataclass(frozen=True)
+class ClassEstimate:
+    name: str
+    gamma: float            # mean service rate, packets per time unit (nan: no data after warm-up)
+    ci: tuple[float, float]
+    method: str
+
+
+def class_estimates(r) -> list[ClassEstimate]:
+    """gamma and its interval for every class of the run ``r`` (a router.run.RunResult)."""
+    run = r.scenario.run
+    B, conf = run.batches, run.confidence
+    out = []
+    for k, c in enumerate(r.classes):
+        if run.gamma_method == "little":
+            g, lo, hi = ratio_ci(r.batches["departed"][k], r.batches["area"][k], conf)
+            method = (f"little: class packets served / integral of flows in system, {B} batch means, "
+                      f"t-interval {conf:g}")
+        else:
+            g, lo, hi = ratio_ci(r.batches["done_packets"][k], r.batches["done_time"][k], conf)
+            method = (f"completions: sum of sizes / sum of completion times of flows arrived after warm-up, "
+                      f"{B} batch means, t-interval {conf:g}")
+        out.append(ClassEstimate(c.name, g, (lo, hi), method))
+    return out
+
+
+def _null(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
+
+
+def run_json(r) -> dict:
+    """``r.to_json()`` with each class's gamma, interval and method (null where undefined)."""
+    d = r.to_json()
+    for c, e in zip(d["classes"], class_estimates(r)):
+        c.update(gamma=_null(e.gamma), ci=[_null(e.ci[0]), _null(e.ci[1])], method=e.method)
+    return d
