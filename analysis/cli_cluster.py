@@ -20,9 +20,11 @@ from __future__ import annotations
 import json
 import math
 
+from analysis.objectives import CLUSTER
 from flows.errors import MrfqError
 
-ALLOC_OBJECTIVES = ("drf", "drfh", "h-drf", "asset", "ceei")
+#: the objectives with a task-level solver, from the one objective table (analysis.objectives)
+ALLOC_OBJECTIVES = CLUSTER
 
 
 def register(subparsers) -> None:

@@ -1,4 +1,7 @@
-"""The cluster objectives (issue 11): one table ``CLUSTER_OBJECTIVES = {name: (summary, reference, function)}``.
+"""The cluster objectives' task-level solvers; their table is the project's one objective table.
+
+:data:`CLUSTER_OBJECTIVES` ``{name: (summary, reference, function)}`` is a view of the rows of
+:data:`analysis.objectives.TABLE` that have a ``cluster`` solver (drf, asset, ceei, drfh, h-drf).
 
 Every function has the signature ``f(capacity, demand, weight=None, *, tree=None) -> ClusterAllocation``
 with ``capacity[S, R]`` (or ``[R]``) and ``demand[U, R]`` in the scenario's units.
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis import allocations
+from analysis import objectives as _objectives
 from analysis.cluster import drfh as _drfh
 from analysis.cluster import hdrf as _hdrf
 
@@ -51,7 +54,7 @@ def _pool(capacity, demand):
 def _pooled(objective: str, capacity, demand, weight) -> ClusterAllocation:
     T, D = _pool(capacity, demand)
     a = D / np.where(T > 0, T, 1.0)
-    al = allocations.allocate(objective, a, weight)
+    al = _objectives.allocate(objective, a, weight)
     tasks = np.array(al.phi)
     extra = {"saturated": list(al.saturated)}
     if al.prices is not None:
@@ -92,12 +95,5 @@ def cluster_hdrf(capacity, demand, weight=None, *, tree=None, tasks_max=None) ->
                              {"node_share": [float(x) for x in r.node_share], "saturated": list(r.saturated)})
 
 
-CLUSTER_OBJECTIVES = {
-    "drf": ("DRF on the pooled resources (all-in-one server)", "[DRF] sec. 4", cluster_drf),
-    "asset": ("asset fairness on the pooled resources", "[DRF] sec. 5.1", cluster_asset),
-    "ceei": ("competitive equilibrium from equal incomes, pooled", "[DRF] sec. 5.2", cluster_ceei),
-    "drfh": ("max-min global dominant shares under every server's capacity", "[DRFH] eq. (7), sec. V-A",
-             cluster_drfh),
-    "h-drf": ("static hierarchical DRF: siblings equalise weighted dominant shares (water-filling)",
-              "[H-DRF] sec. 3.1, Algorithm 1", cluster_hdrf),
-}
+CLUSTER_OBJECTIVES = {name: (o.summary, o.reference, o.cluster_solver())
+                      for name, o in _objectives.TABLE.items() if o.cluster is not None}
