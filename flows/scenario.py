@@ -88,11 +88,11 @@ MIN_WEIGHT = 1e-9                 # weights in [MIN_WEIGHT, MAX_MAGNITUDE]
 REL_MIN_COST = 1e-12              # a positive per-packet time is >= REL_MIN_COST * the largest one
 TIME_RESOLUTION = 1e-12           # the smallest positive per-packet time is >= this * run.duration
 MAX_SERVICES_BOUND = 10**11       # runs that could need more services must set run.max_services
-MAX_SPECS = 10_000                # [[flow]] plus [[class]] tables
+MAX_SPECS = 2_000_000            # [[flow]] plus [[class]] tables (the benchmark runs 10^6 static flows)
 MAX_SIZES = 1000                  # entries of packet_sizes
 MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overload run)
 MAX_AUTO_FLOWS = 100_000          # an overload run that can bring more flows needs run.max_flows
-MAX_TABLE_BYTES = 2**30           # the engine's initial flow table (static flows + 64 rows)
+MAX_TABLE_BYTES = 4 * 2**30       # the engine's initial flow table (static flows + 64 rows), as its growth cap
 MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
 
@@ -717,7 +717,9 @@ def _check_resources(sc: Scenario) -> None:
     while nr < sc.router.window:
         nr *= 2
     J = sc.n_resources
-    table = (len(sc.flows) + 64) * 8 * (nr * (2 * J + 2) + J * (nr + 3) + 3 * nr + J + 16)
+    # words per row (router/state.py): packet records (at most 2J + 1 wide), queue records, the
+    # admission queues (rtt-delayed ones only with an rtt), flow-table row, heaps, scheduler state
+    table = (len(sc.flows) + 64) * 8 * (nr * (2 * J + 1) + 4 * J + nr * (3 if sc.router.rtt > 0 else 1) + 20 + 5 * J)
     if table > MAX_TABLE_BYTES:
         raise _err(f"router.window = {sc.router.window}: with {len(sc.flows)} static flows the flow table would "
                    f"need {table / 2**30:.3g} GiB (at most {MAX_TABLE_BYTES / 2**30:g}); lower the window or the "
