@@ -1,0 +1,44 @@
+"""A/B engine speed of two checkouts, interleaved: CPU seconds per 10^6 services (min, median).
+
+    python scripts/bench_ab.py OLD_CHECKOUT,NEW_CHECKOUT [PAIRS] [WORKLOADS]
+
+e.g. ``git worktree add /tmp/old 6d7a6fe && python scripts/bench_ab.py /tmp/old,. 9
+static3,static3-sfq,static300,static10000``.  Each run is a fresh process with the checkout
+first on PYTHONPATH and its own numba cache; runs alternate between the checkouts (A B A B
+...), so a burst of load lands on both.  It prints figures and never fails on timing.
+Workloads: static3 (drfq), static3-sfq (bmf-wfq), dyn (br-unbalanced at load 0.8),
+staticN (N static drfq flows).
+"""
+import subprocess
+import sys
+import statistics
+import os
+trees = sys.argv[1].split(",")
+reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+code = r'''
+import time, sys, flows
+from router.run import simulate
+wl = sys.argv[1]
+if wl == "static3": sc = flows.load_preset("oracle-three-flows").replace(**{"run.warmup": 0.0, "run.duration": 1e9, "run.max_services": 6_000_000})
+elif wl == "static3-sfq": sc = flows.load_preset("oracle-three-flows").replace(**{"router.scheduler": "bmf-wfq", "run.warmup": 0.0, "run.duration": 1e9, "run.max_services": 6_000_000})
+elif wl == "dyn": sc = flows.load_preset("br-unbalanced").replace(**{"traffic.load": 0.8, "run.max_services": 6_000_000, "run.duration": 1e10})
+elif wl.startswith("static"):
+    n = int(wl[6:])
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30}, "run": {"duration": 1e10, "max_services": 6_000_000},
+        "flow": [{"name": f"f{i}", "cost": [[1,0.2],[0.2,1],[1,1]][i % 3]} for i in range(n)]})
+simulate(sc.replace(**{"run.max_services": 100000}))
+c0 = time.process_time(); r = simulate(sc); c = time.process_time() - c0
+print(c / r.services * 1e6)
+'''
+wls = sys.argv[3].split(",") if len(sys.argv) > 3 else ["static3", "dyn", "static300"]
+for wl in wls:
+    res = {t: [] for t in trees}
+    for _ in range(reps):
+        for t in trees:
+            env = dict(os.environ, PYTHONPATH=t, NUMBA_CACHE_DIR="/tmp/nc-ab-" + t.replace("/", "_"))
+            out = subprocess.run([sys.executable, "-c", code, wl], env=env, capture_output=True, text=True, cwd=t)
+            if out.returncode:
+                print(out.stderr[-800:])
+                sys.exit(1)
+            res[t].append(float(out.stdout.strip().splitlines()[-1]))
+    print(wl, {t.split("/")[-1]: (round(min(v), 4), round(statistics.median(v), 4)) for t, v in res.items()}, flush=True)
