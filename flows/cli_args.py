@@ -243,6 +243,17 @@ def check_output_path(field: str, path: str | os.PathLike, *, figure: bool = Fal
     return p
 
 
+def _final_mode(p: Path) -> int:
+    """The permission bits a plain ``open(p, "w")`` would give: those of the file it
+    replaces, else 0o666 less the umask (``mkstemp`` creates its file 0o600)."""
+    try:
+        return p.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
     """A file object whose content replaces ``path`` only when the block ends without error."""
@@ -255,6 +266,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
     try:
         with os.fdopen(fd, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as f:
             yield f
+        os.chmod(tmp, _final_mode(p))
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(OSError):
