@@ -426,6 +426,7 @@ def plot_comparison(rows: list[Row] | list[dict], title: str = ""):
     fig = Figure(figsize=(5.2 * ncol, 3.8 * nrow), layout="constrained")
     axes = fig.subplots(nrow, ncol, squeeze=False, sharey=True)
     colours = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
+    top = 0.0  # the shared y axis must hold every point, interval and fluid value of every panel
     for i, s in enumerate(scheds):
         ax = axes[i // ncol][i % ncol]
         obj = OBJECTIVE.get(s)
@@ -441,14 +442,16 @@ def plot_comparison(rows: list[Row] | list[dict], title: str = ""):
             hi = np.array([r["ci"][1] for r in sub])
             ax.errorbar(x, g, yerr=[g - lo, hi - g], fmt="o", ms=4, color=col, capsize=2,
                         label=f"{c} packet")
+            top = max([top, *(v for r in sub for v in (r["gamma_fluid"], r["gamma_packet"], r["ci"][1])
+                               if v is not None and math.isfinite(v))])
         ax.set_title(s)
         ax.set_xlabel("load of the most loaded resource")
         ax.set_xlim(0, 1)
-        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         if i % ncol == 0:
             ax.set_ylabel("mean service rate γ (packets / time unit)")
         ax.legend(fontsize=7)
+    axes[0][0].set_ylim(0, 1.05 * top if top > 0 else 1.0)
     for j in range(n, nrow * ncol):
         axes[j // ncol][j % ncol].set_visible(False)
     if title:

@@ -151,3 +151,21 @@ def test_pooled_controls_that_do_not_track_leave_the_estimate_consistent():
     assert abs(st["beta"][0]) < 0.5
     assert abs(st["gamma"] - st["raw"]) < raw_h
     assert 0.8 * raw_h < h < 1.2 * raw_h
+
+
+@pytest.mark.nojit
+def test_plot_comparison_y_axis_holds_every_panels_points():
+    """The panels share one y axis; a point above the first panel's data (drfq-dovetail's
+    class 2 runs far above its DRF line) must not be clipped."""
+    from analysis.compare import plot_comparison
+
+    def row(s, c, load, g, gf):
+        return {"scheduler": s, "class": c, "load": load, "gamma_packet": g, "ci": [g - 0.01, g + 0.01],
+                "gamma_fluid": gf}
+
+    rows = [row("drfq", "c1", 0.2, 0.80, 0.80), row("drfq", "c1", 0.8, 0.20, 0.20),
+            row("drfq-dovetail", "c1", 0.2, 0.95, 0.80), row("drfq-dovetail", "c1", 0.8, 0.59, 0.20)]
+    fig = plot_comparison(rows)
+    for ax in fig.axes:
+        lo, hi = ax.get_ylim()
+        assert lo == 0.0 and hi >= 0.96
