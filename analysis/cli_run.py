@@ -76,6 +76,9 @@ def cmd_run(args) -> int:
         changes["router.rtt"] = args.rtt
     if args.warmup is not None:
         changes["run.warmup"] = args.warmup
+    elif args.duration is not None and not sc.run.warmup < args.duration:
+        raise MrfqError(f"--duration {args.duration:g}: not longer than the scenario's run.warmup = "
+                        f"{sc.run.warmup:g}; also give --warmup (e.g. --warmup {args.duration / 10:g}, 10 % of it)")
     if args.fq_resource is not None:
         changes["router.fq_resource"] = args.fq_resource
     # the overrides go through the scenario gate before anything runs

@@ -112,6 +112,8 @@ BAD = [
     (["run", "--preset", "oracle-rates", "--load", "0.5"], "--load"),
     (["run", "--preset", "oracle-rates", "--window", "0"], "argument --window: '0': out of range; give a whole number in [1, 4,096]"),
     (["run", "--preset", "oracle-rates", "--fq-resource", "gpu"], "router.fq_resource"),
+    (["run", "--preset", "br-unbalanced", "--duration", "2e5"],
+     "--duration 200000: not longer than the scenario's run.warmup = 1e+06; also give --warmup (e.g. --warmup 20000"),
     (["frobnicate"], "invalid choice"),
     (["alloc", "--cost", "-1,1", "--cost", "1,0.5"], "must be >= 0"),
 ]
