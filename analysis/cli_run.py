@@ -82,9 +82,10 @@ def cmd_run(args) -> int:
     if args.fq_resource is not None:
         changes["router.fq_resource"] = args.fq_resource
     # the overrides go through the scenario gate before anything runs
-    sc = sc.replace(**changes).with_overrides(scheduler=args.scheduler, virtual_time=args.virtual_time,
-                                               seed=args.seed, duration=args.duration)
-    r = simulate(sc, trace=args.trace_limit if args.trace else 0)
+    sc = sc.replace(**changes).with_overrides(virtual_time=args.virtual_time, seed=args.seed,
+                                               duration=args.duration)
+    # --scheduler runs the scenario under another scheduler: its own scheduler's options do not apply
+    r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0)
     if args.trace:
         names = [f.name for f in r.scenario.flows]
         res_names = r.scenario.resources

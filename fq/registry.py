@@ -69,16 +69,21 @@ def get(name: str) -> SchedulerInfo:
     return info
 
 
-def resolve(router, resources) -> tuple[SchedulerInfo, tuple[float, ...]]:
+def resolve(router, resources, *, foreign: str = "refuse") -> tuple[SchedulerInfo, tuple[float, ...]]:
     """The scheduler of a validated ``RouterConfig`` and its options encoded as ``opt``.
 
-    Options no scheduler declares were refused when the scenario was read; here
-    an option set in ``router.options`` that *this* scheduler does not declare is
-    refused too, so that a setting never silently does nothing."""
+    Options no scheduler declares were refused when the scenario was read.  An option
+    set in ``router.options`` that *this* scheduler does not declare is refused
+    (``foreign="refuse"``: the scenario's own scheduler, so a setting never silently
+    does nothing) or left unused (``foreign="ignore"``: the scenario run under another
+    scheduler by a keyword override, as in a sweep over schedulers, where the other
+    schedulers' settings do not apply, like ``virtual_time`` outside DRFQ)."""
+    if foreign not in ("refuse", "ignore"):
+        raise ValueError(f"foreign = {foreign!r}: must be 'refuse' or 'ignore'")
     info = get(router.scheduler)
     own = {o.name for o in info.options}
     for key, _ in getattr(router, "options", ()) or ():
-        if key not in own:
+        if key not in own and foreign == "refuse":
             raise ScenarioError(f"router.{key}: not an option of scheduler {info.name!r} "
                                 f"(its options: {', '.join(sorted(own)) or 'none'})")
     opt = tuple(float(x) for x in info.module.encode(router, tuple(resources)))

@@ -169,7 +169,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
-    like them).  ``trace`` bounds the number of service starts recorded.
+    like them).  Under a ``scheduler`` override the scenario's options that the new
+    scheduler does not declare are left unused (``fq.registry.resolve``).  ``trace`` bounds the number of service starts recorded.
     ``specialise=False`` runs the generic event loop even where the lean
     variant for default options applies (same results; for tests).  ``arrival_chunk``: flow
     arrivals handed to the engine per chunk (same results for any value; for tests).  With
@@ -184,7 +185,9 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
 
     J = sc.n_resources
     N = sc.router.window
-    info, opt = resolve(sc.router, sc.resources)
+    # under a scheduler override, the options of the scenario's own scheduler do not apply
+    overridden = scheduler is not None and scheduler != scenario.router.scheduler
+    info, opt = resolve(sc.router, sc.resources, foreign="ignore" if overridden else "refuse")
     specs = list(sc.flows) + list(sc.classes)
     nF = len(sc.flows)
     K = len(sc.classes)

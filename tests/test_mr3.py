@@ -4,6 +4,8 @@ The engine-vs-SimPy cross-check with default options is in test_reference.py (it
 registry); here the same check runs with the progress-control lag drawn too.
 """
 
+import json
+
 import numpy as np
 import pytest
 from conftest import SCALE
@@ -13,6 +15,7 @@ from test_reference import check_engine_equals_reference, scenarios
 
 import flows
 from analysis.allocations import drf
+from analysis.cli import main
 from flows.errors import ScenarioError
 from router.reference import simulate_reference
 from router.run import simulate
@@ -171,3 +174,27 @@ def test_mr3_refuses_drr_options():
                           "run": {"duration": 5.0}, "flow": [{"cost": [1.0, 1.0]}]})
     with pytest.raises(ScenarioError, match=r"router.quantum: not an option of scheduler 'mr3'"):
         simulate(sc)
+
+
+@pytest.mark.nojit
+def test_other_schedulers_options_do_not_apply_under_a_scheduler_override():
+    """A scenario of MR3 with its progress option runs under drfq when a sweep or --scheduler
+    overrides the scheduler (the option is MR3's, like virtual_time is DRFQ's), with the same
+    result as the scenario without it; its own scheduler still refuses a foreign option."""
+    d = {"resources": ["cpu", "link"], "router": {"scheduler": "mr3", "progress": 3},
+         "run": {"duration": 50.0}, "flow": [{"cost": [1.0, 0.5]}, {"cost": [0.5, 1.0]}]}
+    plain = {**d, "router": {"scheduler": "drfq"}}
+    a = simulate(flows.from_dict(d), scheduler="drfq", trace=10_000)
+    b = simulate(flows.from_dict(plain), trace=10_000)
+    assert np.array_equal(a.trace.start, b.trace.start) and np.array_equal(a.trace.flow, b.trace.flow)
+    with pytest.raises(ScenarioError, match=r"router.progress: not an option of scheduler 'drfq'"):
+        simulate(flows.from_dict({**d, "router": {"scheduler": "drfq", "progress": 3}}))
+
+
+@pytest.mark.nojit
+def test_cli_scheduler_override_leaves_mr3_options_unused(tmp_path, capsys):
+    path = tmp_path / "m.toml"
+    path.write_text('resources = ["cpu", "link"]\n[router]\nscheduler = "mr3"\nprogress = 3\n'
+                    '[run]\nduration = 20.0\n[[flow]]\ncost = [1.0, 0.5]\n')
+    assert main(["run", str(path), "--scheduler", "drfq", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scheduler"] == "drfq"
