@@ -208,7 +208,10 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
 
     m = markov.model_from(sc, load=load)
     entry = {"load": round(m.max_load, 12),
-             "resource_loads": {r: float(v) for r, v in zip(m.resources, m.resource_loads())}}
+             "resource_loads": {r: float(v) for r, v in zip(m.resources, m.resource_loads())},
+             # the model assumes geometric sizes ([BR] §4): another size law gets the geometric
+             # model of the same mean, flagged as in `mrfq compare`
+             "insensitivity_guaranteed": sc.geometric_sizes}
     res = {}
     for i, o in enumerate(objectives):
         r = None
@@ -292,6 +295,9 @@ def _print_entry(name, e) -> None:
             row.append(s)
         rows.append(row)
     _print_table(head, rows)
+    if not e["insensitivity_guaranteed"]:
+        print("  non-geometric flow sizes: these are the Markov model's values for geometric sizes of the same "
+              "mean; insensitivity to the size law is not guaranteed (insensitivity_guaranteed: false)")
     for o in objs:
         r = e["objectives"][o]
         if r["method"] == "exact":

@@ -163,10 +163,24 @@ def test_fluid_json(capsys):
     assert d["resource_loads"]["link"] == pytest.approx(0.4)
     assert d["boundary_mass"] < 1e-6 and len(d["truncation"]) == 3
     assert set(d["objectives"]) == {"drf", "pf", "bmf"}
+    assert d["insensitivity_guaranteed"] is True
     names = [c["name"] for c in d["objectives"]["pf"]["classes"]]
     assert names == ["c1", "c2", "c3"]
     g = markov.solve(flows.load_preset("br-unbalanced"), "pf", load=0.4).gamma
     assert [c["gamma"] for c in d["objectives"]["pf"]["classes"]] == pytest.approx(list(g), rel=1e-9)
+
+
+def test_fluid_flags_non_geometric_sizes(capsys):
+    """The Markov model assumes geometric sizes: a Pareto scenario gets the geometric model of
+    the same mean (same gammas), flagged in the JSON and the table as `mrfq compare` does."""
+    rc, out = _run(["fluid", "--preset", "br-unbalanced-pareto", "--load", "0.4", "--objective", "pf", "--json"],
+                   capsys)
+    d = json.loads(out)
+    assert rc == 0 and d["insensitivity_guaranteed"] is False
+    g = markov.solve(flows.load_preset("br-unbalanced"), "pf", load=0.4).gamma
+    assert [c["gamma"] for c in d["objectives"]["pf"]["classes"]] == pytest.approx(list(g), rel=1e-9)
+    rc, out = _run(["fluid", "--preset", "br-unbalanced-pareto", "--load", "0.4", "--objective", "pf"], capsys)
+    assert rc == 0 and "insensitivity to the size law is not guaranteed" in out
 
 
 def test_fluid_scenario_file_and_table(tmp_path, capsys):
