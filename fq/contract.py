@@ -79,6 +79,9 @@ class Option:
     name: str
     default: Any
     doc: str
+    #: valid non-default values the property tests draw (tests/test_reference.py ``scenarios``), so a
+    #: scheduler's options are cross-checked against its reference twin without edits to the tests
+    examples: tuple = ()
 
 
 class SchedState(NamedTuple):

@@ -62,7 +62,8 @@ REFERENCE = "[DRR] Shreedhar & Varghese, SIGCOMM 1995, sec. 3"
 OBJECTIVE = None
 OPTIONS = (
     Option("fq_resource", None, "the resource DRR schedules (default: the last); FIFO elsewhere"),
-    Option("quantum", 1.0, "DRR quantum Q, time units of the DRR resource per turn (weighted by the flow weight)"),
+    Option("quantum", 1.0, "DRR quantum Q, time units of the DRR resource per turn (weighted by the flow weight)",
+           examples=(0.25, 2.5)),
 )
 
 # per-flow slots

@@ -79,7 +79,8 @@ SUMMARY = "multi-resource round robin: ERR rounds at the first resource, FIFO af
 REFERENCE = "[MR3] Wang, Li & Liang, ICNP 2013, sec. IV, Alg. 1"
 OBJECTIVE = "drf"
 OPTIONS = (Option("progress", 2, "MR3 progress control: round k starts at the first resource once every packet "
-                                 "of round k - progress has left its last resource; 0 = off (0..3)"),)
+                                 "of round k - progress has left its last resource; 0 = off (0..3)",
+                  examples=(0, 1, 3)),)
 
 # per-flow slots
 F_EXCESS = 0    # EC_i

@@ -56,6 +56,6 @@ def test_lean_loop_equals_generic_on_presets(preset, scheduler):
 
 @pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios(J=2), scheduler=st.sampled_from(SCHEDULER_NAMES))  # J = 2: two compiled loops per scheduler
+@given(sc=scenarios(J=2, options=False), scheduler=st.sampled_from(SCHEDULER_NAMES))  # J = 2: two compiled loops per scheduler
 def test_lean_loop_equals_generic(sc, scheduler):
     assert_lean_equals_generic(sc.replace(**{"router.scheduler": scheduler, **DEFAULTS}))

@@ -162,7 +162,9 @@ LONG_RTT = flows.from_dict({
 
 
 @st.composite
-def scenarios(draw, J=None):
+def scenarios(draw, J=None, scheduler=None, options=True):
+    """A small random scenario: ``scheduler`` (default: drawn from the registry) and, with
+    ``options``, that scheduler's own options drawn from their ``Option.examples``."""
     J = draw(st.integers(1, 3)) if J is None else J
 
     def profile():
@@ -193,7 +195,7 @@ def scenarios(draw, J=None):
     d = {
         "resources": [f"r{j}" for j in range(J)],
         "router": {
-            "scheduler": draw(st.sampled_from(SCHEDULER_NAMES)),
+            "scheduler": draw(st.sampled_from(SCHEDULER_NAMES)) if scheduler is None else scheduler,
             "window": draw(st.integers(1, 4)),
             "rtt": draw(st.sampled_from((0.0, 0.0, 0.25, 0.5, 1.5))),
             "virtual_time": draw(st.sampled_from(("started", "in-service"))),
@@ -206,6 +208,10 @@ def scenarios(draw, J=None):
                 "seed": draw(st.integers(0, 2**20))},
         "flow": static,
     }
+    # the chosen scheduler's own options, from the registry (Option.examples), default half the time
+    for o in SCHEDULERS[d["router"]["scheduler"]].options:
+        if options and o.examples and draw(st.booleans()):
+            d["router"][o.name] = draw(st.sampled_from(o.examples))
     classes = []
     for _ in range(draw(st.sampled_from((0, 0, 1, 1, 2)))):
         c = profile()
