@@ -91,7 +91,6 @@ MAX_SERVICES_BOUND = 10**11       # runs that could need more services must set 
 MAX_SPECS = 2_000_000            # [[flow]] plus [[class]] tables (the benchmark runs 10^6 static flows)
 MAX_SIZES = 1000                  # entries of packet_sizes
 MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overload run)
-MAX_AUTO_FLOWS = 100_000          # an overload run that can bring more flows needs run.max_flows
 MAX_TABLE_BYTES = 4 * 2**30       # the engine's initial flow table (static flows + 64 rows), as its growth cap
 MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
@@ -668,11 +667,13 @@ def _check_resources(sc: Scenario) -> None:
       float64 ulp of the clock would leave the clock standing still (a hang).
     * Services are bounded by ``sum_j duration / min_i s_ij`` (each resource serves one
       packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``.
-    * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) below 1 at every
-      resource, or else a bounded overload run: the flows it can bring (static flows plus
-      the expected arrivals over the run plus six standard deviations) must fit under
-      ``MAX_AUTO_FLOWS``, or under an explicit ``run.max_flows``.  Flows in the system never
-      outnumber the flows that arrived, so this bounds the flow table.
+    * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) from explicit class
+      rates below 1 at every resource, or else an overload run that says so with an explicit
+      ``run.max_flows``, which must hold the flows the run can bring (static flows plus the
+      expected arrivals over the run plus six standard deviations).  Flows in the system never
+      outnumber the flows that arrived, so this bounds the flow table.  Rates scaled by
+      ``[traffic] load`` (< 1 by construction) and the empirical rates of an arrival trace
+      (finite by construction) are not explicit rates.
     * The engine's initial flow table (static flows + 64 rows, a ring of the window rounded
       up to a power of two per row) fits in ``MAX_TABLE_BYTES``.
     """
@@ -700,14 +701,14 @@ def _check_resources(sc: Scenario) -> None:
                    "run.duration or set run.max_services")
     arrivals = sum(c.rate for c in sc.classes) * sc.run.duration
     need = len(sc.flows) + arrivals + 6.0 * math.sqrt(arrivals) + 10.0
-    if sc.classes and sc.load is None:
+    if sc.classes and sc.load is None and sc.arrival_trace is None:
         loads = sc.class_resource_loads()
         j = max(range(sc.n_resources), key=lambda i: loads[i])
-        if not loads[j] < 1.0 and sc.run.max_flows == 0 and need > MAX_AUTO_FLOWS:
+        if not loads[j] < 1.0 and sc.run.max_flows == 0:
             raise _err(f"class[*].rate: class load {loads[j]:.4g} at resource {sc.resources[j]!r} (sum of rate x "
-                       f"mean_packets x cost) is >= 1, so flows pile up: this run could bring {need:.4g} flows "
-                       f"(more than {MAX_AUTO_FLOWS:,}); lower the rates, use [traffic] load with shares, shorten "
-                       "run.duration, or set run.max_flows for an overload run")
+                       f"mean_packets x cost) is >= 1, so flows pile up; lower the rates, use [traffic] load with "
+                       f"shares, or ask for an overload run with an explicit flow cap: run.max_flows >= "
+                       f"{math.ceil(need)} (this run can bring {need:.4g} flows)")
     if sc.run.max_flows > 0:
         if need > sc.run.max_flows:
             raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({len(sc.flows)} "
