@@ -63,8 +63,12 @@ from importlib import resources as _res
 from pathlib import Path
 from typing import Any, Mapping
 
-from flows.errors import ScenarioError
 from flows.traffic import SIZE_LAWS, ArrivalTrace, SizeLaw, read_arrival_trace
+from flows.validate import check_keys as _check_keys
+from flows.validate import err as _err
+from flows.validate import number as _num
+from flows.validate import quote as _q
+from flows.validate import whole as _int
 
 #: The scheduler's name and its own options (keys under [router] other than the
 #: engine's) are checked against the registry (fq/registry.py: ``resolve``), the one
@@ -94,70 +98,6 @@ MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overlo
 MAX_TABLE_BYTES = 4 * 2**30       # the engine's initial flow table (static flows + 64 rows), as its growth cap
 MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
-
-
-def _q(v: Any, n: int = 60) -> str:
-    """``repr(v)`` shortened to about ``n`` characters (a 1 MB string is not echoed whole)."""
-    try:
-        r = repr(v)
-    except ValueError:  # an int with more digits than Python will print
-        r = f"<a number of {v.bit_length():,} bits>" if isinstance(v, int) else f"<{type(v).__name__}>"
-    if len(r) <= n:
-        return r
-    return f"{r[: n - 3]}... ({len(r):,} characters)"
-
-
-def _err(msg: str) -> ScenarioError:
-    return ScenarioError(msg)
-
-
-def _check_keys(where: str, d: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    for k in d:
-        if k not in allowed:
-            raise _err(f"{where}: unknown key {_q(k)}; allowed keys: {', '.join(allowed)}")
-
-
-def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False,
-         hi: float | None = None, hi_open: bool = False) -> float:
-    rng = _range_text(lo, lo_open, hi, hi_open)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(f"{where} = {_q(v)}: must be a number{rng}")
-    try:
-        x = float(v)
-    except OverflowError:  # an int beyond float range
-        x = math.inf
-    if not math.isfinite(x):
-        raise _err(f"{where} = {_q(v)}: must be a finite number{rng}")
-    if (lo is not None and (x <= lo if lo_open else x < lo)) or (hi is not None and (x >= hi if hi_open else x > hi)):
-        raise _err(f"{where} = {_q(v)}: out of range; must be{rng}")
-    return x
-
-
-def _g(v) -> str:
-    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
-
-
-def _range_text(lo, lo_open, hi, hi_open) -> str:
-    if lo is not None and hi is not None:
-        return f" in {'(' if lo_open else '['}{_g(lo)}, {_g(hi)}{')' if hi_open else ']'}"
-    if lo is not None:
-        return f" {'>' if lo_open else '>='} {_g(lo)}"
-    if hi is not None:
-        return f" {'<' if hi_open else '<='} {_g(hi)}"
-    return ""
-
-
-def _int(where: str, v: Any, *, lo: int | None = None, hi: int | None = None) -> int:
-    rng = _range_text(lo, False, hi, False)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(f"{where} = {_q(v)}: must be a whole number{rng}")
-    if isinstance(v, float) and not math.isfinite(v):
-        raise _err(f"{where} = {_q(v)}: must be a finite whole number{rng}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise _err(f"{where} = {_q(v)}: out of range; must be a whole number{rng}")
-    if isinstance(v, float) and v != int(v):
-        raise _err(f"{where} = {_q(v)}: must be a whole number{rng}")
-    return int(v)
 
 
 def _vec(where: str, v: Any, n: int, *, allow_none: bool = False) -> tuple[float, ...]:
