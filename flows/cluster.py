@@ -496,7 +496,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             raise _err(f"{w}.demand = {list(dem)}: one task fits on no server; lower the demand or "
                        "add a server at least that large")
         par = u.get("parent", ROOT)
-        if par not in node_names:
+        if not isinstance(par, str) or par not in node_names:
             raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root' or one of {', '.join(sorted(node_names))}")
         share = _num(f"{w}.job_share", u.get("job_share", 0.0), lo=0.0)
         if share > 0 and kind != "poisson":

@@ -7,7 +7,12 @@ Two campaigns, both seeded (same seed, same cases):
   and run as ``mrfq run FILE --duration D [--json]``;
 * ``cli``: argument lists for every command (run, alloc, fluid, compare, results,
   presets) mixing valid and bad values, output paths into missing, read-only or existing
-  folders, unknown plot formats and foreign SQLite files.
+  folders, unknown plot formats and foreign SQLite files;
+* ``bench``: ``mrfq bench`` option lists (``--services``, ``--reps``, ``--max-flows``,
+  ``--only``, ``--c-source``, ``--quick``, ``--json``; always ``--no-extras`` and one small
+  or unknown workload, so that an accepted case is a short benchmark);
+* ``cluster``: mutated copies of the cluster presets (``flows/presets/cluster/*.toml``) run
+  as ``mrfq cluster sim FILE --json`` and ``mrfq alloc FILE --json``.
 
 Every case runs in a long-lived worker process (imports paid once) under a wall-clock
 cap and an address-space limit; a case that overruns the cap is a *hang* (the worker is
@@ -26,7 +31,7 @@ longer than the cap, and the count is about the command's answers, not about com
 
 Usage (from a checkout, with it first on ``PYTHONPATH``)::
 
-    python scripts/fuzz_cli.py --module analysis.cli --scenarios 400 --cli 150 --seed 12
+    python scripts/fuzz_cli.py --module analysis.cli --scenarios 400 --cli 150 --bench 60 --cluster 300 --seed 12
     python scripts/fuzz_cli.py --module router.cli ...     # the code before issue 12
 
 ``--module`` names the module whose ``main(argv)`` is the dispatcher.  Prints a summary
@@ -251,6 +256,71 @@ def cli_case(rng: random.Random, env: dict) -> list[str]:
     return ["presets"]
 
 
+BENCH_ONLY = ["3 static, drfq", "3 static, sfq", "dynamic rho=0.8, drfq", "30 static", "3 static", "300 static",
+              "nope", "", " ", "x" * 5000, "1e7 static"]
+
+
+def bench_case(rng: random.Random, env: dict) -> list[str]:
+    """``mrfq bench`` options: valid ones are small (an accepted case is a short benchmark)."""
+    a = ["bench", "--no-extras", "--only", rng.choice(BENCH_ONLY)]
+    a += ["--services", rng.choice(["1000", "2000", "5e3", "1000", "2000", "2.5e3", "999", "0", "-1", "nan", "inf",
+                                    "1e20", "1e11", "1_0", "x", "", "1e3.5", "2000.5"])]
+    if rng.random() < 0.7:
+        a += ["--reps", rng.choice(["1", "2", "0", "-1", "101", "1.5", "nan", "1e9", "x"])]
+    if rng.random() < 0.3:
+        a += ["--max-flows", rng.choice(["1", "10", "0", "-5", "1e7", "nan", "3"])]
+    if rng.random() < 0.2:
+        a += ["--c-source", rng.choice([env["missing"] + "/mrfq_ref.c", env["dir"], env["tmp"] + "/none.c"])]
+    if rng.random() < 0.3:
+        a.append("--quick")
+    if rng.random() < 0.5:
+        a.append("--json")
+    if rng.random() < 0.1:
+        a.append(rng.choice(["--bogus", "--services"]))
+    return a
+
+
+CLUSTER_KEYS = {"run": ["duration", "warmup", "seed", "samples", "allocator"], "traffic": ["kind", "rate", "trace"]}
+
+
+def mutate_cluster(rng: random.Random, base: dict) -> tuple[bytes, list[str]]:
+    """A mutated copy of a cluster preset (the same mutations as :func:`mutate_scenario`)."""
+    d = copy.deepcopy(base)
+    notes = []
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.15:  # add a key the preset lacks
+            table = rng.choice(list(CLUSTER_KEYS))
+            key = rng.choice(CLUSTER_KEYS[table])
+            t = d.setdefault(table, {})
+            if isinstance(t, dict):
+                t[key] = rng.choice(SPECIAL)
+                notes.append(f"set {table}.{key}")
+            continue
+        paths = _paths(d)
+        if not paths:
+            break
+        cont, key, path = rng.choice(paths)
+        if rng.random() < 0.2:
+            if isinstance(cont, dict):
+                del cont[key]
+            else:
+                cont.pop(key)
+            notes.append(f"del {'.'.join(map(str, path))}")
+        else:
+            cont[key] = rng.choice(SPECIAL)
+            notes.append(f"set {'.'.join(map(str, path))}")
+    text = to_toml(d)
+    raw = text.encode("utf-8")
+    enc = rng.random()
+    if enc < 0.04:
+        raw = b"\xef\xbb\xbf" + raw
+        notes.append("BOM")
+    elif enc < 0.08:
+        raw = raw.replace(b'"', b'"\xff', 1)
+        notes.append("invalid UTF-8")
+    return raw, notes
+
+
 # ---------------------------------------------------------------------------
 def worker(module: str, mem_gb: float) -> None:
     """Read one JSON argv per line, run ``main(argv)`` in-process, answer one JSON line."""
@@ -353,6 +423,8 @@ def main() -> int:
     ap.add_argument("--module", default="analysis.cli", help="module with main(argv)")
     ap.add_argument("--scenarios", type=int, default=400)
     ap.add_argument("--cli", type=int, default=150)
+    ap.add_argument("--bench", type=int, default=0, help="mrfq bench option lists")
+    ap.add_argument("--cluster", type=int, default=0, help="mutated cluster presets (each through sim and alloc)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--cap", type=float, default=60.0, help="wall-clock seconds per case")
     ap.add_argument("--mem-gb", type=float, default=3.0, help="address-space limit of the worker")
@@ -370,6 +442,7 @@ def main() -> int:
     env = make_env(tmp)
     pdir = Path(a.presets) if a.presets else Path(__file__).resolve().parent.parent / "flows" / "presets"
     presets = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted(pdir.glob("*.toml"))}
+    cpresets = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted((pdir / "cluster").glob("*.toml"))}
     rng = random.Random(a.seed)
     warm = Runner(a.module, 900.0, a.mem_gb, str(tmp))
     t_warm = time.time()
@@ -386,7 +459,9 @@ def main() -> int:
     cases, counts = [], {}
     t0 = time.time()
     try:
-        for campaign, n in (("scenarios", a.scenarios), ("cli", a.cli)):
+        for campaign, n in (("scenarios", a.scenarios), ("cli", a.cli), ("bench", a.bench), ("cluster", a.cluster)):
+            if n == 0 and campaign in ("bench", "cluster"):
+                continue
             c = counts.setdefault(campaign, {k: 0 for k in ("cases", "clean", "accepted", "huge_message", "internal",
                                                              "traceback", "bad_json", "hang")})
             for i in range(n):
@@ -399,8 +474,16 @@ def main() -> int:
                     if rng.random() < 0.5:
                         argv.append("--json")
                     desc = f"{name}: {', '.join(notes)}"
+                elif campaign == "cluster":
+                    name = rng.choice(sorted(cpresets))
+                    raw, notes = mutate_cluster(rng, cpresets[name])
+                    f = tmp / f"c{i}.toml"
+                    f.write_bytes(raw)
+                    # even cases: the simulator; odd cases: the fluid allocations
+                    argv = ["cluster", "sim", str(f), "--json"] if i % 2 == 0 else ["alloc", str(f), "--json"]
+                    desc = f"{name} ({argv[0]} {argv[1]}): {', '.join(notes)}"
                 else:
-                    argv = cli_case(rng, env)
+                    argv = cli_case(rng, env) if campaign == "cli" else bench_case(rng, env)
                     desc = " ".join(x if len(x) < 80 else x[:40] + "..." for x in argv)
                 res = runner.run(argv)
                 out = classify(res, argv)

@@ -40,6 +40,7 @@ CASES = [
     (toml(**{"[[user]]\n": "[[user]]\nduration = 1e-6\n"}),
      "run.duration = 100: about 4e+08 task launches"),
     (toml(**{"[[user]]\n": "[[user]]\nweight = 1e-320\n"}), "user[0].weight = 1e-320: out of range"),
+    (toml(**{"[[user]]\n": "[[user]]\nparent = []\n"}), "user[0].parent = []: not a [[node]]"),  # was a TypeError
     (BASE + '[traffic]\nkind = "poisson"\nrate = 1e9\n[[user]]\nname = "b"\ndemand = [1.0, 1.0]\n'
             'backlogged = false\njob_share = 1.0\n', "run.duration = 100: about 1e+11 task launches"),
     (BASE + '[traffic]\nkind = "poisson"\nrate = 1.0\n[[user]]\nname = "b"\ndemand = [1.0, 1.0]\n'
