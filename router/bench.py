@@ -340,7 +340,7 @@ def add_arguments(ap) -> None:
                     metavar="N", help="skip static/RTT workloads with more flows than this (quick: 1e5; default none)")
 
 
-def selected_workloads(only: str | None, max_flows: int | None) -> list[Workload]:
+def selected_workloads(only: str | None, max_flows: int | None, *, quick_default: bool = False) -> list[Workload]:
     """The workloads ``--only`` and ``--max-flows`` keep; none is an error (named)."""
     if only is not None and not only.strip():
         raise MrfqError(f"--only {shorten(only)}: empty; give part of a workload name, e.g. '3 static'")
@@ -349,7 +349,8 @@ def selected_workloads(only: str | None, max_flows: int | None) -> list[Workload
     if not out:
         what = f"--only {shorten(only)}" if only is not None else ""
         if max_flows is not None:
-            what += (" with " if what else "") + f"--max-flows {max_flows}"
+            what += ((" with " if what else "") + f"--max-flows {max_flows}"
+                     + (" (the --quick default)" if quick_default else ""))
         raise MrfqError(f"{what}: no workload left; workloads: {'; '.join(w.name for w in WORKLOADS)}")
     return out
 
@@ -389,7 +390,7 @@ def run(args) -> int:
         raise MrfqError(f"--services = {services}, --reps = {reps}: need --services in [1000, "
                         f"{MAX_BENCH_SERVICES:.0e}] and --reps in [1, {MAX_BENCH_REPS}]")
     max_flows = args.max_flows if args.max_flows is not None else (100_000 if args.quick else None)
-    workloads = selected_workloads(args.only, max_flows)
+    workloads = selected_workloads(args.only, max_flows, quick_default=args.max_flows is None)
     root = Path(__file__).resolve().parent.parent
     if args.c_source is not None and not Path(args.c_source).is_file():
         raise MrfqError(f"--c-source {shorten(args.c_source)}: no such file (the yardstick's mrfq_ref.c)")

@@ -211,6 +211,14 @@ CASES_ARGV = [
      "argument --trace-limit: '1e11': out of range; give a whole number in [1, 10,000,000]"),
     (["run", "--preset", "oracle-rates", "--duration", "nan"], "argument --duration: 'nan': not a number"),
     (["run", "--preset", "oracle-rates", "--window", "1e30"], "argument --window: '1e30': out of range"),
+    (["bench", "--services", "nan"], "argument --services: 'nan': not a number"),  # was a ValueError traceback
+    (["bench", "--services", "1e20"], "'1e20': out of range; give a whole number in [1,000, 10,000,000,000]"),
+    (["bench", "--reps", "1e9"], "argument --reps: '1e9': out of range; give a whole number in [1, 100]"),
+    (["bench", "--only", "nope", "--quick"], "--only 'nope' with --max-flows 100000 (the --quick default): no "
+                                             "workload left; workloads: 3 static, drfq;"),
+    (["bench", "--only", ""], "--only '': empty"),
+    (["bench", "--c-source", "missing.c"], "--c-source 'missing.c': no such file"),
+    (["fluid", "--preset", "br-unbalanced", "--time-limit", "-1"], "--time-limit = '-1': out of range"),
 ]
 
 
