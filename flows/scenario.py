@@ -25,6 +25,7 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     duration = 6000.0
     warmup = 1000.0
     seed = 1
+    max_flows = 0                        # an overload run (class load >= 1): the explicit flow cap
     [traffic]
     load = 0.8                           # optional: scale class rates from their `share`
     trace = "arrivals.csv"               # optional: arrivals from a CSV (time,class,packets), path
