@@ -7,7 +7,9 @@ behind three lines of defence:
 
 * bad input (:class:`flows.errors.MrfqError`) -> one line on stderr, exit 2;
 * Ctrl-C -> ``mrfq: interrupted``, exit 130 (long runs return to Python
-  between chunks of services, so the interrupt is seen within about a second;
+  between chunks of services, the Markov simulation between chunks of events
+  and the exact Markov solve between GMRES restart cycles, so the interrupt is
+  seen within about a second;
   output files are written atomically, so nothing half-written is left);
 * anything else is a bug -> one line ``mrfq: internal error: ..., please
   report with this scenario``, exit 1; ``--debug`` (anywhere on the command

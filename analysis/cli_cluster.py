@@ -17,10 +17,10 @@ dominant shares over time.  ``alloc`` prints the fluid allocations of ``CLUSTER_
 
 from __future__ import annotations
 
-import json
 import math
 
 from analysis.objectives import CLUSTER
+from flows.cli_args import check_output_path, dumps_strict, parse_int, parse_number, save_figure
 from flows.errors import MrfqError
 
 #: the objectives with a task-level solver, from the one objective table (analysis.objectives)
@@ -79,17 +79,6 @@ def _load(args):
     raise MrfqError("no scenario: give FILE.toml or --preset NAME (see `mrfq cluster presets`)")
 
 
-def _number(field: str, text: str, *, whole: bool = False, positive: bool = False) -> float | int:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        raise MrfqError(f"{field} = {text!r}: not a number") from None
-    if not math.isfinite(v) or (positive and v <= 0) or (whole and (v != int(v) or v < 0)):
-        need = "a whole number >= 0" if whole else "a positive number"
-        raise MrfqError(f"{field} = {text!r}: must be {need}")
-    return int(v) if whole else v
-
-
 def parse_options(items: list[str]) -> dict:
     """``K=V`` strings to allocator options: true/false to bool, whole numbers to int, else str."""
     out: dict = {}
@@ -112,9 +101,14 @@ def sim_handler(args) -> int:
     from analysis.cluster.simcheck import compare
     from router.cluster import simulate
 
+    from flows.cluster import MAX_SEED, MAX_TIME
+
+    if args.plot:
+        check_output_path("--plot", args.plot, figure=True)  # before the run
     sc = _load(args)
-    seed = None if args.seed is None else _number("--seed", args.seed, whole=True)
-    duration = None if args.duration is None else _number("--duration", args.duration, positive=True)
+    seed = None if args.seed is None else parse_int("--seed", args.seed, lo=0, hi=MAX_SEED)
+    duration = None if args.duration is None else parse_number("--duration", args.duration, lo=0.0, lo_open=True,
+                                                                hi=MAX_TIME)
     if args.allocator is not None:
         from flows.cluster import ALLOCATOR_NAMES
 
@@ -129,15 +123,12 @@ def sim_handler(args) -> int:
         from analysis.cluster.plot import plot_shares
 
         fig = plot_shares(run, fluid, title=f"{sc.name}: {run.allocator}")
-        try:
-            fig.savefig(args.plot, dpi=120)
-        except (OSError, ValueError) as e:
-            raise MrfqError(f"--plot {args.plot!r}: cannot write ({e})") from None
+        save_figure(fig, args.plot)
     if args.json:
         d = {"scenario": sc.name, **run.to_dict(), "tasks_per_second": run.tasks_per_second}
         if fluid is not None:
             d["fluid"] = {"objective": fluid.objective, "dominant_share": fluid.fluid.tolist()}
-        print(json.dumps(d))
+        print(dumps_strict(d))
         return 0
     print(f"{sc.name}: allocator {run.allocator}, {sc.capacity().shape[0]} servers, "
           f"averages over [{sc.run.warmup:g}, {(duration or sc.run.duration):g}]")
@@ -173,7 +164,7 @@ def alloc_handler(args) -> int:
         raise MrfqError(f"--objective {args.objective!r}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)} or all")
     res = {o: fluid_allocation(sc, o) for o in objs}
     if args.json:
-        print(json.dumps({"scenario": sc.name, "users": sc.user_names(),
+        print(dumps_strict({"scenario": sc.name, "users": sc.user_names(),
                           "objectives": {o: r.to_dict() for o, r in res.items()}}))
         return 0
     print(f"{sc.name}: {sc.capacity().shape[0]} servers, pooled capacity "

@@ -28,7 +28,9 @@ from flows.scenario import MAX_SEED
 #: documented range of ``mrfq alloc`` costs (each 0 or in this range) and weights
 ALLOC_MIN, ALLOC_MAX = 1e-6, 1e6
 #: most events of ``mrfq fluid --method simulate``
-MAX_EVENTS = 10**8  # about a minute; one simulation is a numba kernel that Ctrl-C cannot stop midway
+MAX_EVENTS = 10**8  # about a minute (Ctrl-C is seen between chunks of markov.SIM_CHUNK events)
+#: range of ``mrfq fluid --time-limit`` (seconds of one exact solve)
+MAX_TIME_LIMIT = 86_400.0
 
 
 def register(subparsers) -> None:
@@ -61,13 +63,16 @@ def register(subparsers) -> None:
     q.add_argument("--objective", default="all", metavar="NAME", help=f"{', '.join(objectives.MARKOV)} or all (default all)")
     q.add_argument("--method", default="exact", metavar="M",
                    help="exact (default), simulate, or auto (exact unless the truncation would exceed "
-                        "4e6 states or 4 GB, then simulate)")
+                        "4e6 states or 4 GB or the solve would pass --time-limit, then simulate)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--plot", metavar="FILE.png", help="draw gamma against load ([BR] Figs. 1-2)")
     q.add_argument("--seed", metavar="N", help="simulate: seed (default: the scenario's run.seed)")
     q.add_argument("--events", metavar="N", default="4000000", help="simulate: events (default 4000000)")
     q.add_argument("--tol-boundary", metavar="P", default="1e-6",
                    help="exact: grow the truncation until P(some x_k = X_k) < P (default 1e-6)")
+    q.add_argument("--time-limit", metavar="SECONDS", default="300",
+                   help="exact: give up one solve after this many seconds, suggesting --method simulate "
+                        "(auto: simulate instead; default 300)")
     q.set_defaults(func=fluid_handler)
 
 
@@ -200,7 +205,7 @@ def _scenario(args):
 
 
 def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_000,
-                tol_boundary=1e-6) -> dict:
+                tol_boundary=1e-6, time_limit=300.0) -> dict:
     """One per-load entry: {load, resource_loads, truncation, boundary_mass, objectives: {...}}."""
     import numpy as np
 
@@ -217,7 +222,7 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
         r = None
         if method in ("exact", "auto"):
             try:
-                r = markov.solve(m, o, method="exact", tol_boundary=tol_boundary)
+                r = markov.solve(m, o, method="exact", tol_boundary=tol_boundary, time_limit=time_limit)
             except markov.TruncationTooLarge:
                 if method == "exact":
                     raise
@@ -248,6 +253,7 @@ def fluid_handler(args) -> int:
         raise MrfqError("fluid: give --load X or --loads LOADS, not both")
     tol_b = parse_number("--tol-boundary", args.tol_boundary, lo=1e-15, hi=1.0, hi_open=True)
     events = parse_int("--events", args.events, lo=1000, hi=MAX_EVENTS)
+    time_limit = parse_number("--time-limit", args.time_limit, lo=0.0, lo_open=True, hi=MAX_TIME_LIMIT)
     if args.loads is not None:
         loads = parse_loads(args.loads)
     elif args.load is not None:
@@ -257,7 +263,7 @@ def fluid_handler(args) -> int:
     sc = _scenario(args)
     objs = _objectives(args.objective, objectives.MARKOV)
     seed = sc.run.seed if args.seed is None else parse_int("--seed", args.seed, lo=0, hi=MAX_SEED)
-    kw = dict(method=method, seed=int(seed), events=int(events), tol_boundary=tol_b)
+    kw = dict(method=method, seed=int(seed), events=int(events), tol_boundary=tol_b, time_limit=time_limit)
     entries = [fluid_entry(sc, x, objs, **kw) for x in loads]
     if args.plot:
         from analysis.plots import plot_gamma_vs_load

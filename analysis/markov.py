@@ -98,6 +98,42 @@ EXACT_MAX_LOAD = 0.96
 class TruncationTooLarge(MrfqError):
     """The exact solve would need more than ``max_states`` states (use the simulation)."""
 
+
+class SolveTimeLimit(TruncationTooLarge):
+    """The exact solve ran past its wall-clock budget (``time_limit``); use the simulation.
+
+    A subclass of :class:`TruncationTooLarge`, so ``--method auto`` and the sweep fall back
+    to the simulation in the same way."""
+
+
+#: wall-clock budget of one exact solve (seconds), checked between truncations and between
+#: GMRES restart cycles; ``mrfq fluid --time-limit``
+TIME_LIMIT = 300.0
+#: events per call of the Gillespie kernel: Ctrl-C is seen between calls (well under a second)
+SIM_CHUNK = 1 << 20
+
+
+def _check_deadline(deadline: float | None, where: str) -> None:
+    """Raise :class:`SolveTimeLimit` once ``time.monotonic()`` is past ``deadline``."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise SolveTimeLimit(f"time limit: the exact solve gave up {where} (its wall-clock budget, "
+                             "--time-limit, is spent); use --method simulate (or auto), or a lower load")
+
+
+def _gmres_chunked(gmres, indptr, indices, data, lu, diag, b, y, restart, maxiter, rtol,
+                   deadline: float | None):
+    """The ``gmres`` kernel run one restart cycle per call, with :func:`_check_deadline` (and so
+    Ctrl-C) between calls; the same iterates as one call (only ``y``, the start, carries over
+    between cycles), except when a cycle's residual estimate says converged and the true
+    residual disagrees (one call then runs a full cycle more, this a shorter one)."""
+    total = 0
+    while True:
+        _check_deadline(deadline, f"in GMRES after {total} iterations on {b.shape[0] + 1} states")
+        it, res = gmres(indptr, indices, data, lu, diag, b, y, restart, min(restart, maxiter - total), rtol)
+        total += it
+        if res <= rtol or total >= maxiter or it == 0 or not np.isfinite(res):
+            return total, res
+
 METHODS = ("exact", "simulate")
 
 
@@ -375,15 +411,16 @@ def gmres(indptr, indices, data, lu, diag, b, x, restart, maxiter, rtol):
     return it, np.sqrt(np.sum(r * r)) / bnorm
 
 @jit(cache=False)  # calls kernels of another module: never cache (stale code)
-def gillespie(code, a, w, norm, lam, sigma, rng, n_warm, n_batches, batch_events, integ, dur):
-    """Simulate the chain from the empty state; integ (B, K) gets the time integral of x per
-    batch, dur (B,) the batch durations.  Holding times are the expected 1 / R(x)."""
+def gillespie(code, a, w, norm, lam, sigma, rng, x, ev0, ev1, n_warm, batch_events, integ, dur):
+    """Events ``ev0 <= ev < ev1`` of the chain from the state ``x`` (updated in place; the run
+    starts from the empty state at ``ev = 0``); events from ``n_warm`` on add to integ (B, K),
+    the time integral of x per batch of ``batch_events``, and dur (B,), the batch durations.
+    Holding times are the expected 1 / R(x).  Calls over consecutive ranges give the same
+    result as one call (the state is x and the generator's)."""
     K = a.shape[0]
-    x = np.zeros(K)
     phi = np.zeros(K)
     rates = np.zeros(2 * K)
-    total = n_warm + n_batches * batch_events
-    for ev in range(total):
+    for ev in range(ev0, ev1):
         state_phi(code, x, a, w, norm, phi)
         R = 0.0
         for k in range(K):
@@ -434,8 +471,11 @@ def _states(caps) -> np.ndarray:
 
 
 def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | None = None,
-                    rtol: float = 1e-11) -> _Truncated:
-    """Stationary distribution of the chain truncated at ``x_k <= caps[k]``."""
+                    rtol: float = 1e-11, deadline: float | None = None) -> _Truncated:
+    """Stationary distribution of the chain truncated at ``x_k <= caps[k]``.
+
+    ``deadline`` (``time.monotonic()`` value): give up with :class:`SolveTimeLimit` past it,
+    checked between GMRES restart cycles and before the direct fallback."""
     import scipy.sparse as sp
 
     from analysis.state_rates import state_rates
@@ -476,9 +516,12 @@ def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | Non
         indices = A.indices.astype(np.int64)
         data = np.ascontiguousarray(A.data, dtype=np.float64)
         lu, diag = kr["ilu0"](indptr, indices, data)
-        _, res = kr["gmres"](indptr, indices, data, lu, diag, b, y, restart_for(N - 1), 3000, rtol)
+        _, res = _gmres_chunked(kr["gmres"], indptr, indices, data, lu, diag, b, y, restart_for(N - 1), 3000,
+                                rtol, deadline)
         if not np.isfinite(res) or res > 1e3 * rtol:
             from scipy.sparse.linalg import spsolve
+
+            _check_deadline(deadline, f"before the direct solve of {N} states")
 
             y = spsolve(A.tocsc(), b, permc_spec="MMD_AT_PLUS_A")
             res = float(np.linalg.norm(b - A @ y) / max(np.linalg.norm(b), 1e-300))
@@ -539,7 +582,8 @@ def _next_caps(t: _Truncated, tol_boundary: float, boundary_ok: bool) -> tuple[i
 
 
 def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamma: float,
-                 max_states: int, caps=None, max_memory: float = 4e9) -> MarkovResult:
+                 max_states: int, caps=None, max_memory: float = 4e9,
+                 deadline: float | None = None) -> MarkovResult:
     t0 = time.perf_counter()
     K = m.a.shape[0]
     if caps is None:
@@ -551,7 +595,7 @@ def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamm
     history = []
     x0 = None
     while True:
-        t = solve_truncated(m, objective, caps, x0=x0)
+        t = solve_truncated(m, objective, caps, x0=x0, deadline=deadline)
         change = np.inf if prev is None else float(np.max(np.abs(t.gamma - prev.gamma) / np.abs(t.gamma)))
         history.append((t.caps, t.boundary, tuple(float(g) for g in t.gamma)))
         b_ok = t.boundary < tol_boundary
@@ -570,6 +614,8 @@ def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamm
                 f"truncation: the exact solve would need about {exact_memory_bytes(int(n_new), K) / 1e9:.1f} GB "
                 f"(> {max_memory / 1e9:.1f} GB) for {int(n_new)} states (caps {list(new)}, boundary mass "
                 f"{t.boundary:.2g}); use --method simulate or a lower load")
+        _check_deadline(deadline, f"after {len(history)} truncations (caps {list(t.caps)}, boundary mass "
+                                  f"{t.boundary:.2g})")
         x0 = _pad(t.pi, caps, new)
         prev, caps = t, new
     return MarkovResult(
@@ -607,8 +653,12 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
     integ = np.zeros((int(batches), m.a.shape[0]))
     dur = np.zeros(int(batches))
     norm = np.ascontiguousarray(kernel_norm(objective, m.a))
-    _kernels()["gillespie"](code, m.a, m.w, norm, m.lam, m.sigma, rng, n_warm, int(batches),
-                            batch_events, integ, dur)
+    x = np.zeros(m.a.shape[0])
+    total = n_warm + int(batches) * batch_events
+    kernel = _kernels()["gillespie"]
+    for ev0 in range(0, total, SIM_CHUNK):  # back in Python between chunks: Ctrl-C is seen
+        kernel(code, m.a, m.w, norm, m.lam, m.sigma, rng, x, ev0, min(ev0 + SIM_CHUNK, total), n_warm,
+               batch_events, integ, dur)
     from scipy.stats import t as student_t
 
     B = int(batches)
@@ -630,7 +680,7 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
 def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: float | None = None,
           tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 4_000_000,
           max_memory: float = 4e9, caps=None, rng: np.random.Generator | None = None, events: int = 4_000_000,
-          batches: int = 40, confidence: float = 0.95) -> MarkovResult:
+          batches: int = 40, confidence: float = 0.95, time_limit: float | None = TIME_LIMIT) -> MarkovResult:
     """gamma_k of every class under ``objective`` (one of :data:`analysis.objectives.MARKOV`).
 
     classes_or_scenario  a Scenario, a sequence of class specs, or a :class:`FluidModel`
@@ -641,6 +691,9 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
     caps                 initial truncation per class (exact)
     max_states, max_memory  exact: refuse (TruncationTooLarge) a truncation with more states
                          or a larger estimated footprint (bytes, :func:`exact_memory_bytes`)
+    time_limit           exact: wall-clock budget in seconds (None: none); past it the solve
+                         gives up with :class:`SolveTimeLimit` (checked between truncations
+                         and between GMRES restart cycles)
     """
     objectives.get(objective, objectives.MARKOV)
     if method not in METHODS:
@@ -659,8 +712,11 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
             f"load {max(m.resource_loads()):.4g}: the exact solve gives up above load {EXACT_MAX_LOAD:g} (the "
             "truncated chain would need minutes and millions of states); use --method simulate (or auto)")
     if method == "exact":
+        if time_limit is not None and not (isinstance(time_limit, (int, float)) and time_limit > 0):
+            raise MrfqError(f"time_limit = {time_limit!r}: must be a number of seconds > 0 (or None)")
+        deadline = None if time_limit is None else time.monotonic() + float(time_limit)
         return _solve_exact(m, objective, tol_boundary=tol_boundary, tol_gamma=tol_gamma,
-                            max_states=max_states, caps=caps, max_memory=max_memory)
+                            max_states=max_states, caps=caps, max_memory=max_memory, deadline=deadline)
     if rng is None:
         raise MrfqError("method = 'simulate': needs rng, a numpy.random.Generator")
     return simulate(m, objective, rng, events=events, batches=batches, confidence=confidence)

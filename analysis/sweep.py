@@ -294,19 +294,29 @@ def _run_task(task: tuple[Point, dict, str]) -> tuple[Point, dict]:
 
 
 def _die_with_parent(parent_pid: int) -> None:
-    """Pool-worker initializer: the worker dies when the sweep's process does, even by SIGKILL.
+    """Pool-worker initializer: the worker dies when the sweep's process does, even by SIGKILL
+    (:func:`watch_parent`).  Workers ignore Ctrl-C: the sweep's process sees it and terminates them.
+    """
+    import signal
 
-    On Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` asks the kernel to kill the worker when
-    the thread that forked it exits; everywhere, a daemon thread watches the parent's pid
-    (a worker whose parent died is re-parented, so ``getppid()`` changes) and exits the
-    worker within :data:`PARENT_WATCH_SECONDS`.  Both run before the worker takes a task.
-    Workers ignore Ctrl-C: the sweep's process sees it and terminates them.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    watch_parent(parent_pid)
+
+
+def watch_parent(parent_pid: int) -> None:
+    """Make this process die when ``parent_pid``, its parent, does, even by SIGKILL.
+
+    On Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` asks the kernel to kill this process when
+    the thread that forked it exits (even while a kernel holds the GIL); everywhere, a daemon
+    thread watches the parent's pid (a process whose parent died is re-parented, so
+    ``getppid()`` changes) and exits within :data:`PARENT_WATCH_SECONDS`.  Used by the pool
+    workers (:func:`_die_with_parent`, before the first task) and by the workers of a dask
+    ``LocalCluster`` (:mod:`analysis.dask_plugin`, when they join).
     """
     import signal
     import sys
     import threading
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -378,6 +388,12 @@ def _execute_dask(tasks, on_done, address: str, workers: int | None) -> None:
         except OSError as e:
             raise MrfqError(f"--dask {address}: cannot reach the scheduler ({e})") from None
     try:
+        if cluster is not None:
+            # the LocalCluster's workers are this process's children: they die with it, even by
+            # SIGKILL and even inside a kernel (dask's own parent pipe needs the GIL to act)
+            from analysis.dask_plugin import register_die_with_parent
+
+            register_die_with_parent(client, os.getpid())
         client.run(_warm, _warm_specs(tasks))  # compile once per worker process, before the first point
         futs = {}
         for p, d, nm in tasks:

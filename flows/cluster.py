@@ -70,7 +70,11 @@ from typing import Any
 
 import numpy as np
 
-from flows.errors import ScenarioError
+from flows.validate import check_keys as _check_keys
+from flows.validate import err as _err
+from flows.validate import number
+from flows.validate import quote as _q
+from flows.validate import whole as _int
 
 #: allocator names, kept here (not imported from fq) so that loading a scenario compiles and imports
 #: nothing; fq/cluster/registry.py's ALLOCATORS must have exactly these keys (asserted by a test).
@@ -90,64 +94,60 @@ _USER = ("name", "demand", "weight", "parent", "backlogged", "start", "stop", "d
 _TRAFFIC = ("kind", "rate", "trace")
 
 
-def _err(msg: str) -> ScenarioError:
-    return ScenarioError(msg)
+#: Documented limits of the gate (README, "what mrfq refuses and why"), as for packet scenarios
+#: (flows/scenario.py): every number finite and in range, so that nothing fails later with an
+#: overflow, a numpy allocation error or an unbounded run.
+MAX_RESOURCES = 32
+MAX_MAGNITUDE = 1e12            # capacities, demands, task durations, job shares, tasks per job, traffic.rate
+MIN_WEIGHT = 1e-9               # weights in [MIN_WEIGHT, MAX_MAGNITUDE]
+MAX_TIME = 1e15                 # run.duration, run.warmup, user start/stop (stop may be inf)
+MAX_SEED = 2**62
+MAX_SAMPLES = 100_000           # points of the share-over-time output
+MAX_SERVERS = 100_000           # servers, counting copies
+MAX_USERS = 10_000              # [[user]] tables, and as many [[node]] tables
+MAX_NAME = 100                  # characters in a server, node, user or resource name
+MAX_TASKS = 2_000_000           # task launches a run may need (the simulator: 2,000-7,000 tasks/s)
+MAX_FILE_BYTES = 10 * 2**20     # a cluster scenario file
+MAX_TRACE_BYTES = 100 * 2**20   # a job trace CSV
+REL_MIN_DEMAND = 1e-12          # a positive demand is >= this x the pooled capacity of its resource
 
 
-def _check_keys(where: str, d: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    for k in d:
-        if k not in allowed:
-            raise _err(f"{where}: unknown key '{k}'; allowed keys: {', '.join(allowed)}")
+def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False, hi: float = MAX_MAGNITUDE,
+         allow_inf: bool = False) -> float:
+    if allow_inf and isinstance(v, float) and v == math.inf:
+        return v
+    return number(where, v, lo=lo, lo_open=lo_open, hi=hi)
 
 
 def _table(where: str, v: Any) -> Mapping[str, Any]:
     if v is None:
         return {}
     if not isinstance(v, Mapping):
-        raise _err(f"{where}: must be a table ([{where}])")
+        raise _err(f"{where} = {_q(v)}: must be a table ([{where}])")
     return v
 
 
-def _array(where: str, v: Any) -> list:
+def _array(where: str, v: Any, most: int) -> list:
     if v is None:
         return []
     if not isinstance(v, list):
-        raise _err(f"{where}: must be an array of tables ([[{where}]])")
+        raise _err(f"{where} = {_q(v)}: must be an array of tables ([[{where}]])")
+    if len(v) > most:
+        raise _err(f"{where}: {len(v):,} tables; at most {most:,}")
     return v
-
-
-def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False,
-         allow_inf: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(f"{where} = {v!r}: must be a number")
-    x = float(v)
-    if math.isnan(x) or (math.isinf(x) and not (allow_inf and x > 0)):
-        raise _err(f"{where} = {v!r}: must be finite")
-    if lo is not None and (x <= lo if lo_open else x < lo):
-        raise _err(f"{where} = {v!r}: must be {'>' if lo_open else '>='} {lo:g}")
-    return x
-
-
-def _int(where: str, v: Any, *, lo: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or float(v) != int(v):
-        raise _err(f"{where} = {v!r}: must be a whole number")
-    x = int(v)
-    if lo is not None and x < lo:
-        raise _err(f"{where} = {v!r}: must be >= {lo}")
-    return x
 
 
 def _vec(where: str, v: Any, n: int) -> tuple[float, ...]:
     if not isinstance(v, (list, tuple)):
-        raise _err(f"{where} = {v!r}: must be a list of {n} numbers (one per resource)")
+        raise _err(f"{where} = {_q(v)}: must be a list of {n} numbers (one per resource)")
     if len(v) != n:
         raise _err(f"{where} has {len(v)} entries: must have {n}, one per resource")
     return tuple(_num(f"{where}[{j}]", x, lo=0.0) for j, x in enumerate(v))
 
 
 def _choice(where: str, v: Any, allowed: tuple[str, ...]) -> str:
-    if v not in allowed:
-        raise _err(f"{where} = {v!r}: unknown; choose one of {', '.join(allowed)}")
+    if not isinstance(v, str) or v not in allowed:
+        raise _err(f"{where} = {_q(v)}: unknown; choose one of {', '.join(allowed)}")
     return v
 
 
@@ -311,8 +311,10 @@ class ClusterScenario:
         d = {"allocator": self.run.allocator, "duration": self.run.duration, "warmup": self.run.warmup,
              "seed": self.run.seed, "samples": self.run.samples}
         d.update({k: v for k, v in changes.items() if v is not None})
-        return ClusterScenario(self.resources, self.servers, self.users, self.nodes, self.traffic,
-                               _run(d), self.name, self.description, self.trace_rows)
+        sc = ClusterScenario(self.resources, self.servers, self.users, self.nodes, self.traffic,
+                             _run(d), self.name, self.description, self.trace_rows)
+        _check_work(sc)
+        return sc
 
 
 # ---------------------------------------------------------------------------
@@ -320,28 +322,33 @@ class ClusterScenario:
 # ---------------------------------------------------------------------------
 def _run(u: Mapping[str, Any]) -> ClusterRun:
     _check_keys("run", u, _RUN)
-    duration = _num("run.duration", u.get("duration", 1000.0), lo=0.0, lo_open=True)
-    warmup = _num("run.warmup", u.get("warmup", 0.0), lo=0.0)
+    duration = _num("run.duration", u.get("duration", 1000.0), lo=0.0, lo_open=True, hi=MAX_TIME)
+    warmup = _num("run.warmup", u.get("warmup", 0.0), lo=0.0, hi=MAX_TIME)
     if warmup >= duration:
         raise _err(f"run.warmup = {warmup:g}: must be less than run.duration = {duration:g}")
     return ClusterRun(allocator=_choice("run.allocator", u.get("allocator", "drf"), ALLOCATOR_NAMES),
-                      duration=duration, warmup=warmup, seed=_int("run.seed", u.get("seed", 1), lo=0),
-                      samples=_int("run.samples", u.get("samples", 200), lo=1))
+                      duration=duration, warmup=warmup, seed=_int("run.seed", u.get("seed", 1), lo=0, hi=MAX_SEED),
+                      samples=_int("run.samples", u.get("samples", 200), lo=1, hi=MAX_SAMPLES))
 
 
 def _read_trace(path: Path, users: list[str]) -> tuple[tuple[float, int, int, float], ...]:
     """Rows (time, user index, tasks, duration or NaN) of a job trace CSV ``time,user,tasks[,duration]``."""
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.stat().st_size > MAX_TRACE_BYTES:
+            raise _err(f"traffic.trace = {_q(str(path), 200)}: {path.stat().st_size:,} bytes; at most {MAX_TRACE_BYTES:,}")
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise _err(f"traffic.trace = {_q(str(path), 200)}: not UTF-8 text (offset {e.start}); save the trace as UTF-8") \
+            from None
     except FileNotFoundError:
-        raise _err(f"traffic.trace = '{path}': no such file") from None
+        raise _err(f"traffic.trace = {_q(str(path), 200)}: no such file") from None
     except OSError as e:
-        raise _err(f"traffic.trace = '{path}': cannot read ({e.strerror})") from None
+        raise _err(f"traffic.trace = {_q(str(path), 200)}: cannot read ({e.strerror})") from None
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
     if header is None or [h.strip() for h in header[:3]] != ["time", "user", "tasks"] or \
             (len(header) == 4 and header[3].strip() != "duration") or len(header) > 4:
-        raise _err(f"traffic.trace = '{path}': first line must be the header time,user,tasks[,duration]")
+        raise _err(f"traffic.trace = {_q(str(path), 200)}: first line must be the header time,user,tasks[,duration]")
     rows = []
     last = 0.0
     for k, rec in enumerate(reader, start=2):
@@ -357,18 +364,18 @@ def _read_trace(path: Path, users: list[str]) -> tuple[tuple[float, int, int, fl
         except ValueError:
             raise _err(f"{where} = {','.join(rec)!r}: time, tasks and duration must be numbers") from None
         if not math.isfinite(t) or t < last:
-            raise _err(f"{where}: time = {rec[0]!r} must be finite and not before the previous row's {last:g}")
+            raise _err(f"{where}: time = {_q(rec[0])} must be finite and not before the previous row's {last:g}")
         last = t
         name = rec[1].strip()
         if name not in users:
-            raise _err(f"{where}: user = {name!r} is not a [[user]]; known users: {', '.join(users)}")
+            raise _err(f"{where}: user = {_q(name)} is not a [[user]]; known users: {', '.join(users)}")
         if not n_tasks.is_integer() or n_tasks < 1:
-            raise _err(f"{where}: tasks = {rec[2]!r} must be a whole number >= 1")
+            raise _err(f"{where}: tasks = {_q(rec[2])} must be a whole number >= 1")
         if not math.isnan(dur) and not (math.isfinite(dur) and dur > 0):
-            raise _err(f"{where}: duration = {rec[3]!r} must be a positive number (or empty: the user's law)")
+            raise _err(f"{where}: duration = {_q(rec[3])} must be a positive number (or empty: the user's law)")
         rows.append((t, users.index(name), int(n_tasks), dur))
     if not rows:
-        raise _err(f"traffic.trace = '{path}': has no jobs after the header")
+        raise _err(f"traffic.trace = {_q(str(path), 200)}: has no jobs after the header")
     return tuple(rows)
 
 
@@ -384,14 +391,16 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
     if res is None:
         raise _err('resources: missing; give the resource names, e.g. resources = ["cpu", "mem"]')
     if not isinstance(res, (list, tuple)) or not res or not all(isinstance(r, str) and r for r in res):
-        raise _err(f"resources = {res!r}: must be a non-empty list of resource names")
+        raise _err(f"resources = {_q(res)}: must be a non-empty list of resource names")
+    if len(res) > MAX_RESOURCES or max(len(r) for r in res) > MAX_NAME:
+        raise _err(f"resources = {_q(res)}: at most {MAX_RESOURCES} names of at most {MAX_NAME} characters")
     if len(set(res)) != len(res):
-        raise _err(f"resources = {list(res)!r}: names must be distinct")
+        raise _err(f"resources = {_q(list(res))}: names must be distinct")
     R = len(res)
     run = _run(_table("run", d.get("run")))
 
     servers = []
-    for i, s in enumerate(_array("server", d.get("server"))):
+    for i, s in enumerate(_array("server", d.get("server"), MAX_SERVERS)):
         w = f"server[{i}]"
         s = _table(w, s)
         _check_keys(w, s, _SERVER)
@@ -399,30 +408,34 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             raise _err(f"{w}.capacity: missing; give the server's capacity of each of {list(res)}")
         cap = _vec(f"{w}.capacity", s["capacity"], R)
         nm = s.get("name", f"s{i + 1}")
-        if not isinstance(nm, str) or not nm:
-            raise _err(f"{w}.name = {nm!r}: must be a non-empty string")
-        servers.append(ServerSpec(name=nm, capacity=cap, count=_int(f"{w}.count", s.get("count", 1), lo=1)))
+        if not isinstance(nm, str) or not nm or len(nm) > MAX_NAME:
+            raise _err(f"{w}.name = {_q(nm)}: must be a non-empty string of at most {MAX_NAME} characters")
+        servers.append(ServerSpec(name=nm, capacity=cap,
+                                  count=_int(f"{w}.count", s.get("count", 1), lo=1, hi=MAX_SERVERS)))
     if not servers:
         raise _err("server: missing; add at least one [[server]] with capacity = [...]")
+    n_servers = sum(s.count for s in servers)
+    if n_servers > MAX_SERVERS:
+        raise _err(f"server[*].count: {n_servers:,} servers in all; at most {MAX_SERVERS:,}")
     total = [sum(s.capacity[j] * s.count for s in servers) for j in range(R)]
     for j, t in enumerate(total):
         if t <= 0:
-            raise _err(f"server[*].capacity[{j}]: resource {res[j]!r} has no capacity on any server; "
+            raise _err(f"server[*].capacity[{j}]: resource {_q(res[j])} has no capacity on any server; "
                        "give it a positive capacity somewhere or remove it from resources")
 
     names: dict[str, str] = {ROOT: "the root"}
 
     def _name(where: str, v: Any, default: str) -> str:
         n = default if v is None else v
-        if not isinstance(n, str) or not n:
-            raise _err(f"{where}.name = {v!r}: must be a non-empty string")
+        if not isinstance(n, str) or not n or len(n) > MAX_NAME:
+            raise _err(f"{where}.name = {_q(v)}: must be a non-empty string of at most {MAX_NAME} characters")
         if n in names:
-            raise _err(f"{where}.name = {n!r}: already used by {names[n]}; node and user names must be distinct")
+            raise _err(f"{where}.name = {_q(n)}: already used by {names[n]}; node and user names must be distinct")
         names[n] = where
         return n
 
     nodes = []
-    for i, n in enumerate(_array("node", d.get("node"))):
+    for i, n in enumerate(_array("node", d.get("node"), MAX_USERS)):
         w = f"node[{i}]"
         n = _table(w, n)
         _check_keys(w, n, _NODE)
@@ -430,20 +443,20 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             raise _err(f"{w}.name: missing; every internal node needs a name that children refer to")
         par = n.get("parent", ROOT)
         if not isinstance(par, str):
-            raise _err(f"{w}.parent = {par!r}: must be a node name")
+            raise _err(f"{w}.parent = {_q(par)}: must be a node name")
         nodes.append(NodeSpec(name=_name(w, n["name"], ""), parent=par,
-                              weight=_num(f"{w}.weight", n.get("weight", 1.0), lo=0.0, lo_open=True)))
+                              weight=_num(f"{w}.weight", n.get("weight", 1.0), lo=MIN_WEIGHT)))
     node_names = {ROOT} | {n.name for n in nodes}
     for i, n in enumerate(nodes):
         if n.parent not in node_names:
-            raise _err(f"node[{i}].parent = {n.parent!r}: not a [[node]]; use 'root' or one of "
+            raise _err(f"node[{i}].parent = {_q(n.parent)}: not a [[node]]; use 'root' or one of "
                        f"{', '.join(sorted(node_names))}")
     parent_of = {n.name: n.parent for n in nodes}
     for i, n in enumerate(nodes):  # no cycles
         seen, p = {n.name}, n.parent
         while p != ROOT:
             if p in seen:
-                raise _err(f"node[{i}].parent = {n.parent!r}: the tree has a cycle through {p!r}")
+                raise _err(f"node[{i}].parent = {_q(n.parent)}: the tree has a cycle through {_q(p)}")
             seen.add(p)
             p = parent_of[p]
 
@@ -457,16 +470,16 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             raise _err("traffic.rate: missing; give job arrivals per time unit for kind = 'poisson'")
         rate = _num("traffic.rate", tr["rate"], lo=0.0, lo_open=True)
     elif "rate" in tr:
-        raise _err(f"traffic.rate: only for kind = 'poisson' (kind is {kind!r})")
+        raise _err(f"traffic.rate: only for kind = 'poisson' (kind is {_q(kind)})")
     if kind == "trace":
         trace = tr.get("trace")
         if not isinstance(trace, str) or not trace:
-            raise _err(f"traffic.trace = {trace!r}: give the path of a CSV time,user,tasks[,duration]")
+            raise _err(f"traffic.trace = {_q(trace)}: give the path of a CSV time,user,tasks[,duration]")
     elif "trace" in tr:
-        raise _err(f"traffic.trace: only for kind = 'trace' (kind is {kind!r})")
+        raise _err(f"traffic.trace: only for kind = 'trace' (kind is {_q(kind)})")
 
     users = []
-    for i, u in enumerate(_array("user", d.get("user"))):
+    for i, u in enumerate(_array("user", d.get("user"), MAX_USERS)):
         w = f"user[{i}]"
         u = _table(w, u)
         _check_keys(w, u, _USER)
@@ -475,33 +488,37 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         dem = _vec(f"{w}.demand", u["demand"], R)
         if max(dem) <= 0:
             raise _err(f"{w}.demand = {list(dem)}: all zero; a task must use some resource")
+        for r, x in enumerate(dem):
+            if 0 < x < REL_MIN_DEMAND * total[r]:
+                raise _err(f"{w}.demand[{r}] = {x:.6g}: a positive demand must be >= {REL_MIN_DEMAND:g} x the pooled "
+                           f"capacity of {_q(res[r])} ({total[r]:.6g}); use 0, or rescale the units")
         if not any(all(s.capacity[k] >= dem[k] - 1e-12 * total[k] for k in range(R)) for s in servers):
             raise _err(f"{w}.demand = {list(dem)}: one task fits on no server; lower the demand or "
                        "add a server at least that large")
         par = u.get("parent", ROOT)
-        if par not in node_names:
-            raise _err(f"{w}.parent = {par!r}: not a [[node]]; use 'root' or one of {', '.join(sorted(node_names))}")
+        if not isinstance(par, str) or par not in node_names:
+            raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root' or one of {', '.join(sorted(node_names))}")
         share = _num(f"{w}.job_share", u.get("job_share", 0.0), lo=0.0)
         if share > 0 and kind != "poisson":
-            raise _err(f"{w}.job_share = {share:g}: only with [traffic] kind = 'poisson' (kind is {kind!r})")
+            raise _err(f"{w}.job_share = {share:g}: only with [traffic] kind = 'poisson' (kind is {_q(kind)})")
         backlogged = u.get("backlogged", not (share > 0 or kind == "trace"))
         if not isinstance(backlogged, bool):
-            raise _err(f"{w}.backlogged = {backlogged!r}: must be true or false")
+            raise _err(f"{w}.backlogged = {_q(backlogged)}: must be true or false")
         if backlogged and share > 0:
             raise _err(f"{w}.backlogged = true: a backlogged user cannot also receive jobs (job_share = {share:g}); "
                        "set backlogged = false or job_share = 0")
-        start = _num(f"{w}.start", u.get("start", 0.0), lo=0.0)
-        stop = _num(f"{w}.stop", u.get("stop", math.inf), lo=0.0, allow_inf=True)
+        start = _num(f"{w}.start", u.get("start", 0.0), lo=0.0, hi=MAX_TIME)
+        stop = _num(f"{w}.stop", u.get("stop", math.inf), lo=0.0, hi=MAX_TIME, allow_inf=True)
         if stop <= start:
             raise _err(f"{w}.stop = {stop:g}: must be after start = {start:g}")
         users.append(UserSpec(
             name=_name(w, u.get("name"), f"u{i + 1}"), demand=dem,
-            weight=_num(f"{w}.weight", u.get("weight", 1.0), lo=0.0, lo_open=True),
+            weight=_num(f"{w}.weight", u.get("weight", 1.0), lo=MIN_WEIGHT),
             parent=par, backlogged=backlogged, start=start, stop=stop,
             duration=_num(f"{w}.duration", u.get("duration", 1.0), lo=0.0, lo_open=True),
             duration_law=_choice(f"{w}.duration_law", u.get("duration_law", "exponential"), DURATION_LAWS),
             job_share=share,
-            tasks_per_job=_num(f"{w}.tasks_per_job", u.get("tasks_per_job", 1.0), lo=1.0),
+            tasks_per_job=_num(f"{w}.tasks_per_job", u.get("tasks_per_job", 1.0), lo=1.0, hi=1e6),
             tasks_law=_choice(f"{w}.tasks_law", u.get("tasks_law", "fixed"), TASKS_LAWS),
         ))
         if users[-1].tasks_law == "fixed" and not users[-1].tasks_per_job.is_integer():
@@ -518,7 +535,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
     used = {u.parent for u in users} | {n.parent for n in nodes}
     for i, n in enumerate(nodes):
         if n.name not in used:
-            raise _err(f"node[{i}] ({n.name!r}): has no children; every internal node needs a user below it")
+            raise _err(f"node[{i}] ({_q(n.name)}): has no children; every internal node needs a user below it")
 
     rows: tuple = ()
     if kind == "trace":
@@ -528,33 +545,77 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         rows = _read_trace(p, [u.name for u in users])
         for r in rows:
             if users[r[1]].backlogged:
-                raise _err(f"traffic.trace: has jobs for user {users[r[1]].name!r}, which is backlogged; "
+                raise _err(f"traffic.trace: has jobs for user {_q(users[r[1]].name)}, which is backlogged; "
                            "set its backlogged = false")
 
     nm = d.get("name", name)
-    if not isinstance(nm, str):
-        raise _err(f"name = {nm!r}: must be a string")
+    if not isinstance(nm, str) or len(nm) > MAX_NAME:
+        raise _err(f"name = {_q(nm)}: must be a string of at most {MAX_NAME} characters")
     desc = d.get("description", "")
     if not isinstance(desc, str):
-        raise _err(f"description = {desc!r}: must be a string")
-    return ClusterScenario(resources=tuple(res), servers=tuple(servers), users=tuple(users), nodes=tuple(nodes),
-                           traffic=TrafficSpec(kind=kind, rate=rate, trace=trace), run=run, name=nm,
-                           description=desc, trace_rows=rows)
+        raise _err(f"description = {_q(desc)}: must be a string")
+    sc = ClusterScenario(resources=tuple(res), servers=tuple(servers), users=tuple(users), nodes=tuple(nodes),
+                         traffic=TrafficSpec(kind=kind, rate=rate, trace=trace), run=run, name=nm,
+                         description=desc, trace_rows=rows)
+    _check_work(sc)
+    return sc
+
+
+def expected_tasks(sc: ClusterScenario) -> float:
+    """An upper estimate of the task launches of a run of ``run.duration`` time units.
+
+    Job tasks: ``traffic.rate x duration x`` the share-weighted mean tasks per job (Poisson), or
+    the trace's tasks before ``duration``.  Backlogged user u: at most ``n_u`` tasks at once, with
+    ``n_u = sum_s count_s min_{r: d_ur > 0} floor(c_sr / d_ur)`` (what fits on the servers alone),
+    each held for ``duration_u`` on average, over its window ``[start, min(stop, duration))``.
+    """
+    T = sc.run.duration
+    total = 0.0
+    if sc.traffic.kind == "poisson":
+        share = sum(u.job_share for u in sc.users)
+        total += sc.traffic.rate * T * sum(u.job_share * u.tasks_per_job for u in sc.users) / share
+    elif sc.traffic.kind == "trace":
+        total += float(sum(r[2] for r in sc.trace_rows if r[0] < T))
+    for u in sc.users:
+        if not u.backlogged:
+            continue
+        window = max(0.0, min(u.stop, T) - u.start)
+        fit = sum(s.count * min(math.floor(s.capacity[r] / u.demand[r]) for r in range(sc.n_resources)
+                                if u.demand[r] > 0) for s in sc.servers)
+        total += fit * window / u.duration
+    return total
+
+
+def _check_work(sc: ClusterScenario) -> None:
+    """Refuse a run that would launch more than ``MAX_TASKS`` tasks (:func:`expected_tasks`)."""
+    n = expected_tasks(sc)
+    if n > MAX_TASKS:
+        raise _err(f"run.duration = {sc.run.duration:g}: about {n:.3g} task launches (jobs, and backlogged users' "
+                   f"tasks that fit at once x window / task duration), more than {MAX_TASKS:.0e}; shorten "
+                   "run.duration, lower traffic.rate or lengthen the task durations")
 
 
 def load_cluster(path: str | Path) -> ClusterScenario:
     """Read and validate a cluster scenario TOML file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise _err(f"{p}: {p.stat().st_size:,} bytes; a cluster scenario file must be at most "
+                       f"{MAX_FILE_BYTES:,} bytes")
+        raw = p.read_bytes()
     except FileNotFoundError:
-        raise _err(f"{p}: no such cluster scenario file (or use --preset NAME; see cluster_preset_names())") from None
+        raise _err(f"{p}: no such cluster scenario file (or use --preset NAME; see `mrfq cluster presets`)") from None
     except OSError as e:
         raise _err(f"{p}: cannot read ({e.strerror})") from None
     try:
+        text = raw.decode("utf-8-sig")  # UTF-8, with or without a byte-order mark
+    except UnicodeDecodeError as e:
+        raise _err(f"{p}: not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); save the scenario "
+                   "file as UTF-8") from None
+    try:
         d = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise _err(f"{p}: not valid TOML ({e})") from None
+    except (tomllib.TOMLDecodeError, ValueError) as e:  # ValueError: an integer with too many digits
+        raise _err(f"{p}: not valid TOML ({_q(str(e), 200)})") from None
     return cluster_from_dict(d, name=p.stem, base=p.parent)
 
 
@@ -571,7 +632,7 @@ def load_cluster_preset(name: str) -> ClusterScenario:
     """Load a shipped cluster scenario by name."""
     names = cluster_preset_names()
     if name not in names:
-        raise _err(f"--preset {name!r}: unknown cluster preset; choose one of {', '.join(names)}")
+        raise _err(f"--preset {_q(name)}: unknown cluster preset; choose one of {', '.join(names)}")
     text = _presets().joinpath(name + ".toml").read_text(encoding="utf-8")
     return cluster_from_dict(tomllib.loads(text), name=name)
 

@@ -25,6 +25,7 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     duration = 6000.0
     warmup = 1000.0
     seed = 1
+    max_flows = 0                        # an overload run (class load >= 1): the explicit flow cap
     [traffic]
     load = 0.8                           # optional: scale class rates from their `share`
     trace = "arrivals.csv"               # optional: arrivals from a CSV (time,class,packets), path
@@ -63,8 +64,12 @@ from importlib import resources as _res
 from pathlib import Path
 from typing import Any, Mapping
 
-from flows.errors import ScenarioError
 from flows.traffic import SIZE_LAWS, ArrivalTrace, SizeLaw, read_arrival_trace
+from flows.validate import check_keys as _check_keys
+from flows.validate import err as _err
+from flows.validate import number as _num
+from flows.validate import quote as _q
+from flows.validate import whole as _int
 
 #: The scheduler's name and its own options (keys under [router] other than the
 #: engine's) are checked against the registry (fq/registry.py: ``resolve``), the one
@@ -91,74 +96,9 @@ MAX_SERVICES_BOUND = 10**11       # runs that could need more services must set 
 MAX_SPECS = 2_000_000            # [[flow]] plus [[class]] tables (the benchmark runs 10^6 static flows)
 MAX_SIZES = 1000                  # entries of packet_sizes
 MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overload run)
-MAX_AUTO_FLOWS = 100_000          # an overload run that can bring more flows needs run.max_flows
 MAX_TABLE_BYTES = 4 * 2**30       # the engine's initial flow table (static flows + 64 rows), as its growth cap
 MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
-
-
-def _q(v: Any, n: int = 60) -> str:
-    """``repr(v)`` shortened to about ``n`` characters (a 1 MB string is not echoed whole)."""
-    try:
-        r = repr(v)
-    except ValueError:  # an int with more digits than Python will print
-        r = f"<a number of {v.bit_length():,} bits>" if isinstance(v, int) else f"<{type(v).__name__}>"
-    if len(r) <= n:
-        return r
-    return f"{r[: n - 3]}... ({len(r):,} characters)"
-
-
-def _err(msg: str) -> ScenarioError:
-    return ScenarioError(msg)
-
-
-def _check_keys(where: str, d: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    for k in d:
-        if k not in allowed:
-            raise _err(f"{where}: unknown key {_q(k)}; allowed keys: {', '.join(allowed)}")
-
-
-def _num(where: str, v: Any, *, lo: float | None = None, lo_open: bool = False,
-         hi: float | None = None, hi_open: bool = False) -> float:
-    rng = _range_text(lo, lo_open, hi, hi_open)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(f"{where} = {_q(v)}: must be a number{rng}")
-    try:
-        x = float(v)
-    except OverflowError:  # an int beyond float range
-        x = math.inf
-    if not math.isfinite(x):
-        raise _err(f"{where} = {_q(v)}: must be a finite number{rng}")
-    if (lo is not None and (x <= lo if lo_open else x < lo)) or (hi is not None and (x >= hi if hi_open else x > hi)):
-        raise _err(f"{where} = {_q(v)}: out of range; must be{rng}")
-    return x
-
-
-def _g(v) -> str:
-    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
-
-
-def _range_text(lo, lo_open, hi, hi_open) -> str:
-    if lo is not None and hi is not None:
-        return f" in {'(' if lo_open else '['}{_g(lo)}, {_g(hi)}{')' if hi_open else ']'}"
-    if lo is not None:
-        return f" {'>' if lo_open else '>='} {_g(lo)}"
-    if hi is not None:
-        return f" {'<' if hi_open else '<='} {_g(hi)}"
-    return ""
-
-
-def _int(where: str, v: Any, *, lo: int | None = None, hi: int | None = None) -> int:
-    rng = _range_text(lo, False, hi, False)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _err(f"{where} = {_q(v)}: must be a whole number{rng}")
-    if isinstance(v, float) and not math.isfinite(v):
-        raise _err(f"{where} = {_q(v)}: must be a finite whole number{rng}")
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise _err(f"{where} = {_q(v)}: out of range; must be a whole number{rng}")
-    if isinstance(v, float) and v != int(v):
-        raise _err(f"{where} = {_q(v)}: must be a whole number{rng}")
-    return int(v)
 
 
 def _vec(where: str, v: Any, n: int, *, allow_none: bool = False) -> tuple[float, ...]:
@@ -668,11 +608,13 @@ def _check_resources(sc: Scenario) -> None:
       float64 ulp of the clock would leave the clock standing still (a hang).
     * Services are bounded by ``sum_j duration / min_i s_ij`` (each resource serves one
       packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``.
-    * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) below 1 at every
-      resource, or else a bounded overload run: the flows it can bring (static flows plus
-      the expected arrivals over the run plus six standard deviations) must fit under
-      ``MAX_AUTO_FLOWS``, or under an explicit ``run.max_flows``.  Flows in the system never
-      outnumber the flows that arrived, so this bounds the flow table.
+    * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) from explicit class
+      rates below 1 at every resource, or else an overload run that says so with an explicit
+      ``run.max_flows``, which must hold the flows the run can bring (static flows plus the
+      expected arrivals over the run plus six standard deviations).  Flows in the system never
+      outnumber the flows that arrived, so this bounds the flow table.  Rates scaled by
+      ``[traffic] load`` (< 1 by construction) and the empirical rates of an arrival trace
+      (finite by construction) are not explicit rates.
     * The engine's initial flow table (static flows + 64 rows, a ring of the window rounded
       up to a power of two per row) fits in ``MAX_TABLE_BYTES``.
     """
@@ -700,14 +642,14 @@ def _check_resources(sc: Scenario) -> None:
                    "run.duration or set run.max_services")
     arrivals = sum(c.rate for c in sc.classes) * sc.run.duration
     need = len(sc.flows) + arrivals + 6.0 * math.sqrt(arrivals) + 10.0
-    if sc.classes and sc.load is None:
+    if sc.classes and sc.load is None and sc.arrival_trace is None:
         loads = sc.class_resource_loads()
         j = max(range(sc.n_resources), key=lambda i: loads[i])
-        if not loads[j] < 1.0 and sc.run.max_flows == 0 and need > MAX_AUTO_FLOWS:
+        if not loads[j] < 1.0 and sc.run.max_flows == 0:
             raise _err(f"class[*].rate: class load {loads[j]:.4g} at resource {sc.resources[j]!r} (sum of rate x "
-                       f"mean_packets x cost) is >= 1, so flows pile up: this run could bring {need:.4g} flows "
-                       f"(more than {MAX_AUTO_FLOWS:,}); lower the rates, use [traffic] load with shares, shorten "
-                       "run.duration, or set run.max_flows for an overload run")
+                       f"mean_packets x cost) is >= 1, so flows pile up; lower the rates, use [traffic] load with "
+                       f"shares, or ask for an overload run with an explicit flow cap: run.max_flows >= "
+                       f"{math.ceil(need)} (this run can bring {need:.4g} flows)")
     if sc.run.max_flows > 0:
         if need > sc.run.max_flows:
             raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({len(sc.flows)} "

@@ -44,7 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import flows
+from flows.cli_args import Parser, dumps_strict, int_type, shorten
 from flows.errors import MrfqError
+
+#: documented ranges of the options (README, "what mrfq refuses and why")
+MAX_BENCH_SERVICES = 10**10   # services per timed run (about 15 minutes of one run)
+MAX_BENCH_REPS = 100          # timed pairs per workload
+MAX_BENCH_FLOWS = 2_000_000   # --max-flows
 
 VECTORS = ((1.0, 0.2), (0.2, 1.0), (1.0, 1.0))
 
@@ -310,9 +316,7 @@ def peak_memory_kb(services_list: list[int]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="mrfq bench", description=__doc__.splitlines()[0])
+    ap = Parser(prog="mrfq bench", description=__doc__.splitlines()[0])
     add_arguments(ap)
     try:
         return run(ap.parse_args(argv))
@@ -324,13 +328,31 @@ def main(argv: list[str] | None = None) -> int:
 def add_arguments(ap) -> None:
     ap.add_argument("--quick", action="store_true", help="shorter workloads, fewer repetitions")
     ap.add_argument("--json", action="store_true", help="print one JSON object {rows: [...]}")
-    ap.add_argument("--services", type=float, help="services per timed run (default 2e7; quick 2e6)")
-    ap.add_argument("--reps", type=int, help="timed repetitions per workload (default 5; quick 3)")
-    ap.add_argument("--c-source", default=None, help="path of mrfq_ref.c (default ../shared/bench/limit)")
-    ap.add_argument("--only", help="run only workloads whose name contains this text")
+    ap.add_argument("--services", type=int_type("--services", lo=1000, hi=MAX_BENCH_SERVICES), metavar="N",
+                    help=f"services per timed run, in [1000, {MAX_BENCH_SERVICES:.0e}] (default 2e7; quick 2e6)")
+    ap.add_argument("--reps", type=int_type("--reps", lo=1, hi=MAX_BENCH_REPS), metavar="N",
+                    help=f"timed repetitions per workload, in [1, {MAX_BENCH_REPS}] (default 5; quick 3)")
+    ap.add_argument("--c-source", default=None, metavar="FILE",
+                    help="path of mrfq_ref.c (default ../shared/bench/limit)")
+    ap.add_argument("--only", metavar="TEXT", help="run only workloads whose name contains this text")
     ap.add_argument("--no-extras", action="store_true", help="skip the SimPy, first-call and memory rows")
-    ap.add_argument("--max-flows", type=int, default=None,
-                    help="skip static/RTT workloads with more flows than this (quick: 1e5; default none)")
+    ap.add_argument("--max-flows", type=int_type("--max-flows", lo=1, hi=MAX_BENCH_FLOWS), default=None,
+                    metavar="N", help="skip static/RTT workloads with more flows than this (quick: 1e5; default none)")
+
+
+def selected_workloads(only: str | None, max_flows: int | None, *, quick_default: bool = False) -> list[Workload]:
+    """The workloads ``--only`` and ``--max-flows`` keep; none is an error (named)."""
+    if only is not None and not only.strip():
+        raise MrfqError(f"--only {shorten(only)}: empty; give part of a workload name, e.g. '3 static'")
+    out = [w for w in WORKLOADS if (only is None or only in w.name)
+           and not (max_flows is not None and w.mode != "dynamic" and w.flows > max_flows)]
+    if not out:
+        what = f"--only {shorten(only)}" if only is not None else ""
+        if max_flows is not None:
+            what += ((" with " if what else "") + f"--max-flows {max_flows}"
+                     + (" (the --quick default)" if quick_default else ""))
+        raise MrfqError(f"{what}: no workload left; workloads: {'; '.join(w.name for w in WORKLOADS)}")
+    return out
 
 
 def _row_text(row: dict) -> str:
@@ -361,13 +383,17 @@ def log_flows_table(rows: list[dict]) -> list[tuple[int, float, float]]:
 
 
 def run(args) -> int:
+    # every option is checked before the first compilation or run
     services = int(args.services or (2e6 if args.quick else 2e7))
-    reps = args.reps or (3 if args.quick else 5)
-    if services < 1000 or reps < 1:
-        raise MrfqError(f"--services = {services}, --reps = {reps}: need --services >= 1000 and --reps >= 1")
-    if args.max_flows is not None and args.max_flows < 1:
-        raise MrfqError(f"--max-flows = {args.max_flows}: must be >= 1")
+    reps = int(args.reps or (3 if args.quick else 5))
+    if not (1000 <= services <= MAX_BENCH_SERVICES and 1 <= reps <= MAX_BENCH_REPS):
+        raise MrfqError(f"--services = {services}, --reps = {reps}: need --services in [1000, "
+                        f"{MAX_BENCH_SERVICES:.0e}] and --reps in [1, {MAX_BENCH_REPS}]")
+    max_flows = args.max_flows if args.max_flows is not None else (100_000 if args.quick else None)
+    workloads = selected_workloads(args.only, max_flows, quick_default=args.max_flows is None)
     root = Path(__file__).resolve().parent.parent
+    if args.c_source is not None and not Path(args.c_source).is_file():
+        raise MrfqError(f"--c-source {shorten(args.c_source)}: no such file (the yardstick's mrfq_ref.c)")
     src = Path(args.c_source) if args.c_source else root.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
     binary = None
     c_note = ""
@@ -379,12 +405,7 @@ def run(args) -> int:
     except subprocess.CalledProcessError as e:
         c_note = f"C yardstick skipped: compiling {src} failed ({e.stderr.decode()[:200]})"
     rows = []
-    max_flows = args.max_flows if args.max_flows is not None else (100_000 if args.quick else None)
-    for w in WORKLOADS:
-        if args.only and args.only not in w.name:
-            continue
-        if max_flows is not None and w.mode != "dynamic" and w.flows > max_flows:
-            continue
+    for w in workloads:
         row = run_pairs(w, services, reps, binary)
         rows.append(row)
         if not args.json:
@@ -400,7 +421,7 @@ def run(args) -> int:
         out["first_call"] = first_call_seconds()
         out["peak_rss_kb"] = peak_memory_kb([int(1e6), int(1e7)] if args.quick else [int(1e7), int(1e8)])
     if args.json:
-        print(json.dumps(out))
+        print(dumps_strict(out))
         return 0
     if c_note:
         print(c_note)

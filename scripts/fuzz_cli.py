@@ -7,7 +7,12 @@ Two campaigns, both seeded (same seed, same cases):
   and run as ``mrfq run FILE --duration D [--json]``;
 * ``cli``: argument lists for every command (run, alloc, fluid, compare, results,
   presets) mixing valid and bad values, output paths into missing, read-only or existing
-  folders, unknown plot formats and foreign SQLite files.
+  folders, unknown plot formats and foreign SQLite files;
+* ``bench``: ``mrfq bench`` option lists (``--services``, ``--reps``, ``--max-flows``,
+  ``--only``, ``--c-source``, ``--quick``, ``--json``; always ``--no-extras`` and one small
+  or unknown workload, so that an accepted case is a short benchmark);
+* ``cluster``: mutated copies of the cluster presets (``flows/presets/cluster/*.toml``) run
+  as ``mrfq cluster sim FILE --json`` and ``mrfq alloc FILE --json``.
 
 Every case runs in a long-lived worker process (imports paid once) under a wall-clock
 cap and an address-space limit; a case that overruns the cap is a *hang* (the worker is
@@ -26,7 +31,7 @@ longer than the cap, and the count is about the command's answers, not about com
 
 Usage (from a checkout, with it first on ``PYTHONPATH``)::
 
-    python scripts/fuzz_cli.py --module analysis.cli --scenarios 400 --cli 150 --seed 12
+    python scripts/fuzz_cli.py --module analysis.cli --scenarios 400 --cli 150 --bench 60 --cluster 300 --seed 12
     python scripts/fuzz_cli.py --module router.cli ...     # the code before issue 12
 
 ``--module`` names the module whose ``main(argv)`` is the dispatcher.  Prints a summary
@@ -251,6 +256,73 @@ def cli_case(rng: random.Random, env: dict) -> list[str]:
     return ["presets"]
 
 
+def bench_case(rng: random.Random, env: dict) -> list[str]:
+    """``mrfq bench`` options, each valid with probability 3/4: valid ones are small (an accepted
+    case is a short benchmark)."""
+    def pick(good, bad):
+        return rng.choice(good) if rng.random() < 0.75 else rng.choice(bad)
+
+    a = ["bench", "--no-extras", "--only", pick(["3 static, drfq", "3 static, sfq", "dynamic rho=0.8, drfq",
+                                                 "30 static", "3 static", "300 static"],
+                                                ["nope", "", " ", "x" * 5000, "1e7 static"])]
+    a += ["--services", pick(["1000", "2000", "5e3", "2.5e3"],
+                             ["999", "0", "-1", "nan", "inf", "1e20", "1e11", "1_0", "x", "", "1e3.5", "2000.5"])]
+    if rng.random() < 0.5:
+        a += ["--reps", pick(["1", "2"], ["0", "-1", "101", "1.5", "nan", "1e9", "x"])]
+    if rng.random() < 0.3:
+        a += ["--max-flows", pick(["300", "1000", "1e6"], ["0", "-5", "1e7", "nan", "1.5"])]
+    if rng.random() < 0.2:
+        a += ["--c-source", rng.choice([env["missing"] + "/mrfq_ref.c", env["dir"], env["tmp"] + "/none.c"])]
+    if rng.random() < 0.3:
+        a.append("--quick")
+    if rng.random() < 0.5:
+        a.append("--json")
+    if rng.random() < 0.05:
+        a.append(rng.choice(["--bogus", "--services"]))
+    return a
+
+
+CLUSTER_KEYS = {"run": ["duration", "warmup", "seed", "samples", "allocator"], "traffic": ["kind", "rate", "trace"]}
+
+
+def mutate_cluster(rng: random.Random, base: dict) -> tuple[bytes, list[str]]:
+    """A mutated copy of a cluster preset (the same mutations as :func:`mutate_scenario`)."""
+    d = copy.deepcopy(base)
+    notes = []
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.15:  # add a key the preset lacks
+            table = rng.choice(list(CLUSTER_KEYS))
+            key = rng.choice(CLUSTER_KEYS[table])
+            t = d.setdefault(table, {})
+            if isinstance(t, dict):
+                t[key] = rng.choice(SPECIAL)
+                notes.append(f"set {table}.{key}")
+            continue
+        paths = _paths(d)
+        if not paths:
+            break
+        cont, key, path = rng.choice(paths)
+        if rng.random() < 0.2:
+            if isinstance(cont, dict):
+                del cont[key]
+            else:
+                cont.pop(key)
+            notes.append(f"del {'.'.join(map(str, path))}")
+        else:
+            cont[key] = rng.choice(SPECIAL)
+            notes.append(f"set {'.'.join(map(str, path))}")
+    text = to_toml(d)
+    raw = text.encode("utf-8")
+    enc = rng.random()
+    if enc < 0.04:
+        raw = b"\xef\xbb\xbf" + raw
+        notes.append("BOM")
+    elif enc < 0.08:
+        raw = raw.replace(b'"', b'"\xff', 1)
+        notes.append("invalid UTF-8")
+    return raw, notes
+
+
 # ---------------------------------------------------------------------------
 def worker(module: str, mem_gb: float) -> None:
     """Read one JSON argv per line, run ``main(argv)`` in-process, answer one JSON line."""
@@ -272,8 +344,10 @@ def worker(module: str, mem_gb: float) -> None:
             except BaseException as x:  # noqa: BLE001 - the point is to see what escapes
                 exc = "".join(traceback.format_exception_only(type(x), x)).strip()[:300]
         err = e.getvalue()
-        out.write(json.dumps({"code": code, "stdout": o.getvalue()[-20000:], "stderr": err[:2000],
-                              "stderr_chars": len(err), "stderr_lines": err.count("\n"), "exc": exc}) + "\n")
+        text = o.getvalue()
+        out.write(json.dumps({"code": code, "stdout": text[-20000:], "stderr": err[:2000],
+                              "stderr_chars": len(err), "stderr_lines": err.count("\n"), "exc": exc,
+                              "json_ok": _strict_json_ok(text)}) + "\n")
         out.flush()
 
 
@@ -312,6 +386,16 @@ class Runner:
             self.p.wait()
 
 
+def _strict_json_ok(text: str) -> bool:
+    """The last line of ``text`` parses as strict JSON (no NaN/Infinity), checked on the whole
+    output in the worker (the answer carries only its last 20,000 characters)."""
+    try:
+        json.loads(text.strip().splitlines()[-1], parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    except (ValueError, IndexError):
+        return False
+    return True
+
+
 def classify(res: dict | None, argv: list[str]) -> str:
     if res is None:
         return "hang"
@@ -323,12 +407,8 @@ def classify(res: dict | None, argv: list[str]) -> str:
     if res["code"] == 1 and "internal error" in err and "\n" not in err:
         return "internal"
     if res["code"] == 0:
-        if "--json" in argv:
-            try:
-                json.loads(res["stdout"].strip().splitlines()[-1],
-                           parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
-            except (ValueError, IndexError):
-                return "bad_json"
+        if "--json" in argv and not res.get("json_ok", _strict_json_ok(res["stdout"])):
+            return "bad_json"
         return "accepted"
     return "traceback"
 
@@ -353,6 +433,8 @@ def main() -> int:
     ap.add_argument("--module", default="analysis.cli", help="module with main(argv)")
     ap.add_argument("--scenarios", type=int, default=400)
     ap.add_argument("--cli", type=int, default=150)
+    ap.add_argument("--bench", type=int, default=0, help="mrfq bench option lists")
+    ap.add_argument("--cluster", type=int, default=0, help="mutated cluster presets (each through sim and alloc)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--cap", type=float, default=60.0, help="wall-clock seconds per case")
     ap.add_argument("--mem-gb", type=float, default=3.0, help="address-space limit of the worker")
@@ -370,6 +452,7 @@ def main() -> int:
     env = make_env(tmp)
     pdir = Path(a.presets) if a.presets else Path(__file__).resolve().parent.parent / "flows" / "presets"
     presets = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted(pdir.glob("*.toml"))}
+    cpresets = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted((pdir / "cluster").glob("*.toml"))}
     rng = random.Random(a.seed)
     warm = Runner(a.module, 900.0, a.mem_gb, str(tmp))
     t_warm = time.time()
@@ -386,7 +469,9 @@ def main() -> int:
     cases, counts = [], {}
     t0 = time.time()
     try:
-        for campaign, n in (("scenarios", a.scenarios), ("cli", a.cli)):
+        for campaign, n in (("scenarios", a.scenarios), ("cli", a.cli), ("bench", a.bench), ("cluster", a.cluster)):
+            if n == 0 and campaign in ("bench", "cluster"):
+                continue
             c = counts.setdefault(campaign, {k: 0 for k in ("cases", "clean", "accepted", "huge_message", "internal",
                                                              "traceback", "bad_json", "hang")})
             for i in range(n):
@@ -399,8 +484,16 @@ def main() -> int:
                     if rng.random() < 0.5:
                         argv.append("--json")
                     desc = f"{name}: {', '.join(notes)}"
+                elif campaign == "cluster":
+                    name = rng.choice(sorted(cpresets))
+                    raw, notes = mutate_cluster(rng, cpresets[name])
+                    f = tmp / f"c{i}.toml"
+                    f.write_bytes(raw)
+                    # even cases: the simulator; odd cases: the fluid allocations
+                    argv = ["cluster", "sim", str(f), "--json"] if i % 2 == 0 else ["alloc", str(f), "--json"]
+                    desc = f"{name} ({argv[0]} {argv[1]}): {', '.join(notes)}"
                 else:
-                    argv = cli_case(rng, env)
+                    argv = cli_case(rng, env) if campaign == "cli" else bench_case(rng, env)
                     desc = " ".join(x if len(x) < 80 else x[:40] + "..." for x in argv)
                 res = runner.run(argv)
                 out = classify(res, argv)

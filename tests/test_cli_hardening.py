@@ -55,6 +55,8 @@ CASES_TOML = [
     (BASE + "[[flow]]\ncost = [1.0, 0.5]\npackets = 9223372036854775808\n", "flow[0].packets"),
     (BASE + "[[class]]\ncost = [1.0, 0.5]\nrate = 1000\nmean_packets = 1\n",
      "class load 1000 at resource 'cpu'"),
+    (BASE + "[[class]]\ncost = [1.0, 0.5]\nrate = 0.01\nmean_packets = 100\n",
+     "class load 1 at resource 'cpu' (sum of rate x mean_packets x cost) is >= 1, so flows pile up"),
     (BASE + "[[class]]\ncost = [1.0, 0.5]\nrate = 1e308\nmean_packets = 1\n", "class[0].rate = 1e+308: out of range"),
     ('resources = ["cpu"]\n[router]\nwindow = 2\n[[flow]]\ncost = [5e-324]\n[[flow]]\ncost = [1.0]\n',
      "flow[0].cost[0] = 4.94066e-324: a positive time per packet must be >= 1e-12 x the largest"),
@@ -112,8 +114,9 @@ def test_overload_run_needs_an_explicit_flow_cap():
     d = {"resources": ["cpu", "link"], "run": {"duration": 1e6},
          "class": [{"cost": [0.5, 1.0], "rate": 0.6, "mean_packets": 2}]}
     # class load at link: 0.6 * 2 * 1.0 = 1.2; 600000 expected arrivals + 6 sd (4647.6) + 10 = 604657.6
-    with pytest.raises(ScenarioError, match=r"class load 1.2 at resource 'link' .* this run could bring "
-                                            r"6.047e\+05 flows \(more than 100,000\)"):
+    with pytest.raises(ScenarioError, match=r"^class\[\*\]\.rate: class load 1.2 at resource 'link' .* flows pile up; "
+                                            r".*explicit flow cap: run.max_flows >= 604658 \(this run can bring "
+                                            r"6.047e\+05 flows\)$"):
         flows.from_dict(d)
     d["run"]["max_flows"] = 604_657
     with pytest.raises(ScenarioError, match=r"run.max_flows = 604657: the run can hold up to 6.047e\+05 flows"):
@@ -122,9 +125,39 @@ def test_overload_run_needs_an_explicit_flow_cap():
     sc = flows.from_dict(d)
     assert sc.run.max_flows == 604_658
     assert flows.from_dict(flows.to_dict(sc)) == sc
-    # a short overload run brings few flows (60 + 46.5 + 10): bounded by construction, accepted
-    d["run"] = {"duration": 100.0}
+
+
+@pytest.mark.nojit
+def test_short_overload_run_needs_the_flow_cap_too():
+    """No exemption for a short run: 60 expected arrivals still need run.max_flows (60 + 46.48 + 10)."""
+    d = {"resources": ["cpu", "link"], "run": {"duration": 100.0},
+         "class": [{"cost": [0.5, 1.0], "rate": 0.6, "mean_packets": 2}]}
+    with pytest.raises(ScenarioError, match=r"class load 1.2 at resource 'link'.*run.max_flows >= 117 "):
+        flows.from_dict(d)
+    d["run"]["max_flows"] = 116
+    with pytest.raises(ScenarioError, match=r"run.max_flows = 116: the run can hold up to 116.5 flows"):
+        flows.from_dict(d)
+    d["run"]["max_flows"] = 117
     assert flows.from_dict(d).class_resource_loads() == pytest.approx((0.6, 1.2))
+    # load exactly 1 (0.5 x 2 x 1.0) is overload too; just below 1 needs no cap
+    d["class"][0]["rate"], d["run"] = 0.5, {"duration": 100.0}
+    with pytest.raises(ScenarioError, match=r"class load 1 at resource 'link'"):
+        flows.from_dict(d)
+    d["class"][0]["rate"] = 0.4995
+    assert flows.from_dict(d).run.max_flows == 0
+    # the most loaded resource is named: cpu here (1.5 x 2 x 0.5 = 1.5 > 1.5 x 2 x 0.25)
+    d["class"][0].update(rate=1.5, cost=[0.5, 0.25])
+    with pytest.raises(ScenarioError, match=r"class load 1.5 at resource 'cpu'"):
+        flows.from_dict(d)
+
+
+@pytest.mark.nojit
+def test_rates_from_load_or_a_trace_need_no_flow_cap():
+    # [traffic] load scales the rates below 1; a trace's empirical rates (trace-small: 1.3 at the
+    # link) bring a finite list of flows
+    assert flows.load_preset("dynamic-small").run.max_flows == 0
+    sc = flows.load_preset("trace-small")
+    assert max(sc.class_resource_loads()) > 1 and sc.run.max_flows == 0
 
 
 @pytest.mark.nojit
@@ -178,6 +211,14 @@ CASES_ARGV = [
      "argument --trace-limit: '1e11': out of range; give a whole number in [1, 10,000,000]"),
     (["run", "--preset", "oracle-rates", "--duration", "nan"], "argument --duration: 'nan': not a number"),
     (["run", "--preset", "oracle-rates", "--window", "1e30"], "argument --window: '1e30': out of range"),
+    (["bench", "--services", "nan"], "argument --services: 'nan': not a number"),  # was a ValueError traceback
+    (["bench", "--services", "1e20"], "'1e20': out of range; give a whole number in [1,000, 10,000,000,000]"),
+    (["bench", "--reps", "1e9"], "argument --reps: '1e9': out of range; give a whole number in [1, 100]"),
+    (["bench", "--only", "nope", "--quick"], "--only 'nope' with --max-flows 100000 (the --quick default): no "
+                                             "workload left; workloads: 3 static, drfq;"),
+    (["bench", "--only", ""], "--only '': empty"),
+    (["bench", "--c-source", "missing.c"], "--c-source 'missing.c': no such file"),
+    (["fluid", "--preset", "br-unbalanced", "--time-limit", "-1"], "--time-limit = '-1': out of range"),
 ]
 
 
@@ -314,12 +355,12 @@ def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
 
 
 def test_flow_table_past_its_memory_cap_is_refused_before_allocation(monkeypatch):
-    """An overload run that brings few flows is accepted by the gate (its arrivals bound the
+    """An overload run with an explicit flow cap is accepted by the gate (its arrivals bound the
     table); the engine still refuses to grow the table past its byte cap, naming the time."""
     import router.engine as engine
     from router.run import simulate
 
-    sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 400.0},
+    sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 400.0, "max_flows": 300},
                           "class": [{"cost": [1.0], "rate": 0.5, "mean_packets": 10}]})  # load 5
     assert simulate(sc).max_active_flows > 128
     monkeypatch.setattr(engine, "MAX_TABLE_BYTES", 100_000)

@@ -95,8 +95,8 @@ def test_unstable_load_refused():
     with pytest.raises(MrfqError, match=r"load: resource 'r1' has load 1.02 >= 1; the Markov model needs"):
         markov.solve(cl, "pf")
     with pytest.raises(MrfqError, match=r"resource 'link' has load"):
-        markov.solve(flows.from_dict({"resources": ["cpu", "link"], "class": [
-            {"name": "c", "cost": [0.5, 1.0], "rate": 0.06, "mean_packets": 20}]}), "drf")
+        markov.solve(flows.from_dict({"resources": ["cpu", "link"], "run": {"max_flows": 500}, "class": [
+            {"name": "c", "cost": [0.5, 1.0], "rate": 0.06, "mean_packets": 20}]}), "drf")  # an overload run
     with pytest.raises(MrfqError, match=r"load = 1: must be < 1"):
         markov.solve(flows.load_preset("br-balanced"), "drf", load=1.0)
 

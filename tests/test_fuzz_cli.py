@@ -7,7 +7,11 @@ line naming the field; none escapes as a traceback, none hangs, no JSON carries 
   bounded (pure Python, no engine);
 * accepted mutants run through the engine under ``run.max_services`` (so none can hang) and
   their JSON must be strict;
-* command lines: hypothesis over ``alloc`` argument lists in-process (no engine: bounded);
+* command lines: hypothesis over ``alloc`` argument lists in-process (no engine: bounded), and
+  over ``bench`` option lists in-process with the timed runs replaced by a recorder (bounded:
+  only the option checks run; an accepted case must stay within the documented ranges);
+* cluster scenarios: hypothesis mutates the cluster presets through ``cluster_from_dict``
+  (pure Python, as for packet scenarios);
 * the larger run (slow): ``scripts/fuzz_cli.py`` over scenario files and every command, each
   case in a worker process under a wall-clock cap and an address-space limit.
 """
@@ -157,6 +161,114 @@ def test_alloc_command_lines_succeed_or_refuse_cleanly(capsys, argv):
         assert err.startswith("mrfq: error: ") and err.count("\n") == 1 and len(err) < 600, err
 
 
+BENCH_NUM = st.sampled_from(["1000", "2000", "5e3", "999", "0", "-1", "nan", "inf", "1e20", "1e10", "1e11", "1_0", "x",
+                             "", "2.5e3", "1e3.5", "1", "100", "101", "1.5", "2000000", "2000001", "0x10"])
+
+
+@st.composite
+def bench_argv(draw):
+    argv = ["bench"]
+    for opt in draw(st.lists(st.sampled_from(["--services", "--reps", "--max-flows", "--only", "--c-source",
+                                              "--quick", "--json", "--no-extras", "--bogus"]), unique=True,
+                             max_size=5)):
+        if opt in ("--quick", "--json", "--no-extras", "--bogus"):
+            argv.append(opt)
+        elif opt == "--only":
+            argv += [opt, draw(st.sampled_from(["3 static", "dynamic", "1e6 static", "nope", "", " ", "y" * 3000]))]
+        elif opt == "--c-source":
+            argv += [opt, draw(st.sampled_from(["/nonexistent/mrfq_ref.c", "/", str(ROOT / "README.md")]))]
+        else:
+            argv += [opt, draw(BENCH_NUM)]
+    return argv
+
+
+@pytest.mark.nojit
+@seed(15)
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(bench_argv())
+def test_bench_options_are_checked_before_any_work(capsys, monkeypatch, argv):
+    """Every bench option list is refused in one line (exit 2) or starts only bounded runs: the
+    timed runs are replaced by a recorder, so nothing is compiled or timed here."""
+    from analysis.cli import main
+    from router import bench
+
+    ran = []
+
+    def fake_pairs(w, services, reps, binary):
+        ran.append((w.name, services, reps))
+        return {"workload": w.name, "flows": w.flows, "services": services, "mrfq_msvc_per_cpu_s": 1.0,
+                "mrfq_msvc_per_wall_s": 1.0, "c_msvc_per_cpu_s": None, "c_msvc_per_wall_s": None, "ratio": None,
+                "pairs": reps}
+
+    monkeypatch.setattr(bench, "run_pairs", fake_pairs)
+    monkeypatch.setattr(bench, "build_c", lambda src: None)
+    monkeypatch.setattr(bench, "time_reference", lambda n, reps: pytest.fail("extras ran"))
+    monkeypatch.setattr(bench, "first_call_seconds", lambda: pytest.fail("extras ran"))
+    monkeypatch.setattr(bench, "peak_memory_kb", lambda ns: pytest.fail("extras ran"))
+    argv = argv if "--no-extras" in argv else argv + ["--no-extras"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    if code == 0:
+        assert err == "" and ran
+        for _, services, reps in ran:
+            assert 1000 <= services <= bench.MAX_BENCH_SERVICES and 1 <= reps <= bench.MAX_BENCH_REPS
+        if "--json" in argv:
+            json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
+    else:
+        assert code == 2 and not ran, err
+        assert err.startswith("mrfq: error: ") and err.count("\n") == 1 and len(err) < 800, err
+
+
+CLUSTER_PRESETS = {p.stem: tomllib.loads(p.read_text(encoding="utf-8"))
+                   for p in sorted((ROOT / "flows" / "presets" / "cluster").glob("*.toml"))}
+CLUSTER_FIELDS = ("resources", "run", "server", "node", "user", "traffic", "name", "description", "cluster")
+
+
+@st.composite
+def mutated_cluster_presets(draw):
+    name = draw(st.sampled_from(sorted(CLUSTER_PRESETS)))
+    d = copy.deepcopy(CLUSTER_PRESETS[name])
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(d)
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        tgt = d
+        for p in path[:-1]:
+            tgt = tgt[p]
+        if draw(st.booleans()) and draw(st.booleans()):
+            del tgt[path[-1]]
+        else:
+            tgt[path[-1]] = draw(SPECIAL)
+    if draw(st.integers(0, 4)) == 0:  # a key the preset lacks
+        table = draw(st.sampled_from(["run", "traffic"]))
+        key = draw(st.sampled_from(["duration", "warmup", "seed", "samples", "rate"]))
+        if isinstance(d.get(table, {}), dict):
+            d.setdefault(table, {})[key] = draw(SPECIAL)
+    return name, d
+
+
+@pytest.mark.nojit
+@seed(16)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated_cluster_presets())
+def test_cluster_gate_accepts_or_refuses_in_one_line(case):
+    from flows.cluster import MAX_TASKS, cluster_from_dict, expected_tasks
+
+    name, d = case
+    try:
+        sc = cluster_from_dict(d, name=name)
+    except ScenarioError as e:
+        msg = str(e)
+        assert "\n" not in msg and len(msg) < 600, msg[:200]
+        head = msg.split(":", 1)[0].split(" ", 1)[0]
+        assert head.split(".")[0].split("[")[0] in CLUSTER_FIELDS, f"message does not start with a field: {msg[:200]}"
+        return
+    assert expected_tasks(sc) <= MAX_TASKS  # an accepted scenario's run is bounded
+    assert sc.capacity().shape == (sum(s.count for s in sc.servers), sc.n_resources)
+
+
 def _fuzz_module():
     spec = importlib.util.spec_from_file_location("fuzz_cli", ROOT / "scripts" / "fuzz_cli.py")
     mod = importlib.util.module_from_spec(spec)
@@ -167,7 +279,7 @@ def _fuzz_module():
 @pytest.mark.nojit
 def test_fuzz_script_toml_writer_round_trips():
     mod = _fuzz_module()
-    for d in PRESETS.values():
+    for d in list(PRESETS.values()) + list(CLUSTER_PRESETS.values()):
         assert tomllib.loads(mod.to_toml(d)) == d
     odd = {"resources": ["a"], "run": {"seed": math.inf, "x": 2**63}, "flow": [{"cost": [5e-324], "n": "é"}]}
     back = tomllib.loads(mod.to_toml(odd))
@@ -178,13 +290,15 @@ def test_fuzz_script_toml_writer_round_trips():
 def test_fuzz_campaign_every_case_clean_or_accepted(tmp_path):
     """scripts/fuzz_cli.py at a reduced size: no traceback, no internal error, no hang, strict JSON.
     No warm-up: the 180 s cap per case leaves room for a first compilation of a loop variant."""
-    n_scen, n_cli = int(scaled(100, 20)), int(scaled(40, 10))
+    n_scen, n_cli, n_bench, n_cluster = int(scaled(100, 20)), int(scaled(40, 10)), int(scaled(20, 5)), int(scaled(60, 10))
     out = tmp_path / "fuzz.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_cli.py"), "--module", "analysis.cli",
-                    "--scenarios", str(n_scen), "--cli", str(n_cli), "--seed", "21", "--cap", "180", "--no-warm",
+                    "--scenarios", str(n_scen), "--cli", str(n_cli), "--bench", str(n_bench), "--cluster", str(n_cluster),
+                    "--seed", "21", "--cap", "180", "--no-warm",
                     "--json", str(out)], env=env, check=True, timeout=3600, capture_output=True)
     d = json.loads(out.read_text())
     bad = [c for c in d["cases"] if c["outcome"] not in ("clean", "accepted")]
     assert not bad, bad[:5]
     assert d["counts"]["scenarios"]["cases"] == n_scen and d["counts"]["cli"]["cases"] == n_cli
+    assert d["counts"]["bench"]["cases"] == n_bench and d["counts"]["cluster"]["cases"] == n_cluster

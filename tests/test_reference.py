@@ -152,7 +152,7 @@ TRACE_CAP = 100_000
 
 MANY_FLOWS = flows.from_dict({
     "resources": ["cpu", "link"], "router": {"scheduler": "bmf-wfq", "window": 3, "rtt": 0.5},
-    "run": {"duration": 60.0, "seed": 7},
+    "run": {"duration": 60.0, "seed": 7, "max_flows": 300},  # class load 8.75 at link: an overload run
     "class": [{"name": "a", "cost": [0.25, 0.5], "rate": 2.0, "mean_packets": 8.0},
               {"name": "b", "cost": [0.5, 0.25], "rate": 1.0, "mean_packets": 3.0, "weight": 2.0}]})
 LONG_RTT = flows.from_dict({
@@ -222,6 +222,9 @@ def scenarios(draw, J=None, scheduler=None, options=True):
         classes.append(c)
     if classes:
         d["class"] = classes
+        # the class load can reach 1 (e.g. 2 x 0.3 x 4 x 1.5): an overload run with an explicit cap,
+        # above the most it can bring (4 static + 36 expected arrivals + 6 sd + 10)
+        d["run"]["max_flows"] = 100
     return flows.from_dict(d)
 
 

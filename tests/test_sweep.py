@@ -240,6 +240,63 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
         assert 1 <= c.execute("SELECT COUNT(*) FROM points").fetchone()[0] < 18
 
 
+DASK_BLOCK_SCRIPT = """
+import ctypes, os, sys
+from analysis import sweep
+from analysis.sweep import Point
+
+def blocking(d, nm, p):  # holds the GIL for two minutes, as a long kernel would
+    open(os.path.join(sys.argv[1], f"started-{os.getpid()}"), "w").close()
+    ctypes.PyDLL(None).sleep(120)
+    return {}
+
+if __name__ == "__main__":  # dask's workers are spawned: they import this file again
+    sweep.run_point = blocking          # looked up at submit time; pickled by value from __main__
+    sweep._warm = lambda specs: None    # nothing to compile
+    sweep._warm_specs = lambda tasks: []
+    tasks = [(Point("h", "drfq", load, 0, 1, 1.0), {}, "x") for load in (0.5, 0.7)]
+    if sys.argv[2] == "plain":  # without the plugin: dask's own parent pipe only
+        import analysis.dask_plugin as dp
+        dp.register_die_with_parent = lambda client, pid: None
+    sweep.execute(tasks, lambda p, payload: None, executor="dask:local", workers=2)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc, prctl")
+def test_sigkill_of_a_dask_local_sweep_leaves_no_worker_behind(tmp_path):
+    """dask:local workers busy in a GIL-holding call die at once with the SIGKILLed sweep
+    (PR_SET_PDEATHSIG from analysis.dask_plugin); dask's own parent pipe would wait for the GIL."""
+    pytest.importorskip("distributed")
+    script = tmp_path / "dask_sweep.py"
+    script.write_text(DASK_BLOCK_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    p = subprocess.Popen([sys.executable, str(script), str(tmp_path), "plugin"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = []
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and p.poll() is None:
+            time.sleep(0.1)
+            workers = [int(f.name.split("-")[1]) for f in tmp_path.glob("started-*")]
+            if len(workers) >= 2:
+                break
+        assert p.poll() is None and len(workers) == 2, "the dask workers did not start their tasks"
+        assert all(w in _children(p.pid) for w in workers)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.time() + 10
+        while time.time() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.1)
+        assert not [w for w in workers if _alive(w)], "dask workers outlived the SIGKILLed sweep"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
+
+
 def test_die_with_parent_exits_an_orphaned_worker(tmp_path):
     """The parent-watch fallback alone (no prctl): a worker whose parent vanished exits."""
     code = (

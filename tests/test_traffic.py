@@ -20,7 +20,7 @@ from flows.traffic import CHUNK, ArrivalStream, SizeLaw, arrivals_until, class_c
 
 TWO_CLASSES = {
     "resources": ["cpu", "link"], "router": {"scheduler": "bmf-wfq", "window": 3},
-    "run": {"duration": 60.0, "seed": 11},
+    "run": {"duration": 60.0, "seed": 11, "max_flows": 200},  # class load 1.65 at link: an overload run
     "class": [{"name": "a", "cost": [0.25, 0.5], "rate": 0.6, "mean_packets": 4.0},
               {"name": "b", "cost": [0.5, 0.25], "rate": 0.3, "size": {"law": "pareto", "alpha": 1.5, "mean": 6.0}}]}
 
@@ -74,7 +74,7 @@ def test_values_do_not_depend_on_chunk_sizes(cuts, seed, law):
     size = {"geometric": {"law": "geometric", "mean": 3.0}, "pareto": {"law": "pareto", "alpha": 1.2, "mean": 9.0},
             "lognormal": {"law": "lognormal", "sigma": 1.5, "mean": 5.0},
             "deterministic": {"law": "deterministic", "packets": 7}}[law]
-    d = dict(TWO_CLASSES, run={"seed": seed})
+    d = dict(TWO_CLASSES, run={"seed": seed, "max_flows": 6000})  # 6000 time units of overload
     d["class"] = [dict(TWO_CLASSES["class"][0]), dict(TWO_CLASSES["class"][1], size=size)]
     sc = flows.from_dict(d)
     n = sum(cuts)

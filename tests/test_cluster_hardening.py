@@ -1,0 +1,120 @@
+"""Issue 12 for cluster scenarios: the cluster gate (flows/cluster.py) reads every value through the
+shared checks of flows/validate.py, so ``mrfq cluster sim`` and ``mrfq alloc CLUSTER.toml`` refuse
+NaN, inf, huge numbers and huge strings with one shortened line, and refuse runs whose work is
+unbounded before they start."""
+
+import pytest
+
+from analysis.cli import main
+from flows.cluster import cluster_from_dict, expected_tasks, load_cluster, load_cluster_preset
+from flows.errors import ScenarioError
+
+BASE = ('resources = ["cpu", "mem"]\n[run]\nduration = 100.0\n[[server]]\ncapacity = [4.0, 8.0]\n'
+        '[[user]]\nname = "a"\ndemand = [1.0, 2.0]\n')
+
+
+def toml(**repl) -> str:
+    text = BASE
+    for k, v in repl.items():
+        text = text.replace(k, v)
+    return text
+
+
+CASES = [
+    (toml(**{"capacity = [4.0, 8.0]": "capacity = [nan, 8.0]"}),
+     "server[0].capacity[0] = nan: must be a finite number in [0, 1e+12]"),
+    (toml(**{"capacity = [4.0, 8.0]": "capacity = [inf, 8.0]"}), "server[0].capacity[0] = inf: must be a finite"),
+    (toml(**{"demand = [1.0, 2.0]": "demand = [1e308, 2.0]"}),
+     "user[0].demand[0] = 1e+308: out of range; must be in [0, 1e+12]"),
+    (toml(**{"duration = 100.0": "duration = 1e300"}), "run.duration = 1e+300: out of range; must be in (0, 1e+15]"),
+    (toml(**{"[run]\n": "[run]\nseed = 9223372036854775808\n"}),
+     "run.seed = 9223372036854775808: out of range; must be a whole number in [0, 4,611,686,018,427,387,904]"),
+    (toml(**{"[run]\n": "[run]\nsamples = 1e9\n"}), "run.samples = 1000000000.0: out of range"),
+    (toml(**{"capacity = [4.0, 8.0]": "capacity = [4.0, 8.0]\ncount = 1e12"}),
+     "server[0].count = 1000000000000.0: out of range; must be a whole number in [1, 100,000]"),
+    (toml(**{'name = "a"': 'name = "' + "n" * 1_000_000 + '"'}),
+     "nnnnn... (1,000,002 characters): must be a non-empty string of at most 100 characters"),
+    (toml(**{"[run]\n": '[run]\nallocator = "' + "z" * 100_000 + '"\n'}), "(100,002 characters): unknown; choose one"),
+    (toml(**{"demand = [1.0, 2.0]": "demand = [5e-324, 2.0]"}),
+     "user[0].demand[0] = 4.94066e-324: a positive demand must be >= 1e-12 x the pooled capacity of 'cpu'"),
+    (toml(**{"[[user]]\n": "[[user]]\nduration = 1e-6\n"}),
+     "run.duration = 100: about 4e+08 task launches"),
+    (toml(**{"[[user]]\n": "[[user]]\nweight = 1e-320\n"}), "user[0].weight = 1e-320: out of range"),
+    (toml(**{"[[user]]\n": "[[user]]\nparent = []\n"}), "user[0].parent = []: not a [[node]]"),  # was a TypeError
+    (BASE + '[traffic]\nkind = "poisson"\nrate = 1e9\n[[user]]\nname = "b"\ndemand = [1.0, 1.0]\n'
+            'backlogged = false\njob_share = 1.0\n', "run.duration = 100: about 1e+11 task launches"),
+    (BASE + '[traffic]\nkind = "poisson"\nrate = 1.0\n[[user]]\nname = "b"\ndemand = [1.0, 1.0]\n'
+            'backlogged = false\njob_share = 1.0\ntasks_per_job = 1e300\n',
+     "user[1].tasks_per_job = 1e+300: out of range; must be in [1, 1e+06]"),
+]
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("text,needle", CASES, ids=[f"cluster{i}" for i in range(len(CASES))])
+@pytest.mark.parametrize("command", ["sim", "alloc"])
+def test_cluster_files_are_refused_in_one_shortened_line(capsys, tmp_path, text, needle, command):
+    p = tmp_path / "c.toml"
+    p.write_text(text, encoding="utf-8")
+    argv = ["cluster", "sim", str(p), "--json"] if command == "sim" else ["alloc", str(p), "--json"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", err
+    assert err.startswith("mrfq: error: ") and err.count("\n") == 1 and len(err) < 600, err[:300]
+    assert needle in err, err
+
+
+@pytest.mark.nojit
+def test_cluster_file_encodings(tmp_path):
+    a, b, c = tmp_path / "a.toml", tmp_path / "b.toml", tmp_path / "c.toml"
+    a.write_bytes(BASE.encode("utf-8"))
+    b.write_bytes(b"\xef\xbb\xbf" + BASE.encode("utf-8"))
+    c.write_bytes(("# caf\u00e9\n" + BASE).encode("latin-1"))
+    assert load_cluster(a).users == load_cluster(b).users
+    with pytest.raises(ScenarioError, match=r"not UTF-8 text \(byte 0xe9 at offset 5\); save the scenario"):
+        load_cluster(c)
+
+
+@pytest.mark.nojit
+def test_cluster_trace_bounds(tmp_path):
+    sc = tmp_path / "t.toml"
+    sc.write_text('resources = ["cpu"]\n[[server]]\ncapacity = [4.0]\n[[user]]\nname = "a"\ndemand = [1.0]\n'
+                  '[traffic]\nkind = "trace"\ntrace = "j.csv"\n')
+    (tmp_path / "j.csv").write_bytes(b"time,user,tasks\n1,a,1e300\n")
+    with pytest.raises(ScenarioError, match=r"^run.duration = 1000: about 1e\+300 task launches"):
+        load_cluster(sc)
+    (tmp_path / "j.csv").write_bytes(b"time,user,tasks\n1,\xff,1\n")
+    with pytest.raises(ScenarioError, match=r"traffic.trace = '.*j.csv': not UTF-8 text \(offset 18\)"):
+        load_cluster(sc)
+    (tmp_path / "j.csv").write_bytes(b"time,user,tasks\n1,a,3\n2,a,4\n2000,a,100\n")
+    assert expected_tasks(load_cluster(sc)) == 7.0  # the rows before run.duration
+
+
+@pytest.mark.nojit
+def test_expected_tasks_by_hand():
+    # 2 servers of (4, 8) and one of (2, 2): user a (1, 2) fits 4 + 4 + 1 = 9 at once; over [0, 100)
+    # with mean duration 2: 9 x 100 / 2 = 450; user b from t = 60 with (0, 4): 2 + 2 + 0 = 4 at once,
+    # 4 x 40 / 1 = 160; poisson jobs: 0.5 x 100 x (1 x 3 + 3 x 1) / 4 = 75
+    d = {"resources": ["cpu", "mem"], "run": {"duration": 100.0},
+         "server": [{"capacity": [4.0, 8.0], "count": 2}, {"capacity": [2.0, 2.0]}],
+         "user": [{"name": "a", "demand": [1.0, 2.0], "duration": 2.0},
+                  {"name": "b", "demand": [0.0, 4.0], "start": 60.0},
+                  {"name": "c", "demand": [1.0, 1.0], "backlogged": False, "job_share": 1.0, "tasks_per_job": 3},
+                  {"name": "e", "demand": [1.0, 1.0], "backlogged": False, "job_share": 3.0}],
+         "traffic": {"kind": "poisson", "rate": 0.5}}
+    assert expected_tasks(cluster_from_dict(d)) == 450.0 + 160.0 + 75.0
+
+
+@pytest.mark.nojit
+def test_cluster_sim_overrides_are_checked_before_the_run(capsys, tmp_path):
+    for argv, needle in [
+        (["--duration", "1e300"], "--duration = '1e300': out of range; give a number in (0, 1e+15]"),
+        (["--duration", "1e9"], "run.duration = 1e+09: about"),  # the override's work is bounded too
+        (["--seed", "1e30"], "--seed = '1e30': out of range"),
+        (["--seed", "nan"], "--seed = 'nan': not a number"),
+        (["--plot", str(tmp_path / "missing" / "f.png")], "does not exist"),
+        (["--plot", str(tmp_path / "f.nope")], "unknown figure format 'nope'"),
+    ]:
+        code = main(["cluster", "sim", "--preset", "drf-nsdi", "--json", *argv])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "" and err.count("\n") == 1 and needle in err, err
+    assert load_cluster_preset("drf-nsdi").run.duration == 500.0
