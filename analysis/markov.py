@@ -73,6 +73,10 @@ from fq._jit import jit
 KRYLOV_BYTES = 800 * 2**20
 #: GMRES restart length when memory allows
 RESTART = 100
+#: precondition with ILU(0) and the level (total population) aggregation (see precond)
+TWO_LEVEL = True
+#: GMRES iterations of the last solve (diagnostics)
+LAST_ITERATIONS = 0
 
 
 def restart_for(n: int) -> int:
@@ -297,12 +301,67 @@ def ilu_apply(indptr, indices, lu, diag, r, z):
         z[i] = s / lu[diag[i]]
 
 @jit
-def gmres(indptr, indices, data, lu, diag, b, x, restart, maxiter, rtol):
-    """Restarted GMRES(restart), right-preconditioned by ILU(0); x is the start and the result.
+def coarse_levels(indptr, indices, data, level, pw, nlev):
+    """The aggregated operator ``A_c = R A P`` of a two-level preconditioner: ``R`` sums the
+    rows of one level (total population), ``P`` spreads a level's value over its states with
+    weights ``pw`` (summing to 1 per level).  Transitions change the total by one, so ``A_c`` is
+    tridiagonal: returns its sub-, main and super-diagonal (the aggregated birth-death chain of
+    iterative aggregation-disaggregation, [Stewart 1994] §6.3)."""
+    lo = np.zeros(nlev)
+    di = np.zeros(nlev)
+    up = np.zeros(nlev)
+    for i in range(indptr.shape[0] - 1):
+        n = level[i]
+        for q in range(indptr[i], indptr[i + 1]):
+            m = level[indices[q]]
+            v = data[q] * pw[indices[q]]
+            if m == n:
+                di[n] += v
+            elif m == n - 1:
+                lo[n] += v
+            else:
+                up[n] += v
+    return lo, di, up
+
+
+@jit
+def precond(indptr, indices, data, lu, diag, level, pw, clo, cdi, cup, r, z, t, rc):
+    """z = M^-1 r: ILU(0), then (when ``cdi`` is not empty) the coarse correction
+    ``z += P A_c^-1 R (r - A z)``, the level chain solved exactly (Thomas algorithm; ``A_c`` is a
+    column diagonally dominant M-matrix, no pivoting needed)."""
+    ilu_apply(indptr, indices, lu, diag, r, z)
+    nlev = cdi.shape[0]
+    if nlev == 0:
+        return
+    csr_mv(indptr, indices, data, z, t)
+    rc[:] = 0.0
+    for i in range(r.shape[0]):
+        rc[level[i]] += r[i] - t[i]
+    # forward elimination on (lo, di, up), rc; the solution overwrites rc
+    cp = np.empty(nlev)
+    den = cdi[0]
+    cp[0] = cup[0] / den
+    rc[0] = rc[0] / den
+    for n in range(1, nlev):
+        den = cdi[n] - clo[n] * cp[n - 1]
+        cp[n] = cup[n] / den
+        rc[n] = (rc[n] - clo[n] * rc[n - 1]) / den
+    for n in range(nlev - 2, -1, -1):
+        rc[n] -= cp[n] * rc[n + 1]
+    for i in range(r.shape[0]):
+        z[i] += pw[i] * rc[level[i]]
+
+
+@jit
+def gmres(indptr, indices, data, lu, diag, level, pw, clo, cdi, cup, b, x, restart, maxiter, rtol):
+    """Restarted GMRES(restart), right-preconditioned by ILU(0) and (``cdi`` not empty) the level
+    aggregation of :func:`precond`; x is the start and the result.
 
     Returns (iterations, final relative residual ||b - A x|| / ||b||).
     """
     n = b.shape[0]
+    work = np.zeros(n)
+    rc = np.zeros(cdi.shape[0])
     V = np.zeros((restart + 1, n))
     H = np.zeros((restart + 1, restart))
     cs = np.zeros(restart)
@@ -328,7 +387,7 @@ def gmres(indptr, indices, data, lu, diag, b, x, restart, maxiter, rtol):
         g[0] = beta
         k = 0
         while k < restart and it < maxiter:
-            ilu_apply(indptr, indices, lu, diag, V[k], z)
+            precond(indptr, indices, data, lu, diag, level, pw, clo, cdi, cup, V[k], z, work, rc)
             csr_mv(indptr, indices, data, z, w)
             for j in range(k + 1):  # modified Gram-Schmidt
                 h = 0.0
@@ -369,7 +428,7 @@ def gmres(indptr, indices, data, lu, diag, b, x, restart, maxiter, rtol):
         for j in range(k):
             for i in range(n):
                 w[i] += y[j] * V[j, i]
-        ilu_apply(indptr, indices, lu, diag, w, z)
+        precond(indptr, indices, data, lu, diag, level, pw, clo, cdi, cup, w, z, work, rc)
         for i in range(n):
             x[i] += z[i]
     csr_mv(indptr, indices, data, x, r)
@@ -414,7 +473,8 @@ def gillespie(code, a, w, norm, lam, sigma, rng, n_warm, n_batches, batch_events
 
 
 def _kernels():
-    return dict(csr_mv=csr_mv, ilu0=ilu0, ilu_apply=ilu_apply, gmres=gmres, gillespie=gillespie)
+    return dict(csr_mv=csr_mv, ilu0=ilu0, ilu_apply=ilu_apply, gmres=gmres, gillespie=gillespie,
+                coarse_levels=coarse_levels, box_system=box_system)
 
 
 # ---------------------------------------------------------------------------
@@ -436,26 +496,98 @@ def _states(caps) -> np.ndarray:
     return np.indices(shape).reshape(len(shape), -1).T.astype(np.float64)
 
 
-def _stationary(QT, y: np.ndarray, rtol: float) -> float:
-    """Solve ``pi Q = 0`` with ``pi_0 = 1`` for the transposed generator ``QT`` (CSR, N x N):
-    the balance equation of state 0 is dropped, ``y`` (N - 1,) is the start and receives
-    ``pi_1 .. pi_{N-1}``.  ILU(0) + GMRES (numba), SuperLU if GMRES stalls.  Returns the
-    relative residual."""
-    N = QT.shape[0]
-    if N <= 1:
-        return 0.0
+def _reduced(QT):
+    """CSR arrays of ``A = QT[1:, 1:]`` (sorted indices) and ``b = -QT[1:, 0]``: the system for
+    ``pi_1 .. pi_{N-1}`` once ``pi_0 = 1`` and the balance equation of state 0 is dropped."""
     A = QT[1:, 1:].tocsr()
     A.sort_indices()
     b = -np.asarray(QT[1:, 0].todense()).ravel()
+    return (A.indptr.astype(np.int64), A.indices.astype(np.int64),
+            np.ascontiguousarray(A.data, dtype=np.float64)), b
+
+
+@jit
+def box_system(shape, strides, birth, death):
+    """The reduced system of the box-truncated chain (rows and columns of states 1..N-1 of the
+    transposed generator, state 0 moved to the right-hand side), assembled straight into CSR with
+    sorted columns: row i holds the inflows from ``i - s_k`` (births), the diagonal (minus the
+    total outflow of i) and the inflows from ``i + s_k`` (deaths), ``s_k`` the C-order strides.
+    Same matrix as the COO assembly of ``Q^T`` followed by ``QT[1:, 1:]``, without its copies."""
+    N, K = birth.shape
+    indptr = np.zeros(N, np.int64)
+    indices = np.empty((N - 1) * (2 * K + 1), np.int64)
+    data = np.empty((N - 1) * (2 * K + 1))
+    b = np.zeros(N - 1)
+    nz = 0
+    for i in range(1, N):
+        for k in range(K):                        # i - s_0 < i - s_1 < ... : ascending columns
+            if (i // strides[k]) % shape[k] >= 1:
+                j = i - strides[k]
+                v = birth[j, k]
+                if v > 0:
+                    if j == 0:
+                        b[i - 1] = -v
+                    else:
+                        indices[nz] = j - 1
+                        data[nz] = v
+                        nz += 1
+        ob = 0.0
+        od = 0.0
+        for k in range(K):
+            ob += birth[i, k]
+            od += death[i, k]
+        indices[nz] = i - 1
+        data[nz] = -(ob + od)
+        nz += 1
+        for k in range(K - 1, -1, -1):
+            if (i // strides[k]) % shape[k] < shape[k] - 1:
+                j = i + strides[k]
+                v = death[j, k]
+                if v > 0:
+                    indices[nz] = j - 1
+                    data[nz] = v
+                    nz += 1
+        indptr[i] = nz
+    return indptr, indices[:nz].copy(), data[:nz].copy(), b
+
+
+def _stationary(Acsr, b: np.ndarray, y: np.ndarray, rtol: float, total: np.ndarray | None = None,
+                shape_w: np.ndarray | None = None) -> float:
+    """Solve the reduced system ``A y = b`` (:func:`_reduced`, :func:`box_system`: ``pi Q = 0``
+    with ``pi_0 = 1``); ``y`` (N - 1,) is the start and receives ``pi_1 .. pi_{N-1}``.  GMRES
+    right-preconditioned by ILU(0) and, given the total population ``total`` (N,) of each state
+    and a warm start ``shape_w`` (N,), by the level aggregation of :func:`precond` (weights
+    within a level from the warm start; measured on br-unbalanced at 0.95, 587 594 states: 50
+    GMRES iterations instead of 92, 3.5 s instead of 7.0 s; with uniform weights, as from a cold
+    start, it needs more iterations than ILU(0) alone, so a cold start uses ILU(0) only).
+    SuperLU if GMRES stalls.  Returns the relative residual."""
+    n = b.shape[0]
+    if n == 0:
+        return 0.0
+    indptr, indices, data = Acsr
+    N = n + 1
     kr = _kernels()
-    indptr = A.indptr.astype(np.int64)
-    indices = A.indices.astype(np.int64)
-    data = np.ascontiguousarray(A.data, dtype=np.float64)
     lu, diag = kr["ilu0"](indptr, indices, data)
-    _, res = kr["gmres"](indptr, indices, data, lu, diag, b, y, restart_for(N - 1), 3000, rtol)
+    if total is None or shape_w is None or not TWO_LEVEL:  # level weights need a shape (a warm start)
+        level = np.zeros(N - 1, dtype=np.int64)
+        pw = np.zeros(N - 1)
+        clo = cdi = cup = np.zeros(0)
+    else:
+        level = np.ascontiguousarray(total[1:], dtype=np.int64) - 1     # state 0 is the only one at total 0
+        wgt = np.maximum(shape_w[1:], 1e-300)
+        nlev = int(level.max()) + 1
+        pw = wgt / np.bincount(level, wgt, minlength=nlev)[level]
+        clo, cdi, cup = kr["coarse_levels"](indptr, indices, data, level, pw, nlev)
+    it, res = kr["gmres"](indptr, indices, data, lu, diag, level, pw, clo, cdi, cup, b, y, restart_for(N - 1),
+                          3000, rtol)
+    global LAST_ITERATIONS
+    LAST_ITERATIONS = int(it)
     if not np.isfinite(res) or res > 1e3 * rtol:
         from scipy.sparse.linalg import spsolve
 
+        import scipy.sparse as sp
+
+        A = sp.csr_matrix((data, indices, indptr), shape=(n, n))
         y[:] = spsolve(A.tocsc(), b, permc_spec="MMD_AT_PLUS_A")
         res = float(np.linalg.norm(b - A @ y) / max(np.linalg.norm(b), 1e-300))
     return float(res)
@@ -464,8 +596,6 @@ def _stationary(QT, y: np.ndarray, rtol: float) -> float:
 def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | None = None,
                     rtol: float = 1e-11) -> _Truncated:
     """Stationary distribution of the chain truncated at ``x_k <= caps[k]``."""
-    import scipy.sparse as sp
-
     from analysis.state_rates import state_rates
 
     K = m.a.shape[0]
@@ -480,20 +610,11 @@ def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | Non
     scale = max(float(death.max()), float(m.lam.max()))
     death /= scale
     birth /= scale
-    idx = np.arange(N, dtype=np.int64)
-    rows, cols, vals = [idx], [idx], [-(birth.sum(axis=1) + death.sum(axis=1))]
-    for k in range(K):
-        mk = birth[:, k] > 0
-        rows.append(idx[mk] + strides[k])
-        cols.append(idx[mk])
-        vals.append(birth[mk, k])
-        mk = death[:, k] > 0
-        rows.append(idx[mk] - strides[k])
-        cols.append(idx[mk])
-        vals.append(death[mk, k])
-    QT = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(N, N))
+    indptr, indices, data, b = _kernels()["box_system"](np.array(shape, dtype=np.int64), strides, birth, death)
+    del birth, death, phi
     y = np.zeros(N - 1) if x0 is None else np.array(x0[1:], dtype=np.float64)
-    res = _stationary(QT, y, rtol)
+    res = _stationary((indptr, indices, data), b, y, rtol, X.sum(axis=1), x0)
+    del indptr, indices, data, b
     pi = np.concatenate([[1.0], y])
     pi = np.maximum(pi, 0.0)
     pi /= pi.sum()
@@ -639,14 +760,18 @@ def _cell_sums(p, axes, axptr, strides, shape, Ledge, G, M):
                     for o in range(1, hl // 2 + 1):
                         al, be = _edge_weights(Ledge[a, k], hl, hl - o)
                         g = (al * p[a] + be * p[i]) / p[i]
+                        if 2 * o == hl:
+                            g *= 0.5
                         gs += g
                         ms += g * (v - o)
                 if jk < n_k - 1:
                     b = i + strides[k]
                     hr = axes[axptr[k] + jk + 1] - v
-                    for o in range(1, (hr + 1) // 2):
+                    for o in range(1, hr // 2 + 1):
                         al, be = _edge_weights(Ledge[i, k], hr, o)
                         g = al + be * p[b] / p[i]
+                        if 2 * o == hr:
+                            g *= 0.5
                         gs += g
                         ms += g * (v + o)
             G[i, k] = gs
@@ -699,7 +824,7 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
     width = np.empty((N, K))                                       # fine states per dual range
     for k in range(K):
         h = np.diff(axes[k])
-        width[:, k] = (np.concatenate([[0], h // 2]) + np.concatenate([(h + 1) // 2, [1]]))[node[:, k]]
+        width[:, k] = (np.concatenate([[0.5], h / 2]) + np.concatenate([h / 2, [0.5]]))[node[:, k]]
     idx = np.arange(N, dtype=np.int64)
     Ledge = np.zeros((N, K))
     lo, hi, up, down = [], [], [], []
@@ -734,9 +859,11 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
     QT = sp.csr_matrix((np.concatenate([-out, up, down]),
                         (np.concatenate([idx, hi, lo]), np.concatenate([idx, lo, hi]))), shape=(N, N))
     del lo, hi, up, down, out
-    y = np.zeros(N - 1)
-    res = _stationary(QT, y, rtol)
+    Acsr, rhs = _reduced(QT)
     del QT
+    y = np.zeros(N - 1)
+    res = _stationary(Acsr, rhs, y, rtol)
+    del Acsr, rhs
     p = np.maximum(np.concatenate([[1.0], y]), 0.0)
     G = np.empty((N, K))
     M = np.empty((N, K))

@@ -117,3 +117,58 @@ def test_graded_error_at_load_09_shrinks_with_the_grading(objective):
     err = {c: float(np.max(np.abs(markov.solve(sc, objective, load=0.9, method="graded", grading=c).gamma
                                   / exact.gamma - 1))) for c in (0.1, 0.05)}
     assert err[0.1] < 3e-3 and err[0.05] < 4e-4 and err[0.05] < err[0.1] / 3, err
+
+
+# ---------------------------------------------------------------------------
+# the exact solver's direct CSR assembly and two-level preconditioner
+# ---------------------------------------------------------------------------
+def _coo_reduced_system(caps, birth, death):
+    """The reference assembly: Q^T in COO (scipy sums and sorts), then QT[1:, 1:] and -QT[1:, 0]."""
+    import scipy.sparse as sp
+
+    shape = tuple(c + 1 for c in caps)
+    N = int(np.prod(shape))
+    strides = [int(np.prod(shape[k + 1:])) for k in range(len(caps))]
+    idx = np.arange(N)
+    rows, cols, vals = [idx], [idx], [-(birth.sum(axis=1) + death.sum(axis=1))]
+    for k in range(len(caps)):
+        mk = birth[:, k] > 0
+        rows += [idx[mk] + strides[k]]
+        cols += [idx[mk]]
+        vals += [birth[mk, k]]
+        mk = death[:, k] > 0
+        rows += [idx[mk] - strides[k]]
+        cols += [idx[mk]]
+        vals += [death[mk, k]]
+    QT = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(N, N))
+    return markov._reduced(QT)
+
+
+@pytest.mark.parametrize("caps", [(3,), (4, 2), (3, 1, 2), (2, 3, 1, 2)])
+def test_box_system_equals_the_coo_assembly(caps):
+    rng = np.random.default_rng(len(caps))
+    X = markov._states(caps)
+    birth = np.where(X < np.array(caps), rng.uniform(0.5, 2, len(caps)), 0.0)
+    death = np.where(X > 0, rng.uniform(0.1, 3, X.shape), 0.0)
+    shape = np.array([c + 1 for c in caps], dtype=np.int64)
+    strides = np.array([int(np.prod(shape[k + 1:])) for k in range(len(caps))], dtype=np.int64)
+    indptr, indices, data, b = markov.box_system(shape, strides, birth, death)
+    (rp, ri, rd), rb = _coo_reduced_system(caps, birth, death)
+    assert indptr.tolist() == rp.tolist() and indices.tolist() == ri.tolist()
+    np.testing.assert_array_equal(data, rd)
+    np.testing.assert_array_equal(b, rb)
+
+
+def test_two_level_preconditioner_same_solution_fewer_iterations(monkeypatch):
+    m = markov.model_from(flows.load_preset("br-unbalanced"), load=0.9)
+    prev = markov.solve_truncated(m, "drf", (60, 14, 14))
+    x0 = markov._pad(prev.pi, (60, 14, 14), (90, 20, 20))
+    res = {}
+    for two in (False, True):
+        monkeypatch.setattr(markov, "TWO_LEVEL", two)
+        t = markov.solve_truncated(m, "drf", (90, 20, 20), x0=x0)
+        res[two] = (t, markov.LAST_ITERATIONS)
+    # both stop at a relative residual of 1e-11: the same law to about 1e-6 of its largest entries
+    np.testing.assert_allclose(res[True][0].pi, res[False][0].pi, rtol=0, atol=1e-6 * res[False][0].pi.max())
+    np.testing.assert_allclose(res[True][0].gamma, res[False][0].gamma, rtol=1e-6)
+    assert res[True][0].residual < 1e-10 and res[True][1] < res[False][1], (res[True][1], res[False][1])
