@@ -172,3 +172,21 @@ def test_two_level_preconditioner_same_solution_fewer_iterations(monkeypatch):
     np.testing.assert_allclose(res[True][0].pi, res[False][0].pi, rtol=0, atol=1e-6 * res[False][0].pi.max())
     np.testing.assert_allclose(res[True][0].gamma, res[False][0].gamma, rtol=1e-6)
     assert res[True][0].residual < 1e-10 and res[True][1] < res[False][1], (res[True][1], res[False][1])
+
+
+def test_fluid_cli_method_graded(capsys):
+    import json
+
+    from conftest import run_fluid_handlers
+
+    rc, out = run_fluid_handlers(["fluid", "--preset", "br-unbalanced", "--load", "0.9", "--objective", "drf",
+                                  "--method", "graded", "--json"], capsys)
+    d = json.loads(out)
+    r = d["objectives"]["drf"]
+    assert rc == 0 and r["method"] == "graded" and r["grading"] == markov.GRADING
+    g = markov.solve(flows.load_preset("br-unbalanced"), "drf", load=0.9, method="graded").gamma
+    assert [c["gamma"] for c in r["classes"]] == pytest.approx(list(g), rel=1e-9)
+    assert d["truncation"] == r["truncation"] and d["boundary_mass"] < 1e-6
+    rc, out = run_fluid_handlers(["fluid", "--preset", "br-unbalanced", "--load", "0.9", "--objective", "drf",
+                                  "--method", "graded"], capsys)
+    assert rc == 0 and "graded lattice (grading 0.05, an approximation)" in out
