@@ -59,10 +59,11 @@ grading`` and then spaces its nodes ``floor(grading * x_k)`` apart, with
 exponentially fitted edge rates that keep a birth-death chain's geometric law
 node for node.  Nodes grow like ``log(X_k) / grading`` per class, so caps far
 out (boundary mass 1e-7 at load 0.98) cost little.  Its error is measured, not
-bounded: it falls quickly with the grading and grows with the load (br-balanced,
-DRF, default grading 0.05: 6e-5 relative at load 0.9; at 0.98 the gradings 0.1,
-0.07, 0.05 give gammas that differ by 4 % and 2 %, so the default is about 2 %
-off there, inside the simulation's confidence interval; README table).
+bounded: it falls quickly with the grading and grows with the load (DRF, default
+grading 0.05: 6e-5 relative on br-balanced at load 0.9, 5e-4 on br-unbalanced at
+0.95; at 0.98 about 0.3 % on br-unbalanced and 3 % on br-balanced, estimated from
+the gradings 0.1 / 0.07 / 0.05 / 0.035; there a 4e8-event simulation of br-balanced
+gives 0.00391 +- 3 % and the graded lattice 0.00402; README tables).
 
 Simulation.  An event-driven (Gillespie) simulation of the same chain in numba,
 with randomness from a ``numpy.random.Generator`` passed in.  Time averages use
@@ -825,9 +826,11 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
     ``2 / grading``) and for product-form chains with constant per-class death rates (one class,
     or orthogonal classes): there the coarse chain keeps the geometric law node for node.
     Otherwise it is an approximation whose error shrinks fast with ``grading`` and grows with the
-    load; measured on br-balanced (DRF) against the exact solve: relative gamma error
-    5.5e-4 at load 0.85 and 2.7e-3 at 0.9 with grading 0.1, 3e-6 and 1e-4 with grading 0.05
-    (README, "The Markov model near saturation").
+    load; measured on br-balanced (DRF) at load 0.9 against the exact solve: relative gamma
+    error 3.1e-3 with grading 0.1, 5.2e-4 with 0.07, 5.6e-5 with 0.05; at 0.98 about 3 % with
+    0.05 (README, "The Markov model near saturation").  The error comes from the bulk of the
+    law, where the transverse profile is curved (a lattice graded like sqrt(x) did worse at
+    equal node count), so only a finer grading reduces it.
 
     ``start``: a graded solution of the same model (any grading, caps at most these): its node
     densities, interpolated log-linearly, are the GMRES start and the within-level weights of the
