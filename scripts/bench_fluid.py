@@ -84,7 +84,15 @@ def main(argv=None) -> int:
     if args.near_saturation:
         cases = None
         if args.case:
-            cases = [(c.split(":")[0], float(c.split(":")[1])) for c in args.case]
+            cases = []
+            for c in args.case:
+                name, _, x = c.partition(":")
+                try:
+                    cases.append((name, float(x)))
+                except ValueError:
+                    ap.error(f"--case {c!r}: must be PRESET:LOAD, e.g. br-balanced:0.98")
+                if name not in ("br-balanced", "br-unbalanced", "four-by-three"):
+                    ap.error(f"--case {c!r}: preset must be br-balanced, br-unbalanced or four-by-three")
         near_saturation(args.max_states, args.method, args.grading, cases)
         return 0
     loads = [float(x) for x in args.loads.split(",")]
