@@ -62,8 +62,10 @@ def register(subparsers) -> None:
                    "or a list 0.3,0.6")
     q.add_argument("--objective", default="all", metavar="NAME", help=f"{', '.join(objectives.MARKOV)} or all (default all)")
     q.add_argument("--method", default="exact", metavar="M",
-                   help="exact (default), simulate, or auto (exact unless the truncation would exceed "
-                        "4e6 states or 4 GB or the solve would pass --time-limit, then simulate)")
+                   help="exact (default), simulate, auto (exact unless the truncation would exceed "
+                        "4e6 states or 4 GB or the solve would pass --time-limit, then simulate), or graded "
+                        "(the chain on a graded lattice: an approximation for loads near 1, a few %% off at "
+                        "0.98; see the README)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--plot", metavar="FILE.png", help="draw gamma against load ([BR] Figs. 1-2)")
     q.add_argument("--seed", metavar="N", help="simulate: seed (default: the scenario's run.seed)")
@@ -220,6 +222,8 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
     res = {}
     for i, o in enumerate(objectives):
         r = None
+        if method == "graded":
+            r = markov.solve(m, o, method="graded", tol_boundary=tol_boundary, time_limit=time_limit)
         if method in ("exact", "auto"):
             try:
                 r = markov.solve(m, o, method="exact", tol_boundary=tol_boundary, time_limit=time_limit)
@@ -230,7 +234,7 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
             rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(len(objectives))[i])
             r = markov.solve(m, o, method="simulate", rng=rng, events=events)
         res[o] = r
-    exact = [r for r in res.values() if r.method == "exact"]
+    exact = [r for r in res.values() if r.method in ("exact", "graded")]
     if exact:
         K = len(m.names)
         entry["truncation"] = [max(r.truncation[k] for r in exact) for k in range(K)]
@@ -247,8 +251,8 @@ def fluid_handler(args) -> int:
     if args.plot:
         check_output_path("--plot", args.plot, figure=True)
     method = args.method
-    if method not in ("exact", "simulate", "auto"):
-        raise MrfqError(f"--method {_short(method)}: unknown; choose exact, simulate or auto")
+    if method not in ("exact", "simulate", "auto", "graded"):
+        raise MrfqError(f"--method {_short(method)}: unknown; choose exact, simulate, auto or graded")
     if args.load is not None and args.loads is not None:
         raise MrfqError("fluid: give --load X or --loads LOADS, not both")
     tol_b = parse_number("--tol-boundary", args.tol_boundary, lo=1e-15, hi=1.0, hi_open=True)
@@ -309,6 +313,10 @@ def _print_entry(name, e) -> None:
         if r["method"] == "exact":
             print(f"  {o}: truncation {r['truncation']}, boundary mass {r['boundary_mass']:.2g}, "
                   f"{r['n_states']} states, {r['solve_seconds']:.2f} s")
+        elif r["method"] == "graded":
+            print(f"  {o}: graded lattice (grading {r['grading']:g}, an approximation), truncation "
+                  f"{r['truncation']}, boundary mass {r['boundary_mass']:.2g}, {r['n_states']} nodes, "
+                  f"{r['solve_seconds']:.2f} s")
         else:
             print(f"  {o}: {r['events']} events, {100 * r['confidence']:.0f}% confidence intervals, "
                   f"{r['solve_seconds']:.2f} s")

@@ -12,7 +12,11 @@ states and the solve time.  Then the time of one `mrfq alloc` call after import.
 ``--near-saturation`` times the exact DRF solve of both presets at loads 0.95 and
 0.98 and of a 4-class, 3-resource scenario (:data:`FOUR_BY_THREE`) at 0.9, each
 with the default limits (4e6 states, 4 GB); a refused truncation is printed with
-its reason and the time it took to find out.
+its reason and the time it took to find out.  ``--method graded [--grading G]``
+times the graded-lattice approximation (``analysis.markov.solve_graded``) instead;
+``--case br-balanced:0.98`` runs one case (peak RSS is then that case's).
+
+    python scripts/bench_fluid.py --near-saturation --method graded --grading 0.05
 """
 
 from __future__ import annotations
@@ -37,21 +41,27 @@ FOUR_BY_THREE = {"name": "four-by-three", "resources": ["cpu", "link", "mem"], "
                                                           [8, 1, 1, 1]))]}
 
 
-def near_saturation(max_states: float) -> None:
+CASES = [("br-unbalanced", 0.95), ("br-balanced", 0.95), ("br-unbalanced", 0.98), ("br-balanced", 0.98),
+         ("four-by-three", 0.9)]
+
+
+def near_saturation(max_states: float, method: str = "exact", grading: float = markov.GRADING,
+                    cases=None) -> None:
+    import os
     import resource
 
-    cases = [("br-unbalanced", 0.95), ("br-balanced", 0.95), ("br-unbalanced", 0.98), ("br-balanced", 0.98),
-             ("four-by-three", 0.9)]
-    markov.solve(flows.load_preset("br-balanced"), "drf", load=0.1)  # compile
-    for name, x in cases:
+    markov.solve(flows.load_preset("br-balanced"), "drf", load=0.1, method=method, grading=grading)  # compile
+    print(f"# method {method}" + (f", grading {grading:g}" if method == "graded" else "")
+          + f"; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+    for name, x in cases or CASES:
         sc = flows.from_dict(FOUR_BY_THREE) if name == "four-by-three" else flows.load_preset(name)
         t = time.perf_counter()
         try:
-            r = markov.solve(sc, "drf", load=x, max_states=int(max_states))
+            r = markov.solve(sc, "drf", load=x, max_states=int(max_states), method=method, grading=grading)
             g = " ".join(f"{v:.5f}" for v in r.gamma)
             print(f"{name:14} {x:4.2f} drf  gamma {g}  caps {list(r.truncation)} states {r.n_states:,} "
                   f"boundary {r.boundary_mass:.1e} gamma change {r.gamma_change:.1e}  {r.solve_seconds:.1f} s "
-                  f"(peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GiB)",
+                  f"(peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB)",
                   flush=True)
         except markov.TruncationTooLarge as e:
             print(f"{name:14} {x:4.2f} drf  refused after {time.perf_counter() - t:.1f} s: {e}", flush=True)
@@ -63,9 +73,27 @@ def main(argv=None) -> int:
     ap.add_argument("--presets", default="br-balanced,br-unbalanced")
     ap.add_argument("--near-saturation", action="store_true", help="time DRF at 0.95/0.98 and the 4-class case")
     ap.add_argument("--max-states", type=float, default=4e6, help="--near-saturation: state limit (default 4e6)")
+    ap.add_argument("--method", default="exact", choices=("exact", "graded"),
+                    help="--near-saturation: the exact box or the graded lattice (default exact)")
+    ap.add_argument("--grading", type=float, default=markov.GRADING,
+                    help=f"--near-saturation --method graded: lattice grading (default {markov.GRADING})")
+    ap.add_argument("--case", action="append", default=None, metavar="PRESET:LOAD",
+                    help="--near-saturation: only this case (repeatable; preset br-balanced, br-unbalanced "
+                         "or four-by-three)")
     args = ap.parse_args(argv)
     if args.near_saturation:
-        near_saturation(args.max_states)
+        cases = None
+        if args.case:
+            cases = []
+            for c in args.case:
+                name, _, x = c.partition(":")
+                try:
+                    cases.append((name, float(x)))
+                except ValueError:
+                    ap.error(f"--case {c!r}: must be PRESET:LOAD, e.g. br-balanced:0.98")
+                if name not in ("br-balanced", "br-unbalanced", "four-by-three"):
+                    ap.error(f"--case {c!r}: preset must be br-balanced, br-unbalanced or four-by-three")
+        near_saturation(args.max_states, args.method, args.grading, cases)
         return 0
     loads = [float(x) for x in args.loads.split(",")]
 
