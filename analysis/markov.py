@@ -139,7 +139,7 @@ SIM_CHUNK = 1 << 20
 def _check_deadline(deadline: float | None, where: str) -> None:
     """Raise :class:`SolveTimeLimit` once ``time.monotonic()`` is past ``deadline``."""
     if deadline is not None and time.monotonic() > deadline:
-        raise SolveTimeLimit(f"time limit: the exact solve gave up {where} (its wall-clock budget, "
+        raise SolveTimeLimit(f"time limit: the Markov solve gave up {where} (its wall-clock budget, "
                              "--time-limit, is spent); use --method simulate (or auto), or a lower load")
 
 

@@ -103,8 +103,8 @@ def test_gmres_restart_cycles_give_the_one_call_iterates(monkeypatch):
     m = _br(0.8)
     chunked = {o: markov.solve(m, o) for o in ("drf", "pf", "bmf")}
 
-    def one_call(gmres, indptr, indices, data, lu, diag, b, y, restart, maxiter, rtol, deadline):
-        return gmres(indptr, indices, data, lu, diag, b, y, restart, maxiter, rtol)
+    def one_call(cycle, n_states, restart, maxiter, rtol, deadline):
+        return cycle(maxiter)  # every restart cycle inside one kernel call
 
     monkeypatch.setattr(markov, "_gmres_chunked", one_call)
     for o, r in chunked.items():
@@ -116,7 +116,7 @@ def test_time_limit_gives_up_with_one_line_naming_simulate():
     with pytest.raises(markov.SolveTimeLimit) as e:
         markov.solve(_br(0.6), "drf", time_limit=1e-9)
     msg = str(e.value)
-    assert msg.startswith("time limit: the exact solve gave up in GMRES after 0 iterations on 729 states")
+    assert msg.startswith("time limit: the Markov solve gave up in GMRES after 0 iterations on 729 states")
     assert "use --method simulate" in msg and "\n" not in msg
     assert isinstance(e.value, markov.TruncationTooLarge)  # auto and the sweep fall back to simulate
     for bad in (0, -1.0, float("nan"), "5"):
@@ -136,9 +136,9 @@ def test_time_limit_is_checked_between_truncations(monkeypatch):
         return real() + (10.0 * len(looks) if len(looks) > 2 else 0.0)
 
     monkeypatch.setattr(markov, "_gmres_chunked",
-                        lambda gmres, *a: gmres(*a[:-1]))  # no look inside GMRES
+                        lambda cycle, n, restart, maxiter, rtol, deadline: cycle(maxiter))  # no look inside GMRES
     monkeypatch.setattr(markov.time, "monotonic", clock)
-    with pytest.raises(markov.SolveTimeLimit, match=r"^time limit: the exact solve gave up after 2 "
+    with pytest.raises(markov.SolveTimeLimit, match=r"^time limit: the Markov solve gave up after 2 "
                                                     r"truncations \(caps \[\d+, \d+, \d+\], boundary mass"):
         markov.solve(_br(0.9), "drf", time_limit=5.0)
     assert len(looks) == 3
@@ -170,3 +170,10 @@ def test_fluid_time_limit_option(capsys):
         code = main(["fluid", "--preset", "br-unbalanced", "--load", "0.6", "--time-limit", bad])
         err = capsys.readouterr().err
         assert code == 2 and needle in err and err.count("\n") == 1, err
+
+
+def test_time_limit_covers_the_graded_solve():
+    with pytest.raises(markov.SolveTimeLimit, match=r"^time limit: the Markov solve gave up"):
+        markov.solve(_br(0.6), "drf", method="graded", time_limit=1e-9)
+    with pytest.raises(flows.MrfqError, match=r"time_limit = True: must be a number of seconds > 0"):
+        markov.solve(_br(0.6), "drf", method="graded", time_limit=True)
