@@ -44,7 +44,7 @@ from router.flowtable import DONE, MORE_ARRIVALS
 from router.loop import loop_for
 from router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T,
-    C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_SPEC, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH,
+    C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH,
     ArrivalChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, ring_size,
 )
 
@@ -141,7 +141,6 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     # static flows own rows 0..n_static-1 (flow id = row)
     for i in range(n_static):
         ft.slot_i[i * N_ICOLS + I_UID] = i
-        ft.slot_i[i * N_ICOLS + I_SPEC] = i
         ft.slot_i[i * N_ICOLS + I_CLASS] = -1
         ft.slot_f[i * NFC + F_WEIGHT] = specs.weight[i]
     carry.ci[C_NEXT_UID] = n_static

@@ -23,7 +23,7 @@ from router.batches import add_area, batch_index
 from router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR,
     C_T_AREA, F_ARRIVE, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
-    I_SIZE, I_SPEC, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
+    F_SIZE, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
 INF = np.inf
@@ -88,7 +88,7 @@ def flow_done(s, k, t, P, ft, acc, t_last_area, n_free):
         b = batch_index(t, P.warmup, P.T, P.B)
         if b >= 0:
             acc.done_n[k, b] += 1.0
-            acc.done_packets[k, b] += ft.slot_i[s * N_ICOLS + I_SIZE]
+            acc.done_packets[k, b] += ft.slot_f[s * P.NFC + F_SIZE]
             acc.done_time[k, b] += t - t_arr
     ft.free[n_free] = s
 
@@ -121,6 +121,7 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             st_ptr += 1
             next_static = tf.static_start[tf.static_order[st_ptr]] if st_ptr < P.n_static else INF
             size_total = tf.static_packets[s]
+            sp_row = s
         else:
             # the next arrival of the stream: class, size; then the time of the one after
             k = arr.klass[arr_cur]
@@ -137,7 +138,7 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             s = ft.free[n_free]
             slot_i[s * N_ICOLS + I_UID] = next_uid
             next_uid += 1
-            slot_i[s * N_ICOLS + I_SPEC] = tf.class_spec[k]
+            sp_row = tf.class_spec[k]
             slot_i[s * N_ICOLS + I_CLASS] = k
             slot_f[s * NFC + F_WEIGHT] = sp.weight[tf.class_spec[k]]
             acc.class_arrived[k] += 1
@@ -145,14 +146,13 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             t_last_area = t
             acc.x[k] += 1.0
         # ---- a flow starts: reset its row, queue min(N, L) admissions
-        slot_i[s * N_ICOLS + I_SIZE] = size_total
+        slot_f[s * NFC + F_SIZE] = size_total
         slot_i[s * N_ICOLS + I_REMAIN] = size_total if size_total > 0 else -1
         slot_i[s * N_ICOLS + I_INFLIGHT] = 0
         slot_i[s * N_ICOLS + I_NEXTSEQ] = 1
         slot_i[s * N_ICOLS + I_PENDING] = 0
         slot_i[s * N_ICOLS + I_DEPPOST] = 0
         slot_f[s * NFC + F_ARRIVE] = t
-        sp_row = slot_i[s * N_ICOLS + I_SPEC]
         if sp.n_sizes[sp_row] == 1:
             # constant per-packet costs: in the flow row (pc = 0), or in every ring slot of the
             # per-packet costs for the flow's lifetime (pc = 1: other flows have packet sizes)

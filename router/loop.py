@@ -46,7 +46,7 @@ from router.packets import packet_uniform
 from router.state import (
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE,
     C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_FIRST,
-    I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_SPEC, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
+    I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
 INF = np.inf
@@ -80,7 +80,7 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
         heap.push(hp, hn, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, cost_key, busy_slot, hp, hn, admitted_j):
+def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, busy_slot, hp, hn, admitted_j):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
@@ -88,7 +88,10 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, cost_key, busy_slot, hp
     pb = (s * (RM + 1) + (seq & RM)) * W
     cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
     uid = slot_i[s * N_ICOLS + I_UID]
-    row = slot_i[s * N_ICOLS + I_SPEC] if PC else 0
+    row = 0
+    if PC:  # its Specs row: the flow id of a static flow, its class's row else
+        k = slot_i[s * N_ICOLS + I_CLASS]
+        row = s if k < 0 else tf.class_spec[k]
     if PC and sp.n_sizes[row] > 1:
         # a packet size from the counter-based hash; costs = per packet + per byte * size
         u = packet_uniform(cost_key, uid, seq)
@@ -330,7 +333,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
                 else:
                     break
                 slot_i[s * N_ICOLS + I_PENDING] -= 1
-                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, P.cost_key, busy_slot, hp, hn, admitted_j)
+                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, busy_slot, hp, hn, admitted_j)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head

@@ -37,12 +37,13 @@ from router import heap
 INF = np.inf
 
 # flow-table integer columns
-(I_UID, I_SPEC, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_SIZE, I_PENDING, I_DEPPOST,
- I_FIRST) = range(10)
-N_ICOLS = 16  # 10 used; a power of two, so row offsets are shifts
-# flow-table float columns: arrival time, weight, dominant cost, then (constant-cost flows)
-# the cost at each resource: a row is n_fcols(J) = F_COST + J wide
-F_ARRIVE, F_WEIGHT, F_DOM, F_COST = range(4)
+# (what a service touches, in one 64-byte row: the Specs row of a flow is not stored, it is
+# the row itself for a static flow and Traffic.class_spec[class] for a class flow)
+(I_UID, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_DEPPOST, I_FIRST) = range(8)
+N_ICOLS = 8  # a power of two, so row offsets are shifts
+# flow-table float columns: arrival time, weight, dominant cost, flow size (packets; exact
+# below 2**53), then (constant-cost flows) the cost at each resource: n_fcols(J) = F_COST + J
+F_ARRIVE, F_WEIGHT, F_DOM, F_SIZE, F_COST = range(5)
 # per-(flow row, resource) queue record: first waiting seq, number waiting
 QS_HEAD, QS_COUNT = range(2)
 QS_WIDTH = 2

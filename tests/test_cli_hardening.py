@@ -67,7 +67,7 @@ CASES_TOML = [
     (BASE + "[[flow]]\ncost = [1e30, 0.5]\n", "flow[0].cost[0] = 1e+30: out of range; must be in [0, 1e+12]"),
     (BASE + "[[flow]]\ncost = [1.0, 0.5]\nweight = 1e-320\n", "flow[0].weight"),
     (BASE + "[router]\nwindow = 4096\n" + "[[flow]]\ncost = [1.0, 0.5]\n" * 44000,
-     "router.window = 4096: with 44000 static flows the flow table would need 4.05 GiB (at most 4)"),
+     "router.window = 4096: with 44000 static flows the flow table would need 4.04 GiB (at most 4)"),
     (BASE + "[run]\nduration = 1e11\n" + STATIC, "run.duration = 1e+11: up to 3e+11 packet services"),
     (BASE + "[run]\nmax_flows = 100\n[[class]]\ncost = [1.0, 0.5]\nrate = 10\nmean_packets = 1\n",
      "run.max_flows = 100: the run can hold up to"),
