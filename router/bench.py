@@ -58,6 +58,9 @@ RTT_TARGET_FLOWS = 100_000
 RTT_MEAN_PACKETS = 60
 #: the static rows' floor on services per flow (see :func:`run_pairs`)
 MIN_SERVICES_PER_FLOW = 20
+#: and the 10^5/10^6-flow rows at least this many (the setup they subtract is noisy: at 10^5 flows
+#: 2e6 services gave ratios from -1.06 to 2.38 over three pairs, 2e7 from 0.92 to 1.26)
+MIN_SERVICES_ISOLATED = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,8 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dic
     every one a cache miss (2e6 services at 10^6 flows gave 0.08 s of loop beside 1.6 s of setup)."""
     if w.mode == "static":
         services = max(services, MIN_SERVICES_PER_FLOW * w.flows)
+    if w.isolated and w.mode == "static":
+        services = max(services, MIN_SERVICES_ISOLATED)
     m = MrfqSide(w, services)
     c = CSide(binary, w, services) if binary is not None and w.c_sched else None
     m.warm()
