@@ -19,7 +19,7 @@ SUMMARY = "per-resource SFQ of resource time"
 REFERENCE = "[BR] eq. 7"
 OBJECTIVE = "bmf"
 OPTIONS = sfq.OPTIONS
-layout = sfq.layout
+layout = sfq.layout_fixed_rate
 
 
 def encode(router, resources):
@@ -27,28 +27,28 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     return
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[BR] eq. (7): ``F_ij = S + s_ij / w_i``."""
-    sfq.tag(S, pkt, J, slot, pb, j, weight, opt[1] != 0.0)
+    sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight, opt[1] != 0.0, False)
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return sfq.key(pkt, J, pb)
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
-    sfq.begin(S, pkt, J, pb, j, opt[0] != 0.0)
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
+    sfq.begin(S, pkt, J, pb, cst, cb, j, opt[0] != 0.0, weight, opt[1] != 0.0)
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 

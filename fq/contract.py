@@ -21,24 +21,29 @@ Module attributes (plain Python)::
 State (all float64, zeroed; a flow's rows are zeroed again when a flow takes a table row):
 ``S = SchedState(flow, flow_res, res, glob)`` with ``S.flow[slot * NF + m]``,
 ``S.flow_res[(slot * J + j) * NFR + m]``, ``S.res[j * NRS + m]``, ``S.glob[m]``
-(``NF, NFR, NRS``: the module's own layout numbers), and ``pkt``, the engine's
-packet records: the record of a packet starts at ``pb``, ``pkt[pb + j]`` is its
-cost ``s_ij`` at resource j (time units, 0 = it skips j) and ``pkt[pb + J + m]``
-the module's per-packet slot m.
+(``NF, NFR, NRS``: the module's own layout numbers); ``pkt``, the engine's
+packet records: the record of a packet starts at ``pb`` and ``pkt[pb + m]`` is the
+module's per-packet slot m (``m < layout.pkt``: keep there only what must be
+per packet); and the packet's costs ``cst[cb + j]``, ``s_ij`` at resource j
+(time units, 0 = it skips j), read-only.  Where the costs live is the engine's
+business: once per flow when every flow has constant costs, per packet when
+the scenario has packet sizes (router/state.py).
 
 Hooks: numba functions (``@jit(inline="always")``), all with exactly these
 parameters (checked by :func:`check_module` when the registry loads)::
 
-    admit(S, pkt, opt, J, slot, pb, weight, dominant, t)     router admission (dominant = max_j s_ij)
-    arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t)     the packet joins resource j; q_ij = packets of
-                                                             its flow at j, this one included
-    head(S, pkt, opt, J, slot, pb, j, weight) -> key         it became the head of its flow's FIFO at j
+    admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t)   router admission (dominant = max_j s_ij)
+    arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t)   the packet joins resource j; q_ij = packets
+                                                             of its flow at j (waiting or in service), this
+                                                             one included
+    head(S, pkt, opt, J, slot, pb, cst, cb, j, weight) -> key       it became the head of its flow's FIFO at j
                                                              (the queue was empty, or its predecessor just
                                                              began service): its scheduling key there
-    start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t)   it begins service at j; next_pb = the record of
-                                                             the flow's next packet waiting at j, or -1;
-                                                             called before head(next)
-    finish(S, pkt, opt, J, slot, pb, j, t)                   its service at j ends (phase 1a)
+    start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t)
+                                                             it begins service at j; next_pb / next_cb = the
+                                                             records of the flow's next packet waiting at j,
+                                                             or -1; called before head(next)
+    finish(S, pkt, opt, J, slot, pb, cst, cb, j, t)          its service at j ends (phase 1a)
     idle(S, pkt, opt, J, j, t)                               j is idle and nothing waits there (phase 3)
     ready(S, pkt, opt, J, j, t) -> bool                      may idle j start its smallest head now?  False
                                                              keeps j idle until a later instant
@@ -94,11 +99,11 @@ class SchedState(NamedTuple):
 
 
 HOOKS: dict[str, tuple[str, ...]] = {
-    "admit": ("S", "pkt", "opt", "J", "slot", "pb", "weight", "dominant", "t"),
-    "arrive": ("S", "pkt", "opt", "J", "slot", "pb", "j", "weight", "q_ij", "t"),
-    "head": ("S", "pkt", "opt", "J", "slot", "pb", "j", "weight"),
-    "start": ("S", "pkt", "opt", "J", "slot", "pb", "j", "weight", "next_pb", "t"),
-    "finish": ("S", "pkt", "opt", "J", "slot", "pb", "j", "t"),
+    "admit": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "weight", "dominant", "t"),
+    "arrive": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight", "q_ij", "t"),
+    "head": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight"),
+    "start": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight", "next_pb", "next_cb", "t"),
+    "finish": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "t"),
     "idle": ("S", "pkt", "opt", "J", "j", "t"),
     "ready": ("S", "pkt", "opt", "J", "j", "t"),
 }

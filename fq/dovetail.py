@@ -49,47 +49,47 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     """Per-resource start tags ``S_ij``; the key is their max over the visited resources."""
     key = 0.0
     for j in range(J):
-        s = pkt[pb + j]
+        s = cst[cb + j]
         if s > 0.0:
             start_tag = S.res[2 * j + R_V]
             if S.flow_res[slot * J + j] > start_tag:
                 start_tag = S.flow_res[slot * J + j]
             S.flow_res[slot * J + j] = start_tag + s / weight
-            pkt[pb + J + j] = start_tag
+            pkt[pb + j] = start_tag
             if start_tag > key:
                 key = start_tag
-    pkt[pb + 2 * J] = key
+    pkt[pb + J] = key
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """Nothing: the key is fixed at admission."""
     return
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
-    return pkt[pb + 2 * J]
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
+    return pkt[pb + J]
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """``V_j = max(V_j, S_ij)``; with idle_reset note the finish tag at j, ``S_ij + s_ij / w_i``."""
-    s = pkt[pb + J + j]
+    s = pkt[pb + j]
     if s > S.res[2 * j + R_V]:
         S.res[2 * j + R_V] = s
     if opt[0] != 0.0:
-        f = s + pkt[pb + j] / weight
+        f = s + cst[cb + j] / weight
         if f > S.res[2 * j + R_MAXFIN]:
             S.res[2 * j + R_MAXFIN] = f
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 

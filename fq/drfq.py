@@ -22,7 +22,7 @@ Virtual time ``V`` (SPEC §6.1, the option ``router.virtual_time``):
 
 State (fq/contract.py): per flow ``F_i``; per resource (in-service rule only)
 a busy flag and the start tag in service; global ``V_started`` and the largest
-finish tag begun; per packet its start and finish tags.
+finish tag begun; per packet its start tag.
 """
 
 from __future__ import annotations
@@ -40,15 +40,16 @@ OPTIONS = (Option("virtual_time", "started",
                   "'started' ([BR]): largest start tag begun; 'in-service' ([DRFQ]): largest start tag in "
                   "service, else the largest finish tag begun"),)
 
-# slots: flow F | res busy, start tag in service | glob V_started, largest finish begun | pkt start, finish
+# slots: flow F | res busy, start tag in service | glob V_started, largest finish begun | pkt start tag
+# (the finish tag S + max_j s_ij / w_i is recomputed when the in-service rule needs it: same operations, same bits)
 F_FINISH = 0
 R_BUSY, R_KEY = 0, 1
 G_V, G_MAXFIN = 0, 1
-P_START, P_FINISH = 0, 1
+P_START = 0
 
 
 def layout(J):
-    return Layout(flow=1, flow_res=0, res=2, glob=2, pkt=2)
+    return Layout(flow=1, flow_res=0, res=2, glob=2, pkt=1)
 
 
 def encode(router, resources):
@@ -73,44 +74,47 @@ def _virtual_time(S, opt, J):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     """[BR] eq. (2): ``S = max(V, F_prev)``, ``F = S + dominant / w`` at router admission."""
     start_tag = _virtual_time(S, opt, J)
     if S.flow[slot] > start_tag:
         start_tag = S.flow[slot]
     finish_tag = start_tag + dominant / weight
     S.flow[slot] = finish_tag
-    pkt[pb + J + P_START] = start_tag
-    pkt[pb + J + P_FINISH] = finish_tag
+    pkt[pb + P_START] = start_tag
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """Nothing: the admission start tag is the key at every resource."""
     return
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
-    return pkt[pb + J + P_START]
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
+    return pkt[pb + P_START]
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """``V_started = max(V_started, S)``; the in-service rule also notes the tag in service at j."""
-    s = pkt[pb + J + P_START]
+    s = pkt[pb + P_START]
     if s > S.glob[G_V]:
         S.glob[G_V] = s
     if opt[0] != 0.0:
         S.res[2 * j + R_BUSY] = 1.0
         S.res[2 * j + R_KEY] = s
-        f = pkt[pb + J + P_FINISH]
+        dominant = 0.0  # as the engine computes it for admit: max_j s_ij, from 0
+        for jj in range(J):
+            if cst[cb + jj] > dominant:
+                dominant = cst[cb + jj]
+        f = s + dominant / weight
         if f > S.glob[G_MAXFIN]:
             S.glob[G_MAXFIN] = f
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     if opt[0] != 0.0:
         S.res[2 * j + R_BUSY] = 0.0
 

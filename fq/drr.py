@@ -95,20 +95,20 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     return
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
-    pkt[pb + J + P_ARRIVAL] = t
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
+    pkt[pb + P_ARRIVAL] = t
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     """DRR resource: the flow's turn token, a new one when it (re)joins the list; else the arrival time."""
     if j != opt[0]:
-        return pkt[pb + J + P_ARRIVAL]
+        return pkt[pb + P_ARRIVAL]
     b = slot * NF
     if S.flow[b + F_IN_TURN] != 0.0:
         return S.flow[b + F_TOKEN]
@@ -119,12 +119,12 @@ def head(S, pkt, opt, J, slot, pb, j, weight):
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """[DRR §3]: ``DC += Q w`` at a turn's first packet, ``DC -= s``; reset when the queue empties."""
     if j != opt[0]:
         return
     b = slot * NF
-    s = pkt[pb + j]
+    s = cst[cb + j]
     deficit = S.flow[b + F_DEFICIT]
     if S.flow[b + F_IN_TURN] == 0.0:
         quantum = opt[1] * weight
@@ -136,13 +136,13 @@ def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
     if next_pb < 0:
         deficit = 0.0               # the flow leaves the active list
         S.flow[b + F_IN_TURN] = 0.0
-    elif pkt[next_pb + j] > deficit:
+    elif cst[next_cb + j] > deficit:
         S.flow[b + F_IN_TURN] = 0.0  # turn over: head(next) draws a token at the tail
     S.flow[b + F_DEFICIT] = deficit
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 

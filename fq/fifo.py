@@ -25,28 +25,28 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     return
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """Key = arrival time at resource j."""
-    pkt[pb + J] = t
+    pkt[pb] = t
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
-    return pkt[pb + J]
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
+    return pkt[pb]
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     return
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 

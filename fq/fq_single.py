@@ -18,7 +18,7 @@ SUMMARY = "SFQ on one resource, FIFO elsewhere"
 REFERENCE = "baseline (SPEC 4.5)"
 OBJECTIVE = None
 OPTIONS = (Option("fq_resource", None, "the fair-queued resource (default: the last)"),) + sfq.OPTIONS
-layout = sfq.layout
+layout = sfq.layout_fixed_rate
 
 
 def encode(router, resources):
@@ -29,31 +29,31 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     return
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     if j == opt[0]:
-        sfq.tag(S, pkt, J, slot, pb, j, weight, opt[2] != 0.0)
+        sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight, opt[2] != 0.0, False)
     else:
-        pkt[pb + J + sfq.P_START] = t
+        pkt[pb + sfq.P_START] = t
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return sfq.key(pkt, J, pb)
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     if j == opt[0]:
-        sfq.begin(S, pkt, J, pb, j, opt[1] != 0.0)
+        sfq.begin(S, pkt, J, pb, cst, cb, j, opt[1] != 0.0, weight, opt[2] != 0.0)
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 

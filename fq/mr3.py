@@ -120,39 +120,39 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def _dominant(pkt, J, pb):
+def _dominant(cst, J, cb):
     d = 0.0
     for j in range(J):
-        if pkt[pb + j] > d:
-            d = pkt[pb + j]
+        if cst[cb + j] > d:
+            d = cst[cb + j]
     return d
 
 
 @jit(inline="always")
-def _last_resource(pkt, J, pb):
+def _last_resource(cst, J, cb):
     last = 0
     for j in range(J):
-        if pkt[pb + j] > 0.0:
+        if cst[cb + j] > 0.0:
             last = j
     return last
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     """No round yet (the engine reuses packet records: clear the slot)."""
-    pkt[pb + J + P_ROUND] = 0.0
+    pkt[pb + P_ROUND] = 0.0
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
-    pkt[pb + J + P_ARRIVAL] = t
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
+    pkt[pb + P_ARRIVAL] = t
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     """Resource 0: the flow's turn token (rules 1, 3); later resources: the arrival time (rule 4)."""
     if j != 0:
-        return pkt[pb + J + P_ARRIVAL]
+        return pkt[pb + P_ARRIVAL]
     b = slot * NF
     if S.flow[b + F_IN_TURN] != 0.0:
         return S.flow[b + F_TOKEN]
@@ -163,7 +163,7 @@ def head(S, pkt, opt, J, slot, pb, j, weight):
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """Rules 2 and 3 at resource 0: a new turn (and maybe a new round), the balance, the excess."""
     if j != 0:
         return
@@ -182,9 +182,9 @@ def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
         S.flow[b + F_BALANCE] = g[G_MAXEC_PREV] - S.flow[b + F_EXCESS]
         S.flow[b + F_IN_TURN] = 1.0
         g[G_TURN_OPEN] = 1.0
-    pkt[pb + J + P_ROUND] = g[G_ROUND]
+    pkt[pb + P_ROUND] = g[G_ROUND]
     g[G_SCHED + int(g[G_ROUND]) % RING] += 1.0
-    balance = S.flow[b + F_BALANCE] - _dominant(pkt, J, pb) / weight
+    balance = S.flow[b + F_BALANCE] - _dominant(cst, J, cb) / weight
     S.flow[b + F_BALANCE] = balance
     if next_pb < 0 or balance < 0.0:                  # the turn ends
         S.flow[b + F_IN_TURN] = 0.0
@@ -196,10 +196,10 @@ def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     """Rule 5: count a packet of round k that leaves its last resource."""
-    r = pkt[pb + J + P_ROUND]
-    if r > 0.0 and j == _last_resource(pkt, J, pb):
+    r = pkt[pb + P_ROUND]
+    if r > 0.0 and j == _last_resource(cst, J, cb):
         S.glob[G_DONE + int(r) % RING] += 1.0
 
 

@@ -21,7 +21,7 @@ SUMMARY = "per-resource SFQ weighted by queue length"
 REFERENCE = "[BR] eq. 5"
 OBJECTIVE = "pf"
 OPTIONS = sfq.OPTIONS
-layout = sfq.layout
+layout = sfq.layout_queue_rate
 
 
 def encode(router, resources):
@@ -29,28 +29,28 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
     return
 
 
 @jit(inline="always")
-def arrive(S, pkt, opt, J, slot, pb, j, weight, q_ij, t):
+def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[BR] eq. (5): ``F_ij = S + s_ij / (w_i Q_ij)``."""
-    sfq.tag(S, pkt, J, slot, pb, j, weight * q_ij, opt[1] != 0.0)
+    sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight * q_ij, opt[1] != 0.0, True)
 
 
 @jit(inline="always")
-def head(S, pkt, opt, J, slot, pb, j, weight):
+def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return sfq.key(pkt, J, pb)
 
 
 @jit(inline="always")
-def start(S, pkt, opt, J, slot, pb, j, weight, next_pb, t):
-    sfq.begin(S, pkt, J, pb, j, opt[0] != 0.0)
+def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
+    sfq.begin(S, pkt, J, pb, cst, cb, j, opt[0] != 0.0, -1.0, False)
 
 
 @jit(inline="always")
-def finish(S, pkt, opt, J, slot, pb, j, t):
+def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 

@@ -36,7 +36,15 @@ OPTIONS = (
 )
 
 
-def layout(J):
+def layout_fixed_rate(J):
+    """Rate ``r_ij = w_i`` (BMF-WFQ, fq-single): per packet only the start tag; the finish tag
+    ``S + s_ij / w_i`` is recomputed when needed (the same float operations, the same bits)."""
+    return Layout(flow=0, flow_res=1, res=2, glob=0, pkt=1)
+
+
+def layout_queue_rate(J):
+    """Rate ``r_ij = w_i Q_ij`` (PF-SFQ): ``Q_ij`` at arrival is gone by service time, so the
+    finish tag is kept per packet (read by ``idle_reset`` only)."""
     return Layout(flow=0, flow_res=1, res=2, glob=0, pkt=2)
 
 
@@ -51,28 +59,36 @@ def encode_sfq(router) -> tuple[float, float]:
 
 
 @jit(inline="always")
-def tag(S, pkt, J, slot, pb, j, rate, per_packet):
-    """``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / rate`` (``1 / rate`` per packet)."""
+def tag(S, pkt, J, slot, pb, cst, cb, j, rate, per_packet, keep_finish):
+    """``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / rate`` (``1 / rate`` per packet); the packet's
+    finish tag is stored only with ``keep_finish`` (layout_queue_rate)."""
     start_tag = S.res[2 * j + R_V]
     if S.flow_res[slot * J + j] > start_tag:
         start_tag = S.flow_res[slot * J + j]
-    finish_tag = start_tag + (1.0 if per_packet else pkt[pb + j]) / rate
+    finish_tag = start_tag + (1.0 if per_packet else cst[cb + j]) / rate
     S.flow_res[slot * J + j] = finish_tag
-    pkt[pb + J + P_START] = start_tag
-    pkt[pb + J + P_FINISH] = finish_tag
+    pkt[pb + P_START] = start_tag
+    if keep_finish:
+        pkt[pb + P_FINISH] = finish_tag
 
 
 @jit(inline="always")
 def key(pkt, J, pb):
-    return pkt[pb + J + P_START]
+    return pkt[pb + P_START]
 
 
 @jit(inline="always")
-def begin(S, pkt, J, pb, j, idle_reset):
-    """``V_j`` = the start tag of the packet that begins service at j."""
-    S.res[2 * j + R_V] = pkt[pb + J + P_START]
+def begin(S, pkt, J, pb, cst, cb, j, idle_reset, weight, per_packet):
+    """``V_j`` = the start tag of the packet that begins service at j.  With ``idle_reset`` the
+    largest finish tag begun is noted: ``S + s_ij / w_i`` recomputed when ``weight > 0`` (rate
+    ``w_i``, as in :func:`tag`), else the stored one (layout_queue_rate)."""
+    st = pkt[pb + P_START]
+    S.res[2 * j + R_V] = st
     if idle_reset:
-        f = pkt[pb + J + P_FINISH]
+        if weight > 0.0:
+            f = st + (1.0 if per_packet else cst[cb + j]) / weight
+        else:
+            f = pkt[pb + P_FINISH]
         if f > S.res[2 * j + R_MAXFIN]:
             S.res[2 * j + R_MAXFIN] = f
 

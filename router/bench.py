@@ -15,7 +15,11 @@ same way (reference and engine interleaved on one small workload).
 
 **Many flows.**  The static 10^5- and 10^6-flow rows run each timed mrfq
 repetition in a fresh process, so that its peak resident memory
-(``ru_maxrss``) is the run's own; the C program reports its own peak RSS.  Both
+(``ru_maxrss``) is the run's own; the C program reports its own peak RSS.
+Both time the loop after the setup (the flow table allocated and every flow's
+first window admitted at t = 0): the C program does so itself, mrfq subtracts
+a one-service run of the same scenario in the same process (reported as
+``mrfq_setup_cpu_s``).  Both
 are started as forked children of a small shell (:func:`own_rss`), else Linux would
 charge them this process's memory.  The
 mrfq figure includes the interpreter, numpy and numba (``baseline``: the same
@@ -58,6 +62,11 @@ VECTORS = ((1.0, 0.2), (0.2, 1.0), (1.0, 1.0))
 #: ``RTT_TARGET_FLOWS`` window-limited flows are in the system at load 0.8
 RTT_TARGET_FLOWS = 100_000
 RTT_MEAN_PACKETS = 60
+#: the static rows' floor on services per flow (see :func:`run_pairs`)
+MIN_SERVICES_PER_FLOW = 20
+#: and the 10^5/10^6-flow rows at least this many (the setup they subtract is noisy: at 10^5 flows
+#: 2e6 services gave ratios from -1.06 to 2.38 over three pairs, 2e7 from 0.92 to 1.26)
+MIN_SERVICES_ISOLATED = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -152,8 +161,14 @@ small = scenario_for(WORKLOADS[0], 1000)
 simulate(small)  # import, load the cached loop, one tiny run: the baseline
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 sc = scenario_for(w, int(sys.argv[2]))
+# the C yardstick times its loop after setting up its flows (their first windows injected);
+# so that both time the same work, a run of one service (the setup: the flow table and
+# every first window admitted at t = 0) is subtracted from the full run
+setup = simulate(sc.replace(**{"run.max_services": 1})) if w.mode == "static" else None
 r = simulate(sc)
-print(json.dumps({"services": r.services, "cpu": r.cpu_seconds, "wall": r.wall_seconds,
+s0, c0, w0 = (setup.services, setup.cpu_seconds, setup.wall_seconds) if setup else (0, 0.0, 0.0)
+print(json.dumps({"services": r.services - s0, "cpu": r.cpu_seconds - c0, "wall": r.wall_seconds - w0,
+                  "setup_cpu": c0,
                   "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "baseline_kb": base,
                   "max_active_flows": r.max_active_flows,
                   "mean_flows": sum(c.mean_flows for c in r.classes) if r.classes else None}))
@@ -186,7 +201,7 @@ class MrfqSide:
         """(Msvc per CPU second, Msvc per wall second, services) of one timed run."""
         if self.w.isolated:
             d = self._isolated(self.services)
-            for key in ("maxrss_kb", "baseline_kb", "max_active_flows", "mean_flows"):
+            for key in ("maxrss_kb", "baseline_kb", "max_active_flows", "mean_flows", "setup_cpu"):
                 self.extra.setdefault(key, []).append(d[key])
             return d["services"] / d["cpu"] / 1e6, d["services"] / d["wall"] / 1e6, d["services"]
         from router.run import simulate
@@ -218,7 +233,14 @@ class CSide:
 
 
 def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dict:
-    """Interleaved timed runs: mrfq, C, mrfq, C, ...; the ratio per pair."""
+    """Interleaved timed runs: mrfq, C, mrfq, C, ...; the ratio per pair.  A static row runs at
+    least ``MIN_SERVICES_PER_FLOW`` services per flow: with fewer, the timed loop (setup
+    excluded) is a fraction of a second at 10^6 flows and each flow is served a few times,
+    every one a cache miss (2e6 services at 10^6 flows gave 0.08 s of loop beside 1.6 s of setup)."""
+    if w.mode == "static":
+        services = max(services, MIN_SERVICES_PER_FLOW * w.flows)
+    if w.isolated and w.mode == "static":
+        services = max(services, MIN_SERVICES_ISOLATED)
     m = MrfqSide(w, services)
     c = CSide(binary, w, services) if binary is not None and w.c_sched else None
     m.warm()
@@ -247,6 +269,7 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dic
         row["mrfq_peak_rss_kb"] = max(m.extra["maxrss_kb"])
         row["mrfq_baseline_rss_kb"] = max(m.extra["baseline_kb"])
         row["max_active_flows"] = max(m.extra["max_active_flows"])
+        row["mrfq_setup_cpu_s"] = statistics.median(m.extra["setup_cpu"])
         if m.extra["mean_flows"][0] is not None:
             row["mean_flows"] = statistics.median(m.extra["mean_flows"])
     if c is not None and c.rss:

@@ -44,8 +44,8 @@ from router.flowtable import DONE, MORE_ARRIVALS
 from router.loop import loop_for
 from router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T,
-    C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_Q, QS_WIDTH,
-    ArrivalChunk, Params, Specs, Traffic, allocate, grow, int_views, ring_size,
+    C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH,
+    ArrivalChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, ring_size,
 )
 
 INF = np.inf
@@ -113,8 +113,8 @@ def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int) -> bool:
 
 def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, warmup: float, B: int,
                     max_services: int, trace_cap: int, specs: Specs, traffic: Traffic, n_static: int, K: int,
-                    arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096
-                    ) -> tuple[KernelResult, float]:
+                    arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096,
+                    packet_costs: bool | None = None) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -124,23 +124,25 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     Plain Python: allocates the state with numpy (nothing to compile), runs the compiled
     loop (appending the next ``chunk`` arrivals or doubling the flow table when it asks; the
     lean variant unless ``specialise`` is false), then counts what is left in the system.
+    Costs are kept per flow unless some flow has packet sizes (or ``packet_costs`` is true).
     Returns ``(KernelResult, compile_seconds)``.
     """
     lay = sched.module.layout(J)
     NR = ring_size(N)
-    W = J + lay.pkt
+    W = lay.pkt
     C = n_static + 64
-    P = Params(N=int(N), RM=NR - 1, W=W, NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
+    pc = needs_packet_costs(specs) if packet_costs is None else bool(packet_costs)
+    NFC = n_fcols(J)
+    P = Params(N=int(N), RM=NR - 1, W=W, NFC=NFC, pc=int(pc), NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key))
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
-                                             batch_starts(warmup, T, B), rtt)
+                                             batch_starts(warmup, T, B), rtt, pc)
     # static flows own rows 0..n_static-1 (flow id = row)
     for i in range(n_static):
         ft.slot_i[i * N_ICOLS + I_UID] = i
-        ft.slot_i[i * N_ICOLS + I_SPEC] = i
         ft.slot_i[i * N_ICOLS + I_CLASS] = -1
-        ft.slot_f[i * N_FCOLS + F_WEIGHT] = specs.weight[i]
+        ft.slot_f[i * NFC + F_WEIGHT] = specs.weight[i]
     carry.ci[C_NEXT_UID] = n_static
     carry.cf[C_NEXT_STATIC] = traffic.static_start[traffic.static_order[0]] if n_static > 0 else INF
     # the first chunk of flow arrivals; the cursor carry.ci[C_ARR_CUR] points at the next one
@@ -148,7 +150,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.ci[C_ARR_LAST] = len(arr.time) < chunk
     carry.cf[C_NEXT_ARR] = arr.time[0] if len(arr.time) else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt))
+    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc)
 
     compile_seconds = 0.0
     while True:
@@ -204,7 +206,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
 
     # ---- what is left in the system, for the conservation check
     slot_i = ft.slot_i.reshape(C, N_ICOLS)
-    in_system = ft.qs.reshape(C, J, QS_WIDTH)[:, :, QS_Q].sum(axis=0)
+    # Q_ij summed over flows: waiting, plus one in service at each busy resource
+    in_system = ft.qs.reshape(C, J, QS_WIDTH)[:, :, QS_COUNT].sum(axis=0) + (busy_slot >= 0)
     inflight = slot_i[:, I_INFLIGHT]
     ns1 = max(n_static, 1)
     tr_n = ci[C_TR_N]
@@ -239,7 +242,13 @@ def _take(arrivals, n: int) -> ArrivalChunk:
                         np.ascontiguousarray(L, dtype=np.int64))
 
 
+def needs_packet_costs(specs: Specs) -> bool:
+    """Whether costs are kept per packet: some flow or class has packet sizes (else per flow)."""
+    return bool((np.asarray(specs.n_sizes) > 1).any())
+
+
 # used by compile warm-ups (analysis.sweep): the loop variant a run of these settings takes
-def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, specialise: bool = True):
+def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, specialise: bool = True,
+                 pc: bool = False):
     opt = tuple(float(x) for x in opt)
-    return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt))
+    return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc)

@@ -21,9 +21,9 @@ import numpy as np
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router.batches import add_area, batch_index
 from router.state import (
-    C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR, C_T_AREA, F_ARRIVE, F_DOM,
-    F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN, I_SIZE, I_SPEC, I_UID,
-    N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_WIDTH,
+    ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR,
+    C_T_AREA, F_ARRIVE, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
+    F_SIZE, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
 INF = np.inf
@@ -83,12 +83,12 @@ def flow_done(s, k, t, P, ft, acc, t_last_area, n_free):
     add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)
     acc.x[k] -= 1.0
     acc.class_completed[k] += 1
-    t_arr = ft.slot_f[s * N_FCOLS + F_ARRIVE]
+    t_arr = ft.slot_f[s * P.NFC + F_ARRIVE]
     if t_arr >= P.warmup:
         b = batch_index(t, P.warmup, P.T, P.B)
         if b >= 0:
             acc.done_n[k, b] += 1.0
-            acc.done_packets[k, b] += ft.slot_i[s * N_ICOLS + I_SIZE]
+            acc.done_packets[k, b] += ft.slot_f[s * P.NFC + F_SIZE]
             acc.done_time[k, b] += t - t_arr
     ft.free[n_free] = s
 
@@ -97,13 +97,14 @@ def flow_done(s, k, t, P, ft, acc, t_last_area, n_free):
 def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_cap):
     """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order):
     each new flow gets a table row (the scheduler's rows zeroed) and queues min(N, L)
-    admissions in ``aq.now_s`` (the loop admits them right after).  Arrivals are read from
+    admissions in ``aq.now_s`` (one entry ``row << ADM_BITS | min(N, L)``; the loop admits
+    them right after).  Arrivals are read from
     the chunk ``arr`` at the cursor ``carry.ci[C_ARR_CUR]``; :func:`arrivals_ready` has made
     sure the chunk holds all of them and the table has a row for each.  With a trace, each
     arrival is logged.  Scalars travel in ``carry``; returns the new length of ``now_s``."""
     cf, ci = carry.cf, carry.ci
-    slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
-    RM, W, N = P.RM, P.W, P.N
+    slot_i, slot_f, cst = ft.slot_i, ft.slot_f, ft.cst
+    RM, N, NFC = P.RM, P.N, P.NFC
     next_arr = cf[C_NEXT_ARR]
     next_static = cf[C_NEXT_STATIC]
     t_last_area = cf[C_T_AREA]
@@ -120,6 +121,7 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             st_ptr += 1
             next_static = tf.static_start[tf.static_order[st_ptr]] if st_ptr < P.n_static else INF
             size_total = tf.static_packets[s]
+            sp_row = s
         else:
             # the next arrival of the stream: class, size; then the time of the one after
             k = arr.klass[arr_cur]
@@ -136,35 +138,38 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             s = ft.free[n_free]
             slot_i[s * N_ICOLS + I_UID] = next_uid
             next_uid += 1
-            slot_i[s * N_ICOLS + I_SPEC] = tf.class_spec[k]
+            sp_row = tf.class_spec[k]
             slot_i[s * N_ICOLS + I_CLASS] = k
-            slot_f[s * N_FCOLS + F_WEIGHT] = sp.weight[tf.class_spec[k]]
+            slot_f[s * NFC + F_WEIGHT] = sp.weight[tf.class_spec[k]]
             acc.class_arrived[k] += 1
             add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)
             t_last_area = t
             acc.x[k] += 1.0
         # ---- a flow starts: reset its row, queue min(N, L) admissions
-        slot_i[s * N_ICOLS + I_SIZE] = size_total
+        slot_f[s * NFC + F_SIZE] = size_total
         slot_i[s * N_ICOLS + I_REMAIN] = size_total if size_total > 0 else -1
         slot_i[s * N_ICOLS + I_INFLIGHT] = 0
         slot_i[s * N_ICOLS + I_NEXTSEQ] = 1
         slot_i[s * N_ICOLS + I_PENDING] = 0
         slot_i[s * N_ICOLS + I_DEPPOST] = 0
-        slot_f[s * N_FCOLS + F_ARRIVE] = t
-        sp_row = slot_i[s * N_ICOLS + I_SPEC]
+        slot_f[s * NFC + F_ARRIVE] = t
         if sp.n_sizes[sp_row] == 1:
-            # constant per-packet costs: every ring slot holds them for the flow's lifetime
+            # constant per-packet costs: in the flow row (pc = 0), or in every ring slot of the
+            # per-packet costs for the flow's lifetime (pc = 1: other flows have packet sizes)
             dom = 0.0
             first = -1
             for jj in range(J):
                 c = sp.cost[sp_row, jj] + sp.per_byte[sp_row, jj] * sp.sizes[sp_row, 0]
-                for q in range(RM + 1):
-                    pkt[(s * (RM + 1) + q) * W + jj] = c
+                if P.pc:
+                    for q in range(RM + 1):
+                        cst[(s * (RM + 1) + q) * J + jj] = c
+                else:
+                    slot_f[s * NFC + F_COST + jj] = c
                 if c > dom:
                     dom = c
                 if c > 0.0 and first < 0:
                     first = jj
-            slot_f[s * N_FCOLS + F_DOM] = dom
+            slot_f[s * NFC + F_DOM] = dom
             slot_i[s * N_ICOLS + I_FIRST] = first
         for m in range(P.NF):
             S.flow[s * P.NF + m] = 0.0
@@ -172,7 +177,6 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             S.flow_res[s * J * P.NFR + m] = 0.0
         for jj in range(J):
             qb = (s * J + jj) * QS_WIDTH
-            ft.qs[qb + QS_Q] = 0
             ft.qs[qb + QS_HEAD] = 0
             ft.qs[qb + QS_COUNT] = 0
         n_active += 1
@@ -181,12 +185,11 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
         n0 = N
         if size_total > 0 and size_total < N:
             n0 = size_total
-        for _ in range(n0):
-            if slot_i[s * N_ICOLS + I_REMAIN] > 0:
-                slot_i[s * N_ICOLS + I_REMAIN] -= 1
-            slot_i[s * N_ICOLS + I_PENDING] += 1
-            aq.now_s[now_n] = s
-            now_n += 1
+        if slot_i[s * N_ICOLS + I_REMAIN] > 0:
+            slot_i[s * N_ICOLS + I_REMAIN] -= n0
+        slot_i[s * N_ICOLS + I_PENDING] += n0
+        aq.now_s[now_n] = (s << ADM_BITS) | n0
+        now_n += 1
 
     cf[C_NEXT_ARR] = next_arr
     cf[C_NEXT_STATIC] = next_static

@@ -44,9 +44,9 @@ from router import heap
 from router.flowtable import DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts
 from router.packets import packet_uniform
 from router.state import (
-    C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE, C_PK_ADM, C_PK_DEP, C_SERVICES,
-    C_STOPPED, C_T, C_T_AREA, C_TR_N, F_DOM, F_WEIGHT, I_CLASS, I_DONE, I_FIRST, I_INFLIGHT, I_NEXTSEQ,
-    I_PENDING, I_SPEC, I_UID, N_FCOLS, N_ICOLS, QS_COUNT, QS_HEAD, QS_Q, QS_WIDTH,
+    ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE,
+    C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_FIRST,
+    I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
 INF = np.inf
@@ -55,30 +55,44 @@ NO_WRAPAROUND = no_wraparound(__name__)
 
 # ---------------------------------------------------------------------------
 # the pieces of the loop that call the scheduler's hooks (sched_*: globals bound per scheduler)
-def _enqueue(S, opt, J, RM, W, s, seq, pb, j, t, uid, weight, ft, hp, hn, admitted_j):
-    """Packet ``seq`` (record at ``pkt[pb:]``) of the flow in row ``s`` joins resource j at time t."""
+@jit(inline="always")
+def _cost_base(PC, J, NR, NFC, s, seq):
+    """Where packet ``seq`` of row s keeps its costs: ``cst[cb + j]`` (router/state.py)."""
+    if PC:
+        return (s * NR + (seq & (NR - 1))) * J
+    return s * NFC + F_COST
+
+
+def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, busy_slot, hp, hn,
+             admitted_j):
+    """Packet ``seq`` (tags at ``pkt[pb:]``, costs at ``cst[cb:]``) of the flow in row ``s`` joins
+    resource j at time t."""
     qs = ft.qs
     qb = (s * J + j) * QS_WIDTH
-    q_ij = qs[qb + QS_Q] + 1
-    qs[qb + QS_Q] = q_ij
-    admitted_j[j] += 1
-    sched_arrive(S, ft.pkt, opt, J, s, pb, j, weight, q_ij, t)  # noqa: F821 - bound per scheduler
     cnt = qs[qb + QS_COUNT]
     qs[qb + QS_COUNT] = cnt + 1
+    admitted_j[j] += 1
+    # Q_ij: its packets at j, waiting (this one included) or in service
+    q_ij = cnt + 1 + (1 if busy_slot[j] == s else 0)
+    sched_arrive(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight, q_ij, t)  # noqa: F821 - bound per scheduler
     if cnt == 0:
         qs[qb + QS_HEAD] = seq  # the flow's waiting packets at j: head, head + 1, ... (no overtaking)
-        heap.push(hp, hn, j, sched_head(S, ft.pkt, opt, J, s, pb, j, weight), uid, s)  # noqa: F821
+        heap.push(hp, hn, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, s, t, ft, sp, cost_key, hp, hn, admitted_j):
+def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, busy_slot, hp, hn, admitted_j):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
     slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
     pb = (s * (RM + 1) + (seq & RM)) * W
-    row = slot_i[s * N_ICOLS + I_SPEC]
+    cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
     uid = slot_i[s * N_ICOLS + I_UID]
-    if sp.n_sizes[row] > 1:
+    row = 0
+    if PC:  # its Specs row: the flow id of a static flow, its class's row else
+        k = slot_i[s * N_ICOLS + I_CLASS]
+        row = s if k < 0 else tf.class_spec[k]
+    if PC and sp.n_sizes[row] > 1:
         # a packet size from the counter-based hash; costs = per packet + per byte * size
         u = packet_uniform(cost_key, uid, seq)
         z = 0
@@ -88,25 +102,24 @@ def _admit(S, opt, J, RM, W, s, t, ft, sp, cost_key, hp, hn, admitted_j):
         dominant = 0.0
         for jj in range(J):
             c = sp.cost[row, jj] + sp.per_byte[row, jj] * size
-            pkt[pb + jj] = c
+            cst[cb + jj] = c
             if c > dominant:
                 dominant = c
-    else:
-        # constant costs: written into every ring slot when the flow started
-        dominant = slot_f[s * N_FCOLS + F_DOM]
-    slot_i[s * N_ICOLS + I_INFLIGHT] += 1
-    weight = slot_f[s * N_FCOLS + F_WEIGHT]
-    sched_admit(S, pkt, opt, J, s, pb, weight, dominant, t)  # noqa: F821
-    j0 = slot_i[s * N_ICOLS + I_FIRST]
-    if sp.n_sizes[row] > 1:
         j0 = 0
-        while pkt[pb + j0] <= 0.0:
+        while cst[cb + j0] <= 0.0:
             j0 += 1
-    _enqueue(S, opt, J, RM, W, s, seq, pb, j0, t, uid, weight, ft, hp, hn, admitted_j)
+    else:
+        # constant costs: set when the flow started
+        dominant = slot_f[s * NFC + F_DOM]
+        j0 = slot_i[s * N_ICOLS + I_FIRST]
+    slot_i[s * N_ICOLS + I_INFLIGHT] += 1
+    weight = slot_f[s * NFC + F_WEIGHT]
+    sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant, t)  # noqa: F821
+    _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, busy_slot, hp, hn, admitted_j)
 
 
-def _start_next(S, opt, J, RM, W, j, t, T, warmup, ft, hp, hn, busy_slot, busy_seq, service_end, busy_post,
-                trace_cap, tr_n, tr):
+def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, hn, busy_slot, busy_seq, service_end,
+                busy_post, trace_cap, tr_n, tr):
     """Idle resource j starts its smallest head (phase 3); returns the trace length."""
     if hn[j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
@@ -123,17 +136,20 @@ def _start_next(S, opt, J, RM, W, j, t, T, warmup, ft, hp, hn, busy_slot, busy_s
     cnt = qs[qb + QS_COUNT] - 1
     qs[qb + QS_COUNT] = cnt
     pb = (s * NR + (seq & RM)) * W
-    weight = ft.slot_f[s * N_FCOLS + F_WEIGHT]
+    cb = _cost_base(PC, J, NR, NFC, s, seq)
+    weight = ft.slot_f[s * NFC + F_WEIGHT]
     if cnt > 0:
         pbn = (s * NR + ((seq + 1) & RM)) * W
-        sched_start(S, pkt, opt, J, s, pb, j, weight, pbn, t)  # noqa: F821
-        heap.replace_top(hp, hn, j, sched_head(S, pkt, opt, J, s, pbn, j, weight), top >> heap.SLOT_BITS, s)  # noqa: F821
+        cbn = _cost_base(PC, J, NR, NFC, s, seq + 1)
+        sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, pbn, cbn, t)  # noqa: F821
+        heap.replace_top(hp, hn, j, sched_head(S, pkt, opt, J, s, pbn, cst, cbn, j, weight),  # noqa: F821
+                         top >> heap.SLOT_BITS, s)
     else:
-        sched_start(S, pkt, opt, J, s, pb, j, weight, -1, t)  # noqa: F821
+        sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, -1, -1, t)  # noqa: F821
         heap.pop(hp, hn, j)
     busy_slot[j] = s
     busy_seq[j] = seq
-    end = t + pkt[pb + j]
+    end = t + cst[cb + j]
     service_end[j] = end
     # busy time inside [warmup, T] (conditional expressions: numba compiles the builtin
     # min/max of floats to out-of-line calls)
@@ -151,7 +167,7 @@ def _start_next(S, opt, J, RM, W, j, t, T, warmup, ft, hp, hn, busy_slot, busy_s
     return tr_n
 
 
-def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from)."""
 
@@ -174,11 +190,14 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
         trace_cap = 0 if LEAN else P.trace_cap
         RM = P.RM
         W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
+        PC = PC_CONST  # costs per packet (packet sizes) or per flow: a constant
+        NFC = J_CONST + F_COST
         NR = RM + 1
         T = P.T
         warmup = P.warmup
         max_services = P.max_services
-        slot_i, slot_f, qs, pkt = ft.slot_i, ft.slot_f, ft.qs, ft.pkt
+        slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
+        cst = ft.cst if PC else slot_f
         service_end, busy_post, hp = rs.service_end, rs.busy_post, rs.hp
         ri = rs.ri
         busy_slot, busy_seq, served_j, admitted_j = ri[0:J], ri[J:2 * J], ri[2 * J:3 * J], ri[3 * J:4 * J]
@@ -230,12 +249,12 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
                     comp_slot[nc] = s
                     comp_seq[nc] = busy_seq[j]
                     nc += 1
-                    qs[(s * J + j) * QS_WIDTH + QS_Q] -= 1
                     served_j[j] += 1
                     services += 1
                     busy_slot[j] = -1
                     service_end[j] = INF
-                    sched_finish(S, pkt, o, J, s, (s * NR + (busy_seq[j] & RM)) * W, j, t)  # noqa: F821
+                    sched_finish(S, pkt, o, J, s, (s * NR + (busy_seq[j] & RM)) * W, cst,  # noqa: F821
+                                 _cost_base(PC, J, NR, NFC, s, busy_seq[j]), j, t)
 
             # ---- phase 1b: move each on, or let it leave (resource order)
             now_n = 0
@@ -244,12 +263,13 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
                 s = comp_slot[c]
                 seq = comp_seq[c]
                 pb = (s * NR + (seq & RM)) * W
+                cb = _cost_base(PC, J, NR, NFC, s, seq)
                 nj = j + 1
-                while nj < J and pkt[pb + nj] <= 0.0:
+                while nj < J and cst[cb + nj] <= 0.0:
                     nj += 1
                 if nj < J:
-                    _enqueue(S, o, J, RM, W, s, seq, pb, nj, t, slot_i[s * N_ICOLS + I_UID],
-                             slot_f[s * N_FCOLS + F_WEIGHT], ft, hp, hn, admitted_j)
+                    _enqueue(S, o, J, RM, W, PC, NFC, s, seq, pb, cst, cb, nj, t, slot_i[s * N_ICOLS + I_UID],
+                             slot_f[s * NFC + F_WEIGHT], ft, busy_slot, hp, hn, admitted_j)
                     continue
                 # departure from the router
                 pk_departed += 1
@@ -264,7 +284,7 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
                         due_s[q] = s
                         adm_n += 1
                     else:
-                        now_s[now_n] = s
+                        now_s[now_n] = (s << ADM_BITS) | 1
                         now_n += 1
                 elif dep == DEP_FLOW_DONE:
                     # ---- flow completion (rare: out of line)
@@ -272,7 +292,6 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
                     k = slot_i[s * N_ICOLS + I_CLASS]
                     if k < 0:
                         acc.static_done_t[s] = t
-                        slot_i[s * N_ICOLS + I_DONE] = 1
                     else:
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free)
                         t_last_area = t
@@ -285,8 +304,12 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
             starts_done = False
             while True:
                 if now_i < now_n:
-                    s = now_s[now_i]
-                    now_i += 1
+                    e = now_s[now_i]  # row << ADM_BITS | admissions left for it now
+                    s = e >> ADM_BITS
+                    if (e & ADM_MASK) > 1:
+                        now_s[now_i] = e - 1
+                    else:
+                        now_i += 1
                 elif adm_n > 0 and due_t[adm_head] == t:
                     s = due_s[adm_head]
                     adm_head += 1
@@ -310,14 +333,14 @@ def _make_raw(J_CONST, W_CONST, LEAN, OPT, KEY):
                 else:
                     break
                 slot_i[s * N_ICOLS + I_PENDING] -= 1
-                _admit(S, o, J, RM, W, s, t, ft, sp, P.cost_key, hp, hn, admitted_j)
+                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, busy_slot, hp, hn, admitted_j)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head
             for j in range(J):
                 if busy_slot[j] < 0:
-                    tr_n = _start_next(S, o, J, RM, W, j, t, T, warmup, ft, hp, hn, busy_slot, busy_seq,
-                                       service_end, busy_post, trace_cap, tr_n, tr)
+                    tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, hn, busy_slot,
+                                       busy_seq, service_end, busy_post, trace_cap, tr_n, tr)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr
@@ -364,13 +387,13 @@ def _sources_hash() -> str:
 _LOOPS: dict = {}
 
 
-def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0):
+def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False):
     """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
     options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
-    trace read at run time).
+    trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow.
     Built once per process; numba caches the machine code on disk."""
     lean = opt is not None
-    key = (int(J), info.name, tuple(opt) if lean else None)
+    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc))
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
@@ -381,6 +404,6 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0):
             g[name] = jit(inline="always")(_rebind(globals()[name], g))
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
-        raw = _make_raw(int(J), int(J + mod.layout(J).pkt), lean, const, tag)
+        raw = _make_raw(int(J), int(mod.layout(J).pkt), bool(pc), lean, const, tag)
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

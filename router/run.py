@@ -165,7 +165,8 @@ def _spec_arrays(specs, J):
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
-             max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK) -> RunResult:
+             max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK,
+             packet_costs: bool | None = None) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
@@ -175,6 +176,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     variant for default options applies (same results; for tests).  ``arrival_chunk``: flow
     arrivals handed to the engine per chunk (same results for any value; for tests).  With
     ``trace``, :attr:`RunResult.arrivals` lists the first ``trace`` flow arrivals consumed.
+    ``packet_costs=True`` keeps costs per packet even when every flow's are constant (same
+    results; for tests: the engine picks the per-flow layout then).
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
@@ -209,7 +212,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         info, opt, J, N, rtt=float(sc.router.rtt), T=float(T), warmup=float(warmup), B=B,
         max_services=sc.run.max_services, trace_cap=int(trace), specs=_spec_arrays(specs, J), traffic=traffic,
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
-        chunk=int(arrival_chunk))
+        chunk=int(arrival_chunk), packet_costs=packet_costs)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services

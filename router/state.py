@@ -7,16 +7,22 @@ system at the end for the conservation check.
 
 Flow-table rows ("slots"): static flows own rows ``0..n_static-1`` (flow id =
 row); Poisson flows take rows from a free list.  Row offsets use power-of-two
-widths, so they are shifts.  Per (row, resource) a queue record of four
-int64 ``qs[(s * J + j) * 4 + field]`` holds the packets of the flow there
-(waiting or in service, ``Q_ij``), the sequence number of its first waiting
-packet and the number waiting.  No ring of sequence numbers is needed: a
-flow's packets pass the resources in series in sequence order and never
-overtake one another, so the packets of a flow waiting at j are always
-consecutive, ``head, head + 1, ..., head + count - 1``.  Packet records
-``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR >= N`` a power of two) hold the
-packet's cost at each resource (m < J), then the scheduler's own per-packet
-slots (``W = J + layout.pkt``).
+widths, so they are shifts.  Per (row, resource) a queue record of two
+int64 ``qs[(s * J + j) * 2 + field]`` holds the sequence number of the flow's
+first waiting packet and the number waiting.  No ring of sequence numbers is
+needed: a flow's packets pass the resources in series in sequence order and
+never overtake one another, so the packets of a flow waiting at j are always
+consecutive, ``head, head + 1, ..., head + count - 1``.  No queue-length
+counter is kept either: ``Q_ij`` (waiting or in service) is the count plus one
+when j serves that flow's packet.
+
+Packet records ``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR >= N`` a power of
+two) hold only the scheduler's own per-packet slots (``W = layout.pkt``).
+Costs live where the scenario needs them (``Params.pc``): when every flow has
+constant per-packet costs (no ``packet_sizes``) once per flow, in the flow
+row's float columns ``slot_f[s * NFC + F_COST + j]``; with per-packet sizes
+per packet, ``cst[(s * NR + (seq & RM)) * J + j]``.  The scheduler's hooks
+read a packet's cost as ``cst[cb + j]`` either way (fq/contract.py).
 """
 
 from __future__ import annotations
@@ -31,15 +37,16 @@ from router import heap
 INF = np.inf
 
 # flow-table integer columns
-(I_UID, I_SPEC, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_SIZE, I_PENDING, I_DEPPOST, I_DONE,
- I_FIRST) = range(11)
-N_ICOLS = 16  # 11 used; a power of two, so row offsets are shifts
-# flow-table float columns: weight, arrival time, dominant cost (constant-cost flows)
-F_ARRIVE, F_WEIGHT, F_DOM = range(3)
-N_FCOLS = 4
-# per-(flow row, resource) queue record: packets there, first waiting seq, number waiting (+ 1 pad)
-QS_Q, QS_HEAD, QS_COUNT = range(3)
-QS_WIDTH = 4
+# (what a service touches, in one 64-byte row: the Specs row of a flow is not stored, it is
+# the row itself for a static flow and Traffic.class_spec[class] for a class flow)
+(I_UID, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_DEPPOST, I_FIRST) = range(8)
+N_ICOLS = 8  # a power of two, so row offsets are shifts
+# flow-table float columns: arrival time, weight, dominant cost, flow size (packets; exact
+# below 2**53), then (constant-cost flows) the cost at each resource: n_fcols(J) = F_COST + J
+F_ARRIVE, F_WEIGHT, F_DOM, F_SIZE, F_COST = range(5)
+# per-(flow row, resource) queue record: first waiting seq, number waiting
+QS_HEAD, QS_COUNT = range(2)
+QS_WIDTH = 2
 
 # scalars carried between calls of the loop: floats, then ints
 (C_T, C_NEXT_ARR, C_NEXT_STATIC, C_T_AREA) = range(4)
@@ -47,6 +54,9 @@ N_CF = 4
 (C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
  C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N) = range(16)
 N_CI = 16
+# an entry of the admissions due now: row << ADM_BITS | count (count <= the window <= 4096)
+ADM_BITS = 13
+ADM_MASK = (1 << ADM_BITS) - 1
 
 
 class Params(NamedTuple):
@@ -54,7 +64,9 @@ class Params(NamedTuple):
 
     N: int              # window: packets per flow inside the router
     RM: int             # ring mask: NR - 1
-    W: int              # packet record width: J + the scheduler's per-packet slots
+    W: int              # packet record width: the scheduler's per-packet slots
+    NFC: int            # flow-table float columns: F_COST + J
+    pc: int             # 1: costs per packet (packet sizes), in FlowTable.cst; 0: per flow, in slot_f
     NF: int             # scheduler floats per flow
     NFR: int            # scheduler floats per (flow, resource)
     rtt: float          # admission delay after a departure
@@ -98,9 +110,10 @@ class ArrivalChunk(NamedTuple):
 
 class FlowTable(NamedTuple):
     slot_i: np.ndarray   # [C * N_ICOLS] int64
-    slot_f: np.ndarray   # [C * N_FCOLS] float64
+    slot_f: np.ndarray   # [C * NFC] float64
     qs: np.ndarray       # [C * J * QS_WIDTH] int64 queue records
-    pkt: np.ndarray      # [C * NR * W] float64 packet records
+    pkt: np.ndarray      # [C * NR * W] float64 packet records (the scheduler's tags)
+    cst: np.ndarray      # [C * NR * J] float64 per-packet costs (Params.pc = 1), else [1] unused
     free: np.ndarray     # [C] free rows (a stack)
 
 
@@ -114,7 +127,7 @@ class Resources(NamedTuple):
 class Admissions(NamedTuple):
     due_t: np.ndarray   # ring of admissions delayed by rtt: due time
     due_s: np.ndarray   # ... and row
-    now_s: np.ndarray   # admissions due at the current instant
+    now_s: np.ndarray   # admissions due at the current instant: row << ADM_BITS | how many
 
 
 class Carry(NamedTuple):
@@ -142,6 +155,11 @@ class TraceBuffer(NamedTuple):
     arr_ids: np.ndarray    # [cap * 3] flow id, class, packets
 
 
+def n_fcols(J: int) -> int:
+    """Float columns of a flow-table row: arrival, weight, dominant cost, a cost per resource."""
+    return F_COST + J
+
+
 def ring_size(N: int) -> int:
     NR = 1
     while NR < N:
@@ -160,13 +178,15 @@ def _due_size(C: int, NR: int, J: int, rtt: float) -> int:
 
 
 def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int, B: int, trace_cap: int,
-             b_start: np.ndarray, rtt: float):
-    """Every array of a run with room for C flows (rows ``n_static..C-1`` free)."""
+             b_start: np.ndarray, rtt: float, pc: int):
+    """Every array of a run with room for C flows (rows ``n_static..C-1`` free); per-packet
+    costs only when ``pc`` (the scenario has packet sizes)."""
     ft = FlowTable(
         slot_i=np.zeros(C * N_ICOLS, np.int64),
-        slot_f=np.zeros(C * N_FCOLS, np.float64),
+        slot_f=np.zeros(C * n_fcols(J), np.float64),
         qs=np.zeros(C * J * QS_WIDTH, np.int64),
-        pkt=np.zeros(C * NR * W, np.float64),
+        pkt=np.zeros(max(C * NR * W, 1), np.float64),
+        cst=np.zeros(C * NR * J if pc else 1, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
     )
     S = SchedState(flow=np.zeros(max(C * lay.flow, 1)), flow_res=np.zeros(max(C * J * lay.flow_res, 1)),
@@ -175,8 +195,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
                    hp=heap.allocate(J, C))
     rs.ri[:J] = -1  # no packet in service
     due = _due_size(C, NR, J, rtt)
-    aq = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64),
-                    now_s=np.zeros(C * NR + J, np.int64))
+    aq = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64), now_s=np.zeros(C + J, np.int64))
     Kc = max(K, 1)
     acc = Accumulators(b_start=b_start, x=np.zeros(Kc), area=np.zeros((Kc, B)), departed=np.zeros((Kc, B)),
                        done_n=np.zeros((Kc, B)), done_packets=np.zeros((Kc, B)), done_time=np.zeros((Kc, B)),
@@ -202,8 +221,9 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     first-out: old ones first).  Returns the new capacity and tuples."""
     C2 = 2 * C
     n_free = int(carry.ci[C_NFREE])
-    ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, C2 * N_FCOLS),
+    ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, C2 * n_fcols(J)),
                     qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
+                    cst=_grown(ft.cst, ft.cst.shape[0] * 2) if ft.cst.shape[0] > 1 else ft.cst,
                     free=np.zeros(C2, np.int64))
     ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
     ft2.free[C2 - C: C2 - C + n_free] = ft.free[:n_free]
@@ -213,8 +233,7 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     n, head, cap = carry.ci[C_ADM_N], carry.ci[C_ADM_HEAD], aq.due_t.shape[0]
     order = (head + np.arange(n)) % cap
     due = _due_size(C2, NR, J, rtt)
-    aq2 = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64),
-                     now_s=np.zeros(C2 * NR + J, np.int64))
+    aq2 = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64), now_s=np.zeros(C2 + J, np.int64))
     aq2.due_t[:n] = aq.due_t[order]
     aq2.due_s[:n] = aq.due_s[order]
     carry.ci[C_ADM_HEAD] = 0

@@ -68,8 +68,8 @@ CASES_TOML = [
     (BASE + "[run]\nduration = 1e308\n" + STATIC, "run.duration = 1e+308: out of range"),
     (BASE + "[[flow]]\ncost = [1e30, 0.5]\n", "flow[0].cost[0] = 1e+30: out of range; must be in [0, 1e+12]"),
     (BASE + "[[flow]]\ncost = [1.0, 0.5]\nweight = 1e-320\n", "flow[0].weight"),
-    (BASE + "[router]\nwindow = 4096\n" + "[[flow]]\ncost = [1.0, 0.5]\n" * 22000,
-     "router.window = 4096: with 22000 static flows the flow table would need 4.05 GiB (at most 4)"),
+    (BASE + "[router]\nwindow = 4096\n" + "[[flow]]\ncost = [1.0, 0.5]\n" * 44000,
+     "router.window = 4096: with 44000 static flows the flow table would need 4.04 GiB (at most 4)"),
     (BASE + "[run]\nduration = 1e11\n" + STATIC, "run.duration = 1e+11: up to 3e+11 packet services"),
     (BASE + "[run]\nmax_flows = 100\n[[class]]\ncost = [1.0, 0.5]\nrate = 10\nmean_packets = 1\n",
      "run.max_flows = 100: the run can hold up to"),
@@ -363,7 +363,7 @@ def test_flow_table_past_its_memory_cap_is_refused_before_allocation(monkeypatch
     sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 400.0, "max_flows": 300},
                           "class": [{"cost": [1.0], "rate": 0.5, "mean_packets": 10}]})  # load 5
     assert simulate(sc).max_active_flows > 128
-    monkeypatch.setattr(engine, "MAX_TABLE_BYTES", 100_000)
+    monkeypatch.setattr(engine, "MAX_TABLE_BYTES", 50_000)
     with pytest.raises(MrfqError, match=r"flow table: 128 flows at once would need .* GiB, more than the "
-                                        r"9.31323e-05 GiB cap \(at t = "):
+                                        r"4.65661e-05 GiB cap \(at t = "):
         simulate(sc)
