@@ -63,13 +63,12 @@ def test_lean_loop_equals_generic(sc, scheduler):
 
 @pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
 @settings(deadline=None, max_examples=15, suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios(J=2), scheduler=st.sampled_from(SCHEDULER_NAMES))
-def test_costs_per_flow_equal_costs_per_packet(sc, scheduler):
+@given(sc=scenarios(J=2))  # every registered scheduler, with its own options
+def test_costs_per_flow_equal_costs_per_packet(sc):
     """Constant-cost flows keep their costs once per flow (router/state.py); the per-packet
     layout, which scenarios with packet sizes take, must give the very same outputs."""
     from router.run import simulate
 
-    sc = sc.replace(**{"router.scheduler": scheduler})
     per_packet = simulate(sc, packet_costs=True)
     default = simulate(sc)
     assert outputs(per_packet) == outputs(default)
