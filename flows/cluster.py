@@ -74,6 +74,7 @@ from flows.validate import check_keys as _check_keys
 from flows.validate import err as _err
 from flows.validate import number
 from flows.validate import quote as _q
+from flows.validate import read_toml
 from flows.validate import whole as _int
 
 #: allocator names, kept here (not imported from fq) so that loading a scenario compiles and imports
@@ -598,24 +599,8 @@ def _check_work(sc: ClusterScenario) -> None:
 def load_cluster(path: str | Path) -> ClusterScenario:
     """Read and validate a cluster scenario TOML file."""
     p = Path(path)
-    try:
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise _err(f"{p}: {p.stat().st_size:,} bytes; a cluster scenario file must be at most "
-                       f"{MAX_FILE_BYTES:,} bytes")
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise _err(f"{p}: no such cluster scenario file (or use --preset NAME; see `mrfq cluster presets`)") from None
-    except OSError as e:
-        raise _err(f"{p}: cannot read ({e.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")  # UTF-8, with or without a byte-order mark
-    except UnicodeDecodeError as e:
-        raise _err(f"{p}: not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); save the scenario "
-                   "file as UTF-8") from None
-    try:
-        d = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as e:  # ValueError: an integer with too many digits
-        raise _err(f"{p}: not valid TOML ({_q(str(e), 200)})") from None
+    d = read_toml(p, what="cluster scenario", max_bytes=MAX_FILE_BYTES,
+                  missing_hint="or use --preset NAME; see `mrfq cluster presets`")
     return cluster_from_dict(d, name=p.stem, base=p.parent)
 
 

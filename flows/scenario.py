@@ -69,6 +69,7 @@ from flows.validate import check_keys as _check_keys
 from flows.validate import err as _err
 from flows.validate import number as _num
 from flows.validate import quote as _q
+from flows.validate import read_toml
 from flows.validate import whole as _int
 
 #: The scheduler's name and its own options (keys under [router] other than the
@@ -723,23 +724,8 @@ def to_dict(s: Scenario) -> dict[str, Any]:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a TOML scenario file."""
     p = Path(path)
-    try:
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise _err(f"{p}: {p.stat().st_size:,} bytes; a scenario file must be at most {MAX_FILE_BYTES:,} bytes")
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise _err(f"{p}: no such scenario file (or use --preset NAME; see `mrfq presets`)") from None
-    except OSError as e:
-        raise _err(f"{p}: cannot read ({e.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")  # UTF-8, with or without a byte-order mark
-    except UnicodeDecodeError as e:
-        raise _err(f"{p}: not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); save the scenario "
-                   "file as UTF-8") from None
-    try:
-        d = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError) as e:  # ValueError: an integer with too many digits
-        raise _err(f"{p}: not valid TOML ({_q(str(e), 200)})") from None
+    d = read_toml(p, what="scenario", max_bytes=MAX_FILE_BYTES,
+                  missing_hint="or use --preset NAME; see `mrfq presets`")
     return from_dict(d, name=p.stem, base_dir=p.parent)
 
 

@@ -10,6 +10,8 @@ whole) and gives the allowed range.
 from __future__ import annotations
 
 import math
+import tomllib
+from pathlib import Path
 from typing import Any, Mapping
 
 from flows.errors import ScenarioError
@@ -81,3 +83,26 @@ def whole(where: str, v: Any, *, lo: int | None = None, hi: int | None = None) -
     if isinstance(v, float) and v != int(v):
         raise err(f"{where} = {quote(v)}: must be a whole number{rng}")
     return int(v)
+
+
+def read_toml(p: Path, *, what: str, max_bytes: int, missing_hint: str) -> dict:
+    """The TOML table of file ``p`` (a ``what``, e.g. "scenario"): at most ``max_bytes``, UTF-8
+    with or without a byte-order mark; a one-line ScenarioError naming the file otherwise
+    (``missing_hint`` follows "no such ... file")."""
+    try:
+        if p.stat().st_size > max_bytes:
+            raise err(f"{p}: {p.stat().st_size:,} bytes; a {what} file must be at most {max_bytes:,} bytes")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise err(f"{p}: no such {what} file ({missing_hint})") from None
+    except OSError as e:
+        raise err(f"{p}: cannot read ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8-sig")  # UTF-8, with or without a byte-order mark
+    except UnicodeDecodeError as e:
+        raise err(f"{p}: not UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start}); save the scenario "
+                  "file as UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError) as e:  # ValueError: an integer with too many digits
+        raise err(f"{p}: not valid TOML ({quote(str(e), 200)})") from None
