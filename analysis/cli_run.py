@@ -8,6 +8,8 @@ simulation; the ``--trace`` CSV is written atomically (:mod:`flows.cli_args`).
 
 from __future__ import annotations
 
+import numpy as np
+
 from analysis.run_report import class_estimates, run_json
 from flows.cli_args import (
     add_scenario_args,
@@ -37,10 +39,26 @@ def format_run(r) -> str:
                 if r.compile_seconds > 0.05 else "") + ")", ""]
     if r.flows:
         lines.append(f"{'flow':<12} {'cost':<22} {'weight':>6} {'rate':>10} {'packets':>11} {'completion':>11}")
-        for spec, f in zip(r.scenario.flows, r.flows):
+        lo = 0
+        counted = False
+        for spec in r.scenario.flows:
             cost = "(" + ", ".join(f"{c:.4g}" for c in spec.mean_cost()) + ")"
-            ct = "-" if f.completion_time is None else f"{f.completion_time:.4g}"
-            lines.append(f"{f.name:<12} {cost:<22} {spec.weight:>6.3g} {f.rate:>10.5f} {f.packets:>11,} {ct:>11}")
+            hi = lo + spec.count
+            if spec.count == 1:
+                f = r.flows[lo]
+                ct = "-" if f.completion_time is None else f"{f.completion_time:.4g}"
+                lines.append(f"{f.name:<12} {cost:<22} {spec.weight:>6.3g} {f.rate:>10.5f} {f.packets:>11,} {ct:>11}")
+            else:  # a counted [[flow]] table: one line, the mean over its flows
+                counted = True
+                ct = r.flows.completion_time[lo:hi]
+                ctm = "-" if np.isnan(ct).any() else f"{ct.mean():.4g}"
+                name = f"{spec.name}.*"
+                lines.append(f"{name:<12} {cost:<22} {spec.weight:>6.3g} {r.flows.rate[lo:hi].mean():>10.5f} "
+                             f"{int(r.flows.packets[lo:hi].sum()):>11,} {ctm:>11}")
+            lo = hi
+        if counted:
+            lines.append("name.*: a [[flow]] table with count > 1: its flows' mean rate, their packets in all, "
+                         "their mean completion time (--json: every flow)")
         lines.append("")
     if r.classes:
         est = class_estimates(r)
@@ -87,7 +105,7 @@ def cmd_run(args) -> int:
     # --scheduler runs the scenario under another scheduler: its own scheduler's options do not apply
     r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0)
     if args.trace:
-        names = [f.name for f in r.scenario.flows]
+        names = r.scenario.static_flow_names()
         res_names = r.scenario.resources
         tr = r.trace
         with atomic_writer(args.trace) as f:

@@ -36,6 +36,7 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     weight = 1.0
     start = 0.0
     packets = 0                          # 0 = backlogged forever
+    count = 1                            # > 1: this many identical flows, named a.0, a.1, ...
     [[class]]                            # Poisson flow arrivals, geometric sizes
     name = "c1"
     cost = [0.25, 1.0]
@@ -63,6 +64,8 @@ from dataclasses import dataclass, field
 from importlib import resources as _res
 from pathlib import Path
 from typing import Any, Mapping
+
+import numpy as np
 
 from flows.traffic import SIZE_LAWS, ArrivalTrace, SizeLaw, read_arrival_trace
 from flows.validate import check_keys as _check_keys
@@ -94,7 +97,8 @@ MIN_WEIGHT = 1e-9                 # weights in [MIN_WEIGHT, MAX_MAGNITUDE]
 REL_MIN_COST = 1e-12              # a positive per-packet time is >= REL_MIN_COST * the largest one
 TIME_RESOLUTION = 1e-12           # the smallest positive per-packet time is >= this * run.duration
 MAX_SERVICES_BOUND = 10**11       # runs that could need more services must set run.max_services
-MAX_SPECS = 2_000_000            # [[flow]] plus [[class]] tables (the benchmark runs 10^6 static flows)
+MAX_SPECS = 2_000_000            # [[flow]] plus [[class]] tables
+MAX_STATIC_FLOWS = 10_000_000    # static flows, counting flow.count (the benchmark runs 10^6)
 MAX_SIZES = 1000                  # entries of packet_sizes
 MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overload run)
 MAX_TABLE_BYTES = 4 * 2**30       # the engine's initial flow table (static flows + 64 rows), as its growth cap
@@ -160,9 +164,13 @@ class FlowSpec:
     packets: int = 0
     per_byte: tuple[float, ...] | None = None
     packet_sizes: PacketSizes | None = None
+    count: int = 1         # this many identical flows (``name.0``, ``name.1``, ... when > 1)
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
+
+    def flow_names(self) -> list[str]:
+        return [self.name] if self.count == 1 else [f"{self.name}.{i}" for i in range(self.count)]
 
 
 @dataclass(frozen=True)
@@ -275,6 +283,20 @@ class Scenario:
     def n_resources(self) -> int:
         return len(self.resources)
 
+    @property
+    def n_static(self) -> int:
+        """Static flows, each [[flow]] table counted ``count`` times."""
+        return sum(f.count for f in self.flows)
+
+    def static_spec(self):
+        """``[n_static]`` int64: the [[flow]] table (index in ``flows``) of each static flow."""
+        return np.repeat(np.arange(len(self.flows), dtype=np.int64),
+                         np.array([f.count for f in self.flows], dtype=np.int64))
+
+    def static_flow_names(self) -> list[str]:
+        """The name of every static flow, in flow-id order."""
+        return [n for f in self.flows for n in f.flow_names()]
+
     def class_resource_loads(self) -> tuple[float, ...]:
         """Offered load of each resource from the classes: sum_k lambda_k sigma_k E[s_kj]."""
         loads = [0.0] * self.n_resources
@@ -327,7 +349,7 @@ _TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "descr
 _ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment")
 _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services", "max_flows")
 _TRAFFIC = ("load", "trace")
-_FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs")
+_FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
           "packet_size_probs", "size")
 
@@ -523,7 +545,17 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
             start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0, hi=MAX_TIME),
             packets=_int(f"{w}.packets", f.get("packets", 0), lo=0, hi=MAX_COUNT),
             per_byte=pb if ps is not None else None, packet_sizes=ps,
+            count=_int(f"{w}.count", f.get("count", 1), lo=1, hi=MAX_STATIC_FLOWS),
         ))
+    n_static = sum(f.count for f in flows)
+    if n_static > MAX_STATIC_FLOWS:
+        raise _err(f"flow[*].count: {n_static:,} static flows in all; at most {MAX_STATIC_FLOWS:,}")
+    counted = {f.name: f.count for f in flows if f.count > 1}
+    for i, f in enumerate(flows if counted else ()):  # a counted flow's names name.0 ... are reserved
+        base, dot, idx = f.name.rpartition(".")
+        if dot and idx.isdigit() and str(int(idx)) == idx and int(idx) < counted.get(base, 0):
+            raise _err(f"flow[{i}].name = {_q(f.name)}: also the name of flow {idx} of {_q(base)} "
+                       f"(count = {counted[base]}); rename one")
 
     classes_in = d.get("class", [])
     if not isinstance(classes_in, list):
@@ -642,7 +674,7 @@ def _check_resources(sc: Scenario) -> None:
                    f"time per packet, summed over resources), more than {MAX_SERVICES_BOUND:.0e}; shorten "
                    "run.duration or set run.max_services")
     arrivals = sum(c.rate for c in sc.classes) * sc.run.duration
-    need = len(sc.flows) + arrivals + 6.0 * math.sqrt(arrivals) + 10.0
+    need = sc.n_static + arrivals + 6.0 * math.sqrt(arrivals) + 10.0
     if sc.classes and sc.load is None and sc.arrival_trace is None:
         loads = sc.class_resource_loads()
         j = max(range(sc.n_resources), key=lambda i: loads[i])
@@ -653,7 +685,7 @@ def _check_resources(sc: Scenario) -> None:
                        f"{math.ceil(need)} (this run can bring {need:.4g} flows)")
     if sc.run.max_flows > 0:
         if need > sc.run.max_flows:
-            raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({len(sc.flows)} "
+            raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({sc.n_static} "
                        f"static + {arrivals:.4g} expected arrivals + 6 standard deviations); raise run.max_flows "
                        f"(at most {MAX_FLOWS_CAP:,}) or shorten run.duration")
     nr = 1
@@ -667,11 +699,11 @@ def _check_resources(sc: Scenario) -> None:
     # (at most 4 + J: mr3's 4 per flow, sfq's 1 per (flow, resource))
     sized = any(s.packet_sizes is not None for _, s in specs)
     per_slot = (J + 1) + (J if sized else 0) + (2 if sc.router.rtt > 0 else 0)
-    table = (len(sc.flows) + 64) * 8 * (nr * per_slot + 2 * J + 1 + 8 + 4 + J + 1 + 2 * J + 4 + J)
+    table = (sc.n_static + 64) * 8 * (nr * per_slot + 2 * J + 1 + 8 + 4 + J + 1 + 2 * J + 4 + J)
     if table > MAX_TABLE_BYTES:
-        raise _err(f"router.window = {sc.router.window}: with {len(sc.flows)} static flows the flow table would "
+        raise _err(f"router.window = {sc.router.window}: with {sc.n_static} static flows the flow table would "
                    f"need {table / 2**30:.3g} GiB (at most {MAX_TABLE_BYTES / 2**30:g}); lower the window or the "
-                   "number of [[flow]] tables")
+                   "number of static flows")
 
 
 def to_dict(s: Scenario) -> dict[str, Any]:
@@ -688,7 +720,8 @@ def to_dict(s: Scenario) -> dict[str, Any]:
                 if v is not None:  # a non-geometric law carries its own mean
                     out["size"] = v.to_dict()
                     out.pop("mean_packets", None)
-            elif v is None or (f.name == "mean_packets" and getattr(x, "size", None) is not None):
+            elif v is None or (f.name == "mean_packets" and getattr(x, "size", None) is not None) \
+                    or (f.name == "count" and v == 1):  # the default: digests of older scenarios stay
                 continue
             elif isinstance(v, tuple):
                 out[f.name] = list(v)

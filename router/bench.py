@@ -114,7 +114,10 @@ def scenario_for(w: Workload, services: int) -> flows.Scenario:
                "router": {"scheduler": w.scheduler, "window": 30},
                "run": {"duration": 1e11, "warmup": 0.0, "seed": 1, "max_services": int(services)}}
     if w.mode == "static":
-        d["flow"] = [{"name": f"f{i}", "cost": list(VECTORS[i % 3])} for i in range(w.flows)]
+        # as many flows of each vector as the C program's flow i % 3 gives (one [[flow]] table each,
+        # with a count: the scenario stays three tables at 10^6 flows)
+        d["flow"] = [{"name": f"f{k}", "cost": list(VECTORS[k]), "count": (w.flows + 2 - k) // 3}
+                     for k in range(3) if (w.flows + 2 - k) // 3 > 0]
     elif w.mode == "dynamic":
         d["traffic"] = {"load": 0.8}
         d["class"] = [{"name": f"c{k}", "cost": list(v), "share": 1, "mean_packets": 20000}

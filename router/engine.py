@@ -139,10 +139,10 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
                                              batch_starts(warmup, T, B), rtt, pc)
     # static flows own rows 0..n_static-1 (flow id = row)
-    for i in range(n_static):
-        ft.slot_i[i * N_ICOLS + I_UID] = i
-        ft.slot_i[i * N_ICOLS + I_CLASS] = -1
-        ft.slot_f[i * NFC + F_WEIGHT] = specs.weight[i]
+    if n_static:
+        ft.slot_i[I_UID:n_static * N_ICOLS:N_ICOLS] = np.arange(n_static)
+        ft.slot_i[I_CLASS:n_static * N_ICOLS:N_ICOLS] = -1
+        ft.slot_f[F_WEIGHT:n_static * NFC:NFC] = specs.weight[traffic.static_spec[:n_static]]
     carry.ci[C_NEXT_UID] = n_static
     carry.cf[C_NEXT_STATIC] = traffic.static_start[traffic.static_order[0]] if n_static > 0 else INF
     # the first chunk of flow arrivals; the cursor carry.ci[C_ARR_CUR] points at the next one

@@ -121,7 +121,7 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             st_ptr += 1
             next_static = tf.static_start[tf.static_order[st_ptr]] if st_ptr < P.n_static else INF
             size_total = tf.static_packets[s]
-            sp_row = s
+            sp_row = tf.static_spec[s]
         else:
             # the next arrival of the stream: class, size; then the time of the one after
             k = arr.klass[arr_cur]

@@ -89,9 +89,9 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, busy_slot
     cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
     uid = slot_i[s * N_ICOLS + I_UID]
     row = 0
-    if PC:  # its Specs row: the flow id of a static flow, its class's row else
+    if PC:  # its Specs row: its [[flow]] table's for a static flow, its class's else
         k = slot_i[s * N_ICOLS + I_CLASS]
-        row = s if k < 0 else tf.class_spec[k]
+        row = tf.static_spec[s] if k < 0 else tf.class_spec[k]
     if PC and sp.n_sizes[row] > 1:
         # a packet size from the counter-based hash; costs = per packet + per byte * size
         u = packet_uniform(cost_key, uid, seq)

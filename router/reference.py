@@ -127,7 +127,7 @@ class Flow:
     uid: int                        # flow id: static flows 0..n-1, then Poisson flows in arrival order
     name: str
     profile: Profile
-    static: int | None              # index in scenario.flows, or None
+    static: int | None              # its [[flow]] table (index in scenario.flows), or None
     klass: int | None               # index in scenario.classes, or None
     arrived: float
     size: int                       # packets; 0 = backlogged forever
@@ -222,10 +222,13 @@ class ReferenceRouter:
         self.fifo: list[dict[int, list[Packet]]] = [{} for _ in range(J)]
         self.head_key: list[dict[int, float]] = [{} for _ in range(J)]
         self.serving: list[Packet | None] = [None] * J
-        self.static = [Flow(i, f.name, Profile.of(f, J), i, None, f.start, f.packets, J)
-                       for i, f in enumerate(sc.flows)]
+        names = sc.static_flow_names()
+        spec = sc.static_spec()
+        profiles = [Profile.of(f, J) for f in sc.flows]
+        self.static = [Flow(i, names[i], profiles[s], s, None, sc.flows[s].start, sc.flows[s].packets, J)
+                       for i, s in enumerate(spec.tolist())]
         self.class_profiles = [Profile.of(c, J) for c in sc.classes]
-        self.next_uid = len(sc.flows)
+        self.next_uid = sc.n_static
         self.active = 0
         self.max_active = 0
 

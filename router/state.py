@@ -38,7 +38,7 @@ INF = np.inf
 
 # flow-table integer columns
 # (what a service touches, in one 64-byte row: the Specs row of a flow is not stored, it is
-# the row itself for a static flow and Traffic.class_spec[class] for a class flow)
+# Traffic.static_spec[row] for a static flow and Traffic.class_spec[class] for a class flow)
 (I_UID, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_DEPPOST, I_FIRST) = range(8)
 N_ICOLS = 8  # a power of two, so row offsets are shifts
 # flow-table float columns: arrival time, weight, dominant cost, flow size (packets; exact
@@ -97,6 +97,7 @@ class Traffic(NamedTuple):
     static_start: np.ndarray    # [n_static] start times
     static_packets: np.ndarray  # [n_static] packets (0 = backlogged)
     static_order: np.ndarray    # static flow ids by (start, id)
+    static_spec: np.ndarray     # [n_static] row of Specs (the flow's [[flow]] table: flow.count repeats it)
     class_spec: np.ndarray      # [K] row of Specs
 
 

@@ -7,11 +7,19 @@ Test modules import this file as ``conftest`` (``from conftest import scaled``),
 the module pytest itself loads from ``tests/`` (no ``tests/__init__.py``, the
 default "prepend" import mode), never as ``tests.conftest``: that second name
 would load a second copy of the module.
+
+``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) derandomizes the property tests, so CI draws the
+same examples on every run and a failure there reproduces bit for bit; a local run keeps
+drawing new ones, which is how new counter-examples are found (pin them with ``@example``).
 """
 
 import os
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "1.0"))
 JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") == "1"

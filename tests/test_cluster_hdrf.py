@@ -11,7 +11,7 @@ from functools import partial
 import numpy as np
 import pytest
 from conftest import scaled
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from analysis.cluster.hdrf import guarantees, static_hdrf
@@ -214,6 +214,28 @@ def test_static_hdrf_matches_algorithm1_with_small_tasks(rows, gw):
     assert s.dominant_share() == pytest.approx(r.share, abs=4 / K)
 
 
+def test_free_growth_stretch_matches_algorithm1():
+    """A stalled phase (random seed 6305 of the Theorem 2 test).  After phase 1 (resource 2
+    saturated) only u1 <3,0,0> grows, under g1 whose dominant resource (1, used by u2 and u3 only)
+    sits at 0.486 while g1's CPU is at 0.162: every extra task of u1 leaves g1's dominant share
+    where it is, so g1 stays the lowest child and u1 alone takes the rest of resource 0 at one
+    value of the root's level.  The water-filling used to stall there ("no leaf stopping"); it must
+    match Algorithm 1 run with slivers of 1/400 of the pool."""
+    D = np.array([[1, 0, 1], [3, 0, 0], [0, 3, 2], [0, 2, 1], [1, 0, 2]], dtype=np.float64)
+    D = D / D.max(axis=1, keepdims=True)
+    tree = Tree(np.array([-1, 0, 0, 2, 1, 1, 1, 2]), np.array([1.0, 2, 3, 2, 1, 1, 2, 2]),
+                np.arange(3, 8))
+    K = 400.0
+    cap = np.array([[K, K, K]])
+    r = static_hdrf(cap, D, tree)
+    assert r.saturated == (2, 0)
+    assert r.usage.sum(axis=0)[0] == pytest.approx(1.0)
+    assert r.share[1] == pytest.approx(0.162162 + (1 - 0.709459), abs=1e-5)
+    s = ClusterState.new(cap, D, tree=tree)
+    fill(s, hdrf.pick_naive)
+    assert s.dominant_share() == pytest.approx(r.share, abs=4 / K)
+
+
 def test_registry_entries_and_options():
     assert {"h-drf", "naive-h-drf", "collapsed-h-drf"} <= set(ALLOCATORS)
     s = _state("hdrf-fig5")
@@ -294,6 +316,8 @@ def test_walk_that_stops_wastes_resources():
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32 - 1))
+@example(371)  # a saturated resource summed to 1 + 1 ulp in the next phase: no level was feasible
+@example(6305)  # a free growth stretch (see test_free_growth_stretch_matches_algorithm1)
 def test_hierarchical_share_guarantee_theorem2(seed):
     """[H-DRF] Theorem 2 on random trees (2-5 users, 2-3 resources, 1-3 groups, weights): every node's
     dominant share (its subtree's summed usage, max over resources) is at least its hierarchical share

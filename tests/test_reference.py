@@ -191,6 +191,7 @@ def scenarios(draw, J=None, scheduler=None, options=True):
         f = profile()
         f["start"] = draw(st.sampled_from((0.0, 0.0, 0.5, 1.0, 2.5, 7.25)))
         f["packets"] = draw(st.sampled_from((0, 0, 1, 2, 3, 5, 12)))
+        f["count"] = draw(st.sampled_from((1, 1, 1, 2, 3)))  # identical flows of one [[flow]] table
         static.append(f)
     d = {
         "resources": [f"r{j}" for j in range(J)],

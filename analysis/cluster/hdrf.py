@@ -127,9 +127,16 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
     cur = np.zeros((N, R))  # consumption of every subtree at the start of the phase
     cs = np.zeros(N)  # its dominant share over the unsaturated resources Y
 
-    def at(n: int, sigma: float, out: np.ndarray) -> np.ndarray:
+    def at(n: int, sigma: float, out: np.ndarray, theta: float = 0.0) -> np.ndarray:
         """Usage of subtree n when n is asked for dominant share max(sigma, cs[n]) (a node already above
-        the level keeps what it has); writes the leaf shares to out."""
+        the level keeps what it has); writes the leaf shares to out.
+
+        theta in [0, 1] places a node on its *free growth* stretch: when n's dominant resource is
+        used by none of its growing descendants, n's dominant share stays at cs[n] while they grow,
+        so the children's level mu is not unique; it spans [mu_lo, mu_hi] where h(mu) <= sigma.
+        Progressive filling walks that whole stretch at one value of the root's level (n stays the
+        lowest child of its parent); theta = 0 takes its start (the lower inverse, the default),
+        theta = 1 its end.  Only a phase that stalls on such a stretch uses theta > 0."""
         if n in user_of:
             u = user_of[n]
             x = frozen_share[u] if frozen[u] else max(sigma, cs[n])
@@ -149,20 +156,26 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
             else:
                 B += at(c, 0.0, out)
         if all(c in user_of for c in act):
-            mu = _mu_leaves(B, act, sigma)
+            mu, h = _mu_leaves(B, act, sigma)
         else:
             def h(m: float) -> float:
-                v = B + sum(at(c, w[c] * m, out.copy()) for c in act)
+                v = B + sum(at(c, w[c] * m, out.copy(), theta) for c in act)
                 return float(v[Y].max())
             lo = min(cs[c] / w[c] for c in act)
             hi = max(lo, sigma / min(w[c] for c in act)) + 1e-300
             while h(hi) < sigma:
                 hi *= 2.0
             mu = _bisect(lambda m: h(m) < sigma, lo, hi)
-        return B + sum(at(c, w[c] * mu, out) for c in act)
+        if theta > 0.0:
+            hi = 2.0 * mu + 1e-300
+            while h(hi) <= sigma:
+                hi *= 2.0
+            mu += theta * (_bisect(lambda m: h(m) <= sigma, mu, hi) - mu)
+        return B + sum(at(c, w[c] * mu, out, theta) for c in act)
 
-    def _mu_leaves(B: np.ndarray, act: list[int], sigma: float) -> float:
-        """Exact inverse of the piecewise-linear h(mu) = max_{j in Y} (B_j + sum_c max(cs_c, w_c mu) a_cj)."""
+    def _mu_leaves(B: np.ndarray, act: list[int], sigma: float):
+        """Exact (lower) inverse of the piecewise-linear h(mu) = max_{j in Y} (B_j + sum_c max(cs_c, w_c mu) a_cj),
+        and h."""
         lv = np.array([cs[c] / w[c] for c in act])
         A = np.array([a[user_of[c]] for c in act])
         W = np.array([w[c] for c in act])
@@ -173,26 +186,28 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
 
         pts = np.unique(lv)
         if h(pts[0]) >= sigma:
-            return float(pts[0])
+            return float(pts[0]), h
         k = int(np.searchsorted([h(m) for m in pts], sigma, side="left"))  # h(pts[k-1]) < sigma <= h(pts[k])
         m0 = float(pts[k - 1])
         grow = lv <= m0  # children growing on this segment: usage B' + m (W A)
         base = B + (np.where(grow, 0.0, cs_act)[:, None] * A).sum(axis=0)
         V = (np.where(grow, W, 0.0)[:, None] * A).sum(axis=0)
         pos = Y & (V > 0)
-        return float(max(m0, np.min((sigma - base[pos]) / V[pos])))
+        return float(max(m0, np.min((sigma - base[pos]) / V[pos]))), h
 
-    def evaluate(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate(lam: float, theta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
         out = np.zeros(U)
         v = np.zeros(R)
         for c in children[0]:
             c = int(c)
-            v = v + at(c, w[c] * lam, out)
+            v = v + at(c, w[c] * lam, out, theta)
         return v, out
 
-    def feasible(lam: float) -> bool:
-        v, sh = evaluate(lam)
-        return bool(np.all(v <= 1.0) and np.all(sh <= cap_share))
+    def feasible(lam: float, theta: float = 0.0) -> bool:
+        # Only the unsaturated resources Y: a saturated one is used by frozen leaves alone, whose
+        # summed usage can read 1 + 1 ulp when the order of summation changes between phases.
+        v, sh = evaluate(lam, theta)
+        return bool(np.all(v[Y] <= 1.0) and np.all(sh <= cap_share))
 
     for _ in range(U + R + 1):
         if not growing(0):
@@ -209,6 +224,12 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
             hi *= 2.0
         lam = _bisect(feasible, lam0, hi)
         v, sh = evaluate(lam)
+        full = (v >= 1.0 - SAT_TOL) & Y
+        if not full.any() and not np.any(~frozen & (sh >= cap_share * (1 - SAT_TOL))):
+            # The level stalled at a free growth stretch (see ``at``): walk it, at this level, until a
+            # resource fills or a leaf reaches its cap.
+            theta = 1.0 if feasible(lam, 1.0) else _bisect(lambda t: feasible(lam, t), 0.0, 1.0)
+            v, sh = evaluate(lam, theta)
         new_sat = [j for j in range(R) if Y[j] and v[j] >= 1.0 - SAT_TOL]
         for j in new_sat:
             Y[j] = False
