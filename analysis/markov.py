@@ -31,14 +31,31 @@ the previous truncation.  The caps are per class ((choice): the spec's single X
 for every class is the special case ``caps=(X,) * K``; per-class caps make the
 unbalanced presets several times cheaper).
 
-Why the hand-written ILU(0)+GMRES stays (measured on br-unbalanced, DRF, load
-0.95, caps (164, 26, 28) = 129 195 states, this 2-core machine): ILU(0)+GMRES
-3.2 s and 0.35 GB peak; scipy ``spsolve`` (SuperLU, COLAMD ordering) 222 s and
-2.5 GB (the 3-D stencil's fill-in); PyAMG smoothed aggregation (nonsymmetric,
-GMRES-accelerated) 71 s, 66 s of it in the setup; PyAMG's Ruge-Stuben and AIR
-solvers build no useful hierarchy for this non-symmetric generator.  scipy's own
-``spilu`` + ``gmres`` is a Python-level loop over the same algorithm.  So the
-numba kernels beat the library solvers on the measured case and are kept.
+Why the hand-written ILU(0)+GMRES stays (``python scripts/markov_solvers.py``: the same
+reduced system, br-unbalanced, DRF, load 0.95, caps (265, 46, 46) = 587 594 states, each
+solver in a fresh process, residual 1e-11, the same gamma to 6 digits; CPU s / peak RSS on
+this 2-core machine, load average 3-4 from other jobs, BLAS single-threaded unless said):
+
+* this module, ILU(0) + two-level, warm start: 1.5 s, 46 iterations, 579 MiB;
+  ILU(0) alone, cold start: 3.8 s, 105 iterations, 792 MiB;
+* scipy's ``spilu`` (SuperLU ILUTP, scipy's defaults drop_tol 1e-4, fill_factor 10) + scipy's
+  ``gmres``: 67 s, 193 iterations, 1148 MiB; ``spilu`` closest to ILU(0) (drop_tol 0,
+  fill_factor 1, natural order): 24 s, 306 iterations, 866 MiB;
+* scipy's ``gmres`` with this module's preconditioner (a LinearOperator): 1.75-2.0 s,
+  49 iterations, 594 MiB: scipy's Krylov loop is as fast as this one, but it runs on BLAS,
+  and with OpenBLAS's default threads on a machine whose cores are busy (a sweep's other
+  workers) the same solve took 13.2 s (44 541 states: 5.3 s against 0.08 s), while the
+  numba loop uses no BLAS;
+* scipy's ``spsolve`` (SuperLU, a direct solve): 0.77 s at 44 541 states, but 222 s and
+  2.5 GB at 129 195 (the 3-D stencil's fill-in, measured in session 3); PyAMG smoothed
+  aggregation 71 s at 129 195, 66 s of it in the setup; its Ruge-Stuben and AIR solvers
+  build no useful hierarchy for this non-symmetric generator.
+
+So the preconditioner stays: the numba ILU(0) alone needs 6x less CPU than the closest
+``spilu``, and with the level aggregation 16-45x less than scipy's preconditioned solves; the GMRES loop ties with scipy's and stays because it is BLAS-free (predictable
+beside other workers) and shares one compiled kernel with the preconditioner.  Its Krylov
+basis is allocated uninitialised, so only the rows a restart cycle reaches are resident
+(579 instead of 821 MiB above, the same iterates).
 
 The Krylov basis (``restart`` vectors of N doubles) dominates memory for large
 N: the restart length shrinks with N so the basis stays under ``KRYLOV_BYTES``,
@@ -419,7 +436,7 @@ def gmres(indptr, indices, data, lu, diag, level, pw, clo, cdi, cup, b, x, resta
     n = b.shape[0]
     work = np.zeros(n)
     rc = np.zeros(cdi.shape[0])
-    V = np.zeros((restart + 1, n))
+    V = np.empty((restart + 1, n))  # row k+1 is written before it is read: untouched rows cost no memory
     H = np.zeros((restart + 1, restart))
     cs = np.zeros(restart)
     sn = np.zeros(restart)
