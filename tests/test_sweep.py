@@ -213,7 +213,7 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
     db = tmp_path / "c.sqlite"
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "compare", str(tiny), "--loads", "0.3,0.5,0.7",
-                          "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "300", "--replications", "2",
+                          "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "3000", "--replications", "2",
                           "--max-replications", "2", "--target", "0.5", "--workers", "2", "--json",
                           "--results", str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True,
