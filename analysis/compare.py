@@ -23,6 +23,20 @@ Statistics (documented in the README):
   how far the packet scheduler is from its fluid ideal, not how noisy the
   arrivals were.  The plain ratio estimate stays in the rows as
   ``gamma_raw``/``ci_raw``.
+* **Coarse-packet control** (:mod:`analysis.coarse`) for a scheduler no fluid
+  model describes (drfq-dovetail): the same scheduler on the same flows in
+  ``m`` times fewer, larger packets is one more control; its mean is not
+  known, so it is estimated from independent "level-0" replications of the
+  coarse copy (themselves corrected by the fluid paths, whose means are
+  known), and ``|beta|`` times that estimate's half-width joins the interval.
+  For any fixed ``beta`` the estimator is unbiased whatever the coarse copy
+  is (a two-level estimator, Giles 2008; a control variate with an estimated
+  mean, Law & Kelton §11.3): its quality only sets the interval's width.
+  ``coarse = "auto"`` engages it for a point whose gamma departs from the
+  scheduler's own fluid value by more than ``target / 2`` (the fluid paths
+  then follow another system, and two replications can miss the excursions
+  only the packet system makes) or whose interval the fluid controls leave
+  above ``target``.
 * **Confidence interval**: each replication's window is cut into
   ``batches`` batch means; the batches of all replications of a point are
   pooled and the ratio estimator's interval comes from the batch residuals
@@ -31,7 +45,11 @@ Statistics (documented in the README):
 * **Stopping rule**: start with ``replications`` replications; while some
   class's half-width exceeds ``target`` (2 % of gamma) and fewer than
   ``max_replications`` have run, double the replications of that point.
-  High loads, whose flows live long, so get the samples they need.
+  High loads, whose flows live long, so get the samples they need.  Where
+  the coarse control is engaged the rule chooses between doubling and more
+  level-0 replications by the cheaper plan in packet services (see
+  ``check`` in :func:`compare`); a simulated Markov value's own half-width
+  is left out of the rule (replications cannot shrink it).
 * **Size laws**: the Markov model assumes geometric flow sizes ([BR] §4).
   With another law (``size = {law = "pareto", ...}``) the packet gamma is
   still reported against the geometric Markov value of the same mean, but the
@@ -81,10 +99,11 @@ class CompareConfig:
     #: regression), "own" = only the scheduler's own objective, "none" = plain ratio
     controls: str = "all"
     #: the coarse-packet control (:mod:`analysis.coarse`): "auto" = for a point whose interval the
-    #: fluid controls leave above ``target``, "always" = for every point, "never"
+    #: fluid controls leave above ``target`` or whose gamma departs from its own fluid value by
+    #: more than ``target / 2``, "always" = for every point, "never"
     coarse: str = "auto"
     #: level-0 (coarse, independent) replications: the first estimate, and the cap
-    coarse_replications: int = 128
+    coarse_replications: int = 64
     max_coarse_replications: int = 4096
 
     @staticmethod
@@ -388,6 +407,13 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
             coarse_level0(key, cfg.coarse_replications)
         while True:
             cls = rule(key, got)
+            own = fl.get((OBJECTIVE[key[0]], key[1])) if OBJECTIVE[key[0]] is not None else None
+            if m_coarse and key not in coarse and own is not None and any(
+                    not abs(g - gf) <= 0.5 * cfg.target * gf for (g, _, _), gf in zip(cls, own["gamma"])):
+                # the scheduler departs from its own fluid model: the fluid paths track another
+                # system, and a short run can miss the excursions that only it makes
+                coarse_level0(key, cfg.coarse_replications)
+                continue
             if max(rel(g, math.hypot(hp, hr)) for g, hp, hr in cls) <= cfg.target:
                 return False
             if m_coarse and key not in coarse:
