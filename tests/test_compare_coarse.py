@@ -58,7 +58,9 @@ def test_coarse_factor_refuses_what_it_cannot_copy():
 
 
 def test_level0_seeds_never_meet_the_fine_ones_and_workers_do_not_matter():
-    assert level0_seed(1, 0) == 2**61 + 1 and level0_seed(2**62 - 5, 3) == 2**62 - 5 - 2**61 + 3
+    seen = {level0_seed(s, i) for s in (1, 2, 101, 2**62) for i in range(200)}
+    assert len(seen) == 800 and min(seen) > 2**40 and max(seen) < 2**62
+    assert level0_seed(1, 5) == level0_seed(1, 5)
     sc = small(flows_per_run=60.0)
     d = flows.to_dict(sc)
     cd = coarse_dict(d, coarse_factor(sc))
