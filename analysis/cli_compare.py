@@ -60,6 +60,8 @@ def cmd_compare(args) -> int:
         kw["max_replications"] = args.max_replications
     if args.flows is not None:
         kw["flows_per_replication"] = args.flows
+    if args.coarse is not None:
+        kw["coarse"] = args.coarse
     cfg = CompareConfig.quick(**kw) if args.quick else CompareConfig(**kw)
     if cfg.max_replications < cfg.replications:
         cfg = CompareConfig(**{**cfg.__dict__, "max_replications": cfg.replications})
@@ -155,6 +157,10 @@ def register(sub) -> None:
                    help="target CI half-width relative to gamma (default 0.02; quick 0.05)")
     p.add_argument("--flows", type=number_type("--flows", lo=MIN_FLOWS, hi=MAX_FLOWS),
                    help=f"flow arrivals per replication (default 2000; quick 400; at most {MAX_FLOWS:g})")
+    p.add_argument("--coarse", choices=("auto", "always", "never"), default=None,
+                   help="the coarse-packet control variate (the same scheduler on the same flows in "
+                        "fewer, larger packets; its mean from independent replications): for points "
+                        "the fluid controls leave above --target (auto, the default), every point, or none")
     p.add_argument("--virtual-time", choices=("started", "in-service"),
                    help="drfq's virtual-time rule for this sweep (default: the scenario's)")
     p.add_argument("--seed", type=int_type("--seed", lo=0, hi=MAX_SEED), default=1,

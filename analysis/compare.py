@@ -23,6 +23,20 @@ Statistics (documented in the README):
   how far the packet scheduler is from its fluid ideal, not how noisy the
   arrivals were.  The plain ratio estimate stays in the rows as
   ``gamma_raw``/``ci_raw``.
+* **Coarse-packet control** (:mod:`analysis.coarse`) for a scheduler no fluid
+  model describes (drfq-dovetail): the same scheduler on the same flows in
+  ``m`` times fewer, larger packets is one more control; its mean is not
+  known, so it is estimated from independent "level-0" replications of the
+  coarse copy (themselves corrected by the fluid paths, whose means are
+  known), and ``|beta|`` times that estimate's half-width joins the interval.
+  For any fixed ``beta`` the estimator is unbiased whatever the coarse copy
+  is (a two-level estimator, Giles 2008; a control variate with an estimated
+  mean, Law & Kelton §11.3): its quality only sets the interval's width.
+  ``coarse = "auto"`` engages it for a point whose gamma departs from the
+  scheduler's own fluid value by more than ``target / 2`` (the fluid paths
+  then follow another system, and two replications can miss the excursions
+  only the packet system makes) or whose interval the fluid controls leave
+  above ``target``.
 * **Confidence interval**: each replication's window is cut into
   ``batches`` batch means; the batches of all replications of a point are
   pooled and the ratio estimator's interval comes from the batch residuals
@@ -31,7 +45,11 @@ Statistics (documented in the README):
 * **Stopping rule**: start with ``replications`` replications; while some
   class's half-width exceeds ``target`` (2 % of gamma) and fewer than
   ``max_replications`` have run, double the replications of that point.
-  High loads, whose flows live long, so get the samples they need.
+  High loads, whose flows live long, so get the samples they need.  Where
+  the coarse control is engaged the rule chooses between doubling and more
+  level-0 replications by the cheaper plan in packet services (see
+  ``check`` in :func:`compare`); a simulated Markov value's own half-width
+  is left out of the rule (replications cannot shrink it).
 * **Size laws**: the Markov model assumes geometric flow sizes ([BR] §4).
   With another law (``size = {law = "pareto", ...}``) the packet gamma is
   still reported against the geometric Markov value of the same mean, but the
@@ -46,6 +64,7 @@ Statistics (documented in the README):
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -53,6 +72,7 @@ import numpy as np
 
 from analysis import objectives
 from analysis.batch_stats import ratio_ci, t_quantile
+from analysis.coarse import LEVEL0_COST, coarse_dict, coarse_factor, coarse_run, level0, level0_seed, needed
 from analysis.fluid_path import fluid_path
 from analysis.sweep import Point, ResultStore, execute
 from flows.errors import MrfqError
@@ -78,6 +98,13 @@ class CompareConfig:
     #: control variates: "all" = the fluid path of every Markov objective (multiple
     #: regression), "own" = only the scheduler's own objective, "none" = plain ratio
     controls: str = "all"
+    #: the coarse-packet control (:mod:`analysis.coarse`): "auto" = for a point whose interval the
+    #: fluid controls leave above ``target`` or whose gamma departs from its own fluid value by
+    #: more than ``target / 2``, "always" = for every point, "never"
+    coarse: str = "auto"
+    #: level-0 (coarse, independent) replications: the first estimate, and the cap
+    coarse_replications: int = 64
+    max_coarse_replications: int = 4096
 
     @staticmethod
     def quick(**kw) -> "CompareConfig":
@@ -102,6 +129,7 @@ class Row:
     ci_raw: tuple[float, float] = (math.nan, math.nan)
     estimator: str = "ratio"
     insensitivity_guaranteed: bool = True   # False: non-geometric sizes, the Markov value assumes geometric
+    coarse_replications: int = 0            # level-0 replications of the coarse-packet control (0: not used)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -200,6 +228,13 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     computed by the sweep's workers); ``controls`` adds more: ``(markov payload,
     [fluid-path batch sums per payload])`` pairs.  Controls without flows of class k in
     the window are skipped.
+
+    A control's mean may itself be an estimate from independent replications (the
+    coarse-packet control, :mod:`analysis.coarse`): its payload then has ``halfwidth``
+    (added as above: the estimator stays unbiased for a fixed ``beta``, and the
+    independent estimate's variance adds ``beta_i^2 Var``) and ``refinable``, the part
+    of that half-width more replications of it would shrink; ``refinable_halfwidth`` in
+    the result is ``sqrt(sum (beta_i refinable_i)^2)`` (the stopping rule's business).
     """
     y = np.concatenate([np.asarray(p["departed"][k]) for p in payloads])
     x = np.concatenate([np.asarray(p["area"][k]) for p in payloads])
@@ -216,11 +251,11 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     B = len(x)
     gp = y.sum() / x.sum()
     u = (y - gp * x) / x.mean()
-    V, shift, hws = [], [], []
+    V, shift, hws, refs = [], [], [], []
     for mk, paths in cands:
         yf = np.concatenate([np.asarray(c["departed"][k]) for c in paths])
         xf = np.concatenate([np.asarray(c["area"][k]) for c in paths])
-        if xf.sum() <= 0 or len(xf) != B:
+        if xf.sum() <= 0 or len(xf) != B or not math.isfinite(mk["gamma"][k]):
             continue
         gf = yf.sum() / xf.sum()
         v = (yf - gf * xf) / xf.mean()
@@ -229,6 +264,7 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
         V.append(v)
         shift.append(gf - mk["gamma"][k])
         hws.append((mk.get("halfwidth") or [0.0] * (k + 1))[k] or 0.0)
+        refs.append((mk.get("refinable") or [0.0] * (k + 1))[k] or 0.0)
     q = len(V)
     if q == 0 or B < q + 3:
         return out
@@ -239,7 +275,8 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     h = t_quantile(confidence, B - 1 - q) * se
     h_fluid = math.sqrt(sum((b * hw) ** 2 for b, hw in zip(beta, hws)))
     g_cv = gp - float(beta @ np.array(shift))
-    out.update(packet_halfwidth=h, beta=[float(b) for b in beta], controls=q)
+    out.update(packet_halfwidth=h, beta=[float(b) for b in beta], controls=q,
+               refinable_halfwidth=math.sqrt(sum((b * r) ** 2 for b, r in zip(beta, refs))))
     h = math.sqrt(h * h + h_fluid * h_fluid)
     out.update(gamma=g_cv, ci=(g_cv - h, g_cv + h),
                estimator="control variate" if q == 1 else f"{q} control variates")
@@ -287,9 +324,18 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
         return fl.get((obj, load)) if obj is not None and cfg.controls != "none" else None
 
     paths: dict = {}  # (load, replication, objective) -> fluid-path batch sums (scheduler-free)
+    # the coarse-packet control (analysis.coarse) of the points that use it:
+    # key -> {"dict": coarse scenario, "paired": {r: batch sums}, "level0": [(batch sums, fluid paths)], "mean": ...}
+    coarse: dict = {}
+    if cfg.coarse not in ("auto", "always", "never"):
+        raise MrfqError(f"coarse = {cfg.coarse!r}: unknown; choose auto, always or never")
+    m_coarse = coarse_factor(base) if fluid and cfg.controls != "none" and cfg.coarse != "never" else 0
+    l0_objs = [o for o in objectives.MARKOV if objectives.kernel_handles(o, J)
+               and all((o, load) in fl for load in cfg.loads)]
+    l0_workers = 1 if executor != "local" else (workers or os.cpu_count() or 1)
 
     def controls_of(s, load, reps_done):
-        if not fluid or not ctl_objs:
+        if not fluid:
             return None
         sc = point_scenario(base, s, load, cfg)
         out = []
@@ -300,7 +346,121 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                 if (load, r, o) not in paths:
                     paths[(load, r, o)] = fluid_path(sc, o, cfg.seed + r, batches=cfg.batches)
             out.append((fl[(o, load)], [paths[(load, r, o)] for r in reps_done]))
+        cs = coarse.get((s, load))
+        if cs is not None:
+            for r in reps_done:
+                if r not in cs["paired"]:
+                    cs["paired"][r] = coarse_run(cs["dict"], name, cfg.seed + r)
+            out.append((cs["mean"], [cs["paired"][r] for r in reps_done]))
+        return out or None
+
+    def coarse_level0(key, n0):
+        """Extend the point's level-0 (independent coarse) replications to n0 and re-estimate
+        the coarse control's mean per class (fluid paths of the fine scenario as controls)."""
+        s, load = key
+        cs = coarse.get(key)
+        if cs is None:
+            d = to_dict(point_scenario(base, s, load, cfg))
+            cs = coarse[key] = {"dict": coarse_dict(d, m_coarse), "fine": d, "paired": {}, "level0": []}
+        have = len(cs["level0"])
+        if n0 > have:
+            cs["level0"] += level0(cs["dict"], cs["fine"], name, l0_objs,
+                                   [level0_seed(cfg.seed, i) for i in range(have, n0)], workers=l0_workers)
+        runs = cs["level0"]
+        mean = {"gamma": [], "halfwidth": [], "refinable": []}
+        for k in range(len(base.classes)):
+            st = pooled([c for c, _ in runs], k, cfg.confidence, None,
+                        [(fl[(o, load)], [f[o] for _, f in runs]) for o in l0_objs])
+            lo, hi = st["ci"]
+            h = (hi - lo) / 2
+            mean["gamma"].append(st["gamma"])
+            mean["halfwidth"].append(h)
+            mean["refinable"].append(st.get("packet_halfwidth", h))
+        cs["mean"] = mean
+
+    def rule(key, got):
+        """[(gamma, packet half-width, refinable half-width)] per class of the point as it stands."""
+        payloads = [got[r] for r in sorted(got)]
+        ctl = controls_of(*key, sorted(got))
+        out = []
+        for k in range(len(base.classes)):
+            st = pooled(payloads, k, cfg.confidence, fluid_of(*key), ctl)
+            g, (lo, hi) = st["gamma"], st["ci"]
+            # more packet replications cannot shrink a simulated fluid value's own interval:
+            # the rule looks at the packet side and at the coarse control's estimated mean
+            out.append((g, st.get("packet_halfwidth", (hi - lo) / 2), st.get("refinable_halfwidth", 0.0)))
         return out
+
+    def rel(g, h):
+        return h / g if g and not math.isnan(g) and not math.isnan(h) else math.inf
+
+    def check(key, got):
+        """Engage or refine the coarse control as needed; True when the point wants more replications.
+
+        Where the fluid controls leave the interval too wide the coarse control is engaged.
+        Then the rule plans: for each number of fine replications the doubling can reach
+        (n, 2n, 4n, ... up to the cap) it works out, by the 1/sqrt(n) law, how many level-0
+        replications would bring every class to 0.95 target, picks the cheapest plan in packet
+        services (a deterministic proxy of time: the choices, hence the results, do not depend
+        on the machine), and takes its level-0 replications first, then re-plans."""
+        if cfg.coarse == "always" and m_coarse and key not in coarse:
+            coarse_level0(key, cfg.coarse_replications)
+        while True:
+            cls = rule(key, got)
+            own = fl.get((OBJECTIVE[key[0]], key[1])) if OBJECTIVE[key[0]] is not None else None
+            if m_coarse and key not in coarse and own is not None and any(
+                    not abs(g - gf) <= 0.5 * cfg.target * gf for (g, _, _), gf in zip(cls, own["gamma"])):
+                # the scheduler departs from its own fluid model: the fluid paths track another
+                # system, and a short run can miss the excursions that only it makes
+                coarse_level0(key, cfg.coarse_replications)
+                continue
+            if max(rel(g, math.hypot(hp, hr)) for g, hp, hr in cls) <= cfg.target:
+                return False
+            if m_coarse and key not in coarse:
+                coarse_level0(key, cfg.coarse_replications)
+                continue
+            nf = len(got)
+            more_fine = nf < cfg.max_replications
+            if key not in coarse:
+                return more_fine
+            cs = coarse[key]
+            n0, cap = len(cs["level0"]), cfg.max_coarse_replications
+            c_fine = float(np.mean([p["services"] for p in got.values()]))
+            c_l0 = LEVEL0_COST * float(np.mean([c["services"] for c, _ in cs["level0"]]))
+            goal = 0.95 * cfg.target
+            best, nf2 = None, nf
+            while True:
+                shrink, want, ok = nf / nf2, n0, True
+                for g, hp, hr in cls:
+                    budget = (goal * g) ** 2 - hp * hp * shrink if math.isfinite(g) else -1.0
+                    if not (budget > 0 and math.isfinite(hr)):
+                        ok = False
+                        break
+                    if hp * hp * shrink + hr * hr > (goal * g) ** 2:
+                        w = needed(n0, hr, math.sqrt(budget), cap)
+                        ok = ok and hr * math.sqrt(n0 / w) <= math.sqrt(budget)
+                        want = max(want, w)
+                if ok:
+                    cost = (nf2 - nf) * c_fine + (want - n0) * c_l0
+                    if best is None or cost < best[0]:
+                        best = (cost, nf2, want)
+                if nf2 >= cfg.max_replications:
+                    break
+                nf2 = min(2 * nf2, cfg.max_replications)
+            # level-0 replications first, four times as many at a time at most: they are cheap,
+            # every plan needs them, and a first estimate from few heavy-tailed replications can
+            # be far off (drfq-dovetail at 0.9: 64 of them gave 15 % where 4096 gave 1.4 %, so
+            # one would otherwise commit to fine replications no plan needs)
+            if best is None:  # out of reach as it stands: spend what the caps allow
+                if n0 < cap:
+                    coarse_level0(key, min(cap, 4 * n0))
+                    continue
+                return more_fine
+            _, nf2, want = best
+            if want > n0:
+                coarse_level0(key, min(want, 4 * n0))
+                continue
+            return nf2 > nf
 
     pending = {key: (0, reps[key]) for key in reps}
     while pending:
@@ -334,20 +494,11 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
         tasks.sort(key=lambda t: -t[0].load)
         execute(tasks, on_done, executor=executor, workers=workers)
         # stopping rule: double the replications of points whose interval is still too wide
+        # (after trying the coarse control, where the fluid ones leave the interval too wide)
         pending = {}
         for key, got in done.items():
-            payloads = [got[r] for r in sorted(got)]
-            worst = 0.0
-            for k in range(len(base.classes)):
-                st = pooled(payloads, k, cfg.confidence, fluid_of(*key), controls_of(*key, sorted(got)))
-                g, (lo, hi) = st["gamma"], st["ci"]
-                # more packet replications cannot shrink a simulated fluid value's own interval:
-                # the rule looks at the packet side only
-                h = st.get("packet_halfwidth", (hi - lo) / 2)
-                hw = h / g if g and not math.isnan(g) and not math.isnan(h) else math.inf
-                worst = max(worst, hw)
-            n = len(payloads)
-            if worst > cfg.target and n < cfg.max_replications:
+            n = len(got)
+            if check(key, got):
                 pending[key] = (n, min(2 * n, cfg.max_replications))
     if bar is not None:
         bar.close()
@@ -371,7 +522,9 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                     inside=bool(lo <= gf <= hi) if gf is not None else None,
                     replications=len(payloads), completed=int(st["completed"]),
                     gamma_raw=float(st["raw"]), ci_raw=(float(st["raw_ci"][0]), float(st["raw_ci"][1])),
-                    estimator=st["estimator"], insensitivity_guaranteed=geometric))
+                    estimator=st["estimator"] + (" (one a coarse-packet copy)" if (s, load) in coarse else ""),
+                    insensitivity_guaranteed=geometric,
+                    coarse_replications=len(coarse[(s, load)]["level0"]) if (s, load) in coarse else 0))
     return CompareResult(scenario=name, rows=rows, wall_seconds=time.perf_counter() - t0,
                          points_run=stats["run"], points_reused=stats["reused"], services=stats["services"],
                          results_file=str(store.path), fluid={f"{o}@{l}": v for (o, l), v in fl.items()})
