@@ -127,6 +127,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     Costs are kept per flow unless some flow has packet sizes (or ``packet_costs`` is true).
     Returns ``(KernelResult, compile_seconds)``.
     """
+    if not np.isfinite(T):
+        raise MrfqError(f"T = {T}: the run's end must be finite (the loop relies on it)")
     lay = sched.module.layout(J)
     NR = ring_size(N)
     W = lay.pkt
@@ -190,7 +192,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     if ci[C_NEXT_UID] > heap.UID_LIMIT:
         raise MrfqError(f"more than {heap.UID_LIMIT:,} flows in one run: the heap's tie-break holds "
                         f"{63 - heap.SLOT_BITS}-bit flow ids; split the run (run.duration)")
-    busy_slot, _, served, admitted, _, _, _, _ = int_views(rs.ri, J)
+    busy_slot, _, served, admitted = int_views(rs.ri, J)[:4]
     stopped = ci[C_STOPPED] == 1
     t_end = cf[C_T] if stopped else T
     if stopped:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from fq._jit import jit, jit_no_refcount, no_wraparound
-from router.batches import add_area, batch_index
+from router.batches import add_area
 from router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR,
     C_T_AREA, F_ARRIVE, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
@@ -78,18 +78,21 @@ def depart(s, t, warmup, slot_i, departed, b_start, bcur):
 
 
 @jit_no_refcount
-def flow_done(s, k, t, P, ft, acc, t_last_area, n_free):
-    """A class-k flow (row s) left at t: flow statistics; its row goes back to the free list."""
+def flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur):
+    """A class-k flow (row s) left at t: flow statistics; its row goes back to the free list.
+
+    ``bcur`` is the batch of t when t > warmup (:func:`depart` has just moved it to its
+    last packet's departure at t), and 0 at t = warmup: :func:`batch_index` of t (t <= T in
+    the loop) without its division, which the compiler would otherwise hoist out of this
+    rare branch and compute at every instant."""
     add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)
     acc.x[k] -= 1.0
     acc.class_completed[k] += 1
     t_arr = ft.slot_f[s * P.NFC + F_ARRIVE]
     if t_arr >= P.warmup:
-        b = batch_index(t, P.warmup, P.T, P.B)
-        if b >= 0:
-            acc.done_n[k, b] += 1.0
-            acc.done_packets[k, b] += ft.slot_f[s * P.NFC + F_SIZE]
-            acc.done_time[k, b] += t - t_arr
+        acc.done_n[k, bcur] += 1.0
+        acc.done_packets[k, bcur] += ft.slot_f[s * P.NFC + F_SIZE]
+        acc.done_time[k, bcur] += t - t_arr
     ft.free[n_free] = s
 
 

@@ -45,12 +45,12 @@ def _lt(k1, u1, k2, u2):
 
 
 @jit(inline="always")
-def push(hp, hn, j, key, uid, slot):
-    """Add flow head (key, uid, slot) to resource j's heap (sift up)."""
+def push(hp, hn, h, j, key, uid, slot):
+    """Add flow head (key, uid, slot) to resource j's heap, of size ``hn[h]`` (sift up)."""
     kb = f2i(key + 0.0)  # + 0.0 turns a -0.0 into +0.0
     u = (uid << SLOT_BITS) | slot
-    i = hn[j]
-    hn[j] = i + 1
+    i = hn[h]
+    hn[h] = i + 1
     while i > 0:
         p = (i - 1) >> 1
         pk = hp[j, 2 * p]
@@ -90,15 +90,16 @@ def _fill_root(hp, n, j, kb, u):
 
 
 @jit(inline="always")
-def replace_top(hp, hn, j, key, uid, slot):
-    """The top flow's next head (key, uid, slot) replaces it."""
-    _fill_root(hp, hn[j], j, f2i(key + 0.0), (uid << SLOT_BITS) | slot)
+def replace_top(hp, hn, h, j, key, uid, slot):
+    """The top flow's next head (key, uid, slot) replaces it (heap size ``hn[h]``)."""
+    _fill_root(hp, hn[h], j, f2i(key + 0.0), (uid << SLOT_BITS) | slot)
 
 
 @jit(inline="always")
-def pop(hp, hn, j):
-    n = hn[j] - 1
-    hn[j] = n
+def pop(hp, hn, h, j):
+    """Remove the top of resource j's heap (size ``hn[h]``)."""
+    n = hn[h] - 1
+    hn[h] = n
     kb = hp[j, 2 * n]
     u = hp[j, 2 * n + 1]
     hp[j, 2 * n] = SENTINEL

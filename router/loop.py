@@ -46,7 +46,8 @@ from router.packets import packet_uniform
 from router.state import (
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE,
     C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_FIRST,
-    I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
+    I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
+    RI_BUSY_SLOT, RI_COMP_J, RI_COMP_SEQ, RI_COMP_SLOT, RI_HEAP_N, RI_SERVED,
 )
 
 INF = np.inf
@@ -63,24 +64,23 @@ def _cost_base(PC, J, NR, NFC, s, seq):
     return s * NFC + F_COST
 
 
-def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, busy_slot, hp, hn,
-             admitted_j):
+def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, ri, hp):
     """Packet ``seq`` (tags at ``pkt[pb:]``, costs at ``cst[cb:]``) of the flow in row ``s`` joins
     resource j at time t."""
     qs = ft.qs
     qb = (s * J + j) * QS_WIDTH
     cnt = qs[qb + QS_COUNT]
     qs[qb + QS_COUNT] = cnt + 1
-    admitted_j[j] += 1
+    ri[RI_ADMITTED * J + j] += 1
     # Q_ij: its packets at j, waiting (this one included) or in service
-    q_ij = cnt + 1 + (1 if busy_slot[j] == s else 0)
+    q_ij = cnt + 1 + (1 if ri[RI_BUSY_SLOT * J + j] == s else 0)
     sched_arrive(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight, q_ij, t)  # noqa: F821 - bound per scheduler
     if cnt == 0:
         qs[qb + QS_HEAD] = seq  # the flow's waiting packets at j: head, head + 1, ... (no overtaking)
-        heap.push(hp, hn, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
+        heap.push(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, busy_slot, hp, hn, admitted_j):
+def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
@@ -115,13 +115,13 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, busy_slot
     slot_i[s * N_ICOLS + I_INFLIGHT] += 1
     weight = slot_f[s * NFC + F_WEIGHT]
     sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant, t)  # noqa: F821
-    _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, busy_slot, hp, hn, admitted_j)
+    _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp)
 
 
-def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, hn, busy_slot, busy_seq, service_end,
+def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
                 busy_post, trace_cap, tr_n, tr):
     """Idle resource j starts its smallest head (phase 3); returns the trace length."""
-    if hn[j] == 0:
+    if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
         return tr_n
     if not sched_ready(S, ft.pkt, opt, J, j, t):  # noqa: F821
@@ -142,13 +142,13 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, hn, bus
         pbn = (s * NR + ((seq + 1) & RM)) * W
         cbn = _cost_base(PC, J, NR, NFC, s, seq + 1)
         sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, pbn, cbn, t)  # noqa: F821
-        heap.replace_top(hp, hn, j, sched_head(S, pkt, opt, J, s, pbn, cst, cbn, j, weight),  # noqa: F821
+        heap.replace_top(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, pkt, opt, J, s, pbn, cst, cbn, j, weight),  # noqa: F821
                          top >> heap.SLOT_BITS, s)
     else:
         sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, -1, -1, t)  # noqa: F821
-        heap.pop(hp, hn, j)
-    busy_slot[j] = s
-    busy_seq[j] = seq
+        heap.pop(hp, ri, RI_HEAP_N * J + j, j)
+    ri[RI_BUSY_SLOT * J + j] = s
+    ri[RI_BUSY_SEQ * J + j] = seq
     end = t + cst[cb + j]
     service_end[j] = end
     # busy time inside [warmup, T] (conditional expressions: numba compiles the builtin
@@ -200,8 +200,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
         cst = ft.cst if PC else slot_f
         service_end, busy_post, hp = rs.service_end, rs.busy_post, rs.hp
         ri = rs.ri
-        busy_slot, busy_seq, served_j, admitted_j = ri[0:J], ri[J:2 * J], ri[2 * J:3 * J], ri[3 * J:4 * J]
-        hn, comp_j, comp_slot, comp_seq = ri[4 * J:5 * J], ri[5 * J:6 * J], ri[6 * J:7 * J], ri[7 * J:8 * J]
+        # ri: busy row | busy seq | served | admitted | heap size | completions (resource, row, seq),
+        # J words each, indexed ri[RI_* * J + j] (one base pointer, not eight: fewer registers spilled)
         due_t, due_s, now_s = aq.due_t, aq.due_s, aq.now_s
         acap = due_t.shape[0]
         cf, ci = carry.cf, carry.ci
@@ -224,14 +224,14 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
             tn = next_static
             if next_arr < tn:
                 tn = next_arr
-            if adm_n > 0 and due_t[adm_head] < tn:
+            if rtt > 0.0 and adm_n > 0 and due_t[adm_head] < tn:  # (no such admissions in the lean loop)
                 tn = due_t[adm_head]
             for j in range(J):
                 if service_end[j] < tn:
                     tn = service_end[j]
-            if tn > T or tn == INF:
+            if tn > T:  # T is finite (the host checks), so this also ends a run with nothing left to happen
                 break
-            if max_services > 0 and services >= max_services:
+            if services >= max_services:  # the host always sets a limit (>= 1)
                 ci[C_STOPPED] = 1
                 break
             if next_arr == tn:
@@ -244,24 +244,25 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
             nc = 0
             for j in range(J):
                 if service_end[j] == t:
-                    s = busy_slot[j]
-                    comp_j[nc] = j
-                    comp_slot[nc] = s
-                    comp_seq[nc] = busy_seq[j]
+                    s = ri[RI_BUSY_SLOT * J + j]
+                    seq = ri[RI_BUSY_SEQ * J + j]
+                    ri[RI_COMP_J * J + nc] = j
+                    ri[RI_COMP_SLOT * J + nc] = s
+                    ri[RI_COMP_SEQ * J + nc] = seq
                     nc += 1
-                    served_j[j] += 1
+                    ri[RI_SERVED * J + j] += 1
                     services += 1
-                    busy_slot[j] = -1
+                    ri[RI_BUSY_SLOT * J + j] = -1
                     service_end[j] = INF
-                    sched_finish(S, pkt, o, J, s, (s * NR + (busy_seq[j] & RM)) * W, cst,  # noqa: F821
-                                 _cost_base(PC, J, NR, NFC, s, busy_seq[j]), j, t)
+                    sched_finish(S, pkt, o, J, s, (s * NR + (seq & RM)) * W, cst,  # noqa: F821
+                                 _cost_base(PC, J, NR, NFC, s, seq), j, t)
 
             # ---- phase 1b: move each on, or let it leave (resource order)
             now_n = 0
             for c in range(nc):
-                j = comp_j[c]
-                s = comp_slot[c]
-                seq = comp_seq[c]
+                j = ri[RI_COMP_J * J + c]
+                s = ri[RI_COMP_SLOT * J + c]
+                seq = ri[RI_COMP_SEQ * J + c]
                 pb = (s * NR + (seq & RM)) * W
                 cb = _cost_base(PC, J, NR, NFC, s, seq)
                 nj = j + 1
@@ -269,7 +270,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
                     nj += 1
                 if nj < J:
                     _enqueue(S, o, J, RM, W, PC, NFC, s, seq, pb, cst, cb, nj, t, slot_i[s * N_ICOLS + I_UID],
-                             slot_f[s * NFC + F_WEIGHT], ft, busy_slot, hp, hn, admitted_j)
+                             slot_f[s * NFC + F_WEIGHT], ft, ri, hp)
                     continue
                 # departure from the router
                 pk_departed += 1
@@ -293,7 +294,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
                     if k < 0:
                         acc.static_done_t[s] = t
                     else:
-                        flow_done(s, k, t, P, ft, acc, t_last_area, n_free)
+                        flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)
                         t_last_area = t
                         n_free += 1
 
@@ -310,7 +311,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
                         now_s[now_i] = e - 1
                     else:
                         now_i += 1
-                elif adm_n > 0 and due_t[adm_head] == t:
+                elif rtt > 0.0 and adm_n > 0 and due_t[adm_head] == t:
                     s = due_s[adm_head]
                     adm_head += 1
                     if adm_head == acap:
@@ -333,14 +334,14 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
                 else:
                     break
                 slot_i[s * N_ICOLS + I_PENDING] -= 1
-                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, busy_slot, hp, hn, admitted_j)
+                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head
             for j in range(J):
-                if busy_slot[j] < 0:
-                    tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, hn, busy_slot,
-                                       busy_seq, service_end, busy_post, trace_cap, tr_n, tr)
+                if ri[RI_BUSY_SLOT * J + j] < 0:
+                    tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
+                                       busy_post, trace_cap, tr_n, tr)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr

@@ -54,6 +54,9 @@ N_CF = 4
 (C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
  C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N) = range(16)
 N_CI = 16
+# the int64 per-resource words of Resources.ri, J of each: ri[RI_* * J + j]
+(RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N, RI_COMP_J, RI_COMP_SLOT, RI_COMP_SEQ) = range(8)
+N_RI = 8
 # an entry of the admissions due now: row << ADM_BITS | count (count <= the window <= 4096)
 ADM_BITS = 13
 ADM_MASK = (1 << ADM_BITS) - 1
@@ -73,7 +76,7 @@ class Params(NamedTuple):
     T: float            # end of the run
     warmup: float
     B: int              # batches
-    max_services: int   # 0 = no limit
+    max_services: int   # 0 = no limit; the loop is always passed its next stop (>= 1) by the host
     trace_cap: int      # service starts to record
     n_static: int
     K: int              # classes
@@ -121,7 +124,7 @@ class FlowTable(NamedTuple):
 class Resources(NamedTuple):
     service_end: np.ndarray  # [J] end of the service in progress (inf: idle)
     busy_post: np.ndarray    # [J] busy time inside [warmup, T]
-    ri: np.ndarray           # [8 J] int64: busy row | busy seq | served | admitted | heap size | completions
+    ri: np.ndarray           # [N_RI J] int64: busy row | busy seq | served | admitted | heap size | completions
     hp: np.ndarray           # [J, 2 C + 4] heaps of flow heads (router.heap)
 
 
@@ -170,7 +173,7 @@ def ring_size(N: int) -> int:
 
 def int_views(ri: np.ndarray, J: int):
     """busy row, busy seq, served, admitted, heap size, completing resource / row / seq."""
-    return tuple(ri[k * J:(k + 1) * J] for k in range(8))
+    return tuple(ri[k * J:(k + 1) * J] for k in range(N_RI))
 
 
 def _due_size(C: int, NR: int, J: int, rtt: float) -> int:
@@ -192,7 +195,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     )
     S = SchedState(flow=np.zeros(max(C * lay.flow, 1)), flow_res=np.zeros(max(C * J * lay.flow_res, 1)),
                    res=np.zeros(max(J * lay.res, 1)), glob=np.zeros(max(lay.glob, 1)))
-    rs = Resources(service_end=np.full(J, INF), busy_post=np.zeros(J), ri=np.zeros(8 * J, np.int64),
+    rs = Resources(service_end=np.full(J, INF), busy_post=np.zeros(J), ri=np.zeros(N_RI * J, np.int64),
                    hp=heap.allocate(J, C))
     rs.ri[:J] = -1  # no packet in service
     due = _due_size(C, NR, J, rtt)
