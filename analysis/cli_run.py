@@ -39,23 +39,22 @@ def format_run(r) -> str:
                 if r.compile_seconds > 0.05 else "") + ")", ""]
     if r.flows:
         lines.append(f"{'flow':<12} {'cost':<22} {'weight':>6} {'rate':>10} {'packets':>11} {'completion':>11}")
-        lo = 0
+        table = r.scenario.static_spec()
         counted = False
-        for spec in r.scenario.flows:
+        for k, spec in enumerate(r.scenario.flows):
             cost = "(" + ", ".join(f"{c:.4g}" for c in spec.mean_cost()) + ")"
-            hi = lo + spec.count
+            ids = np.flatnonzero(table == k)  # its flows' ids (a block, or every n-th under round-robin)
             if spec.count == 1:
-                f = r.flows[lo]
+                f = r.flows[int(ids[0])]
                 ct = "-" if f.completion_time is None else f"{f.completion_time:.4g}"
                 lines.append(f"{f.name:<12} {cost:<22} {spec.weight:>6.3g} {f.rate:>10.5f} {f.packets:>11,} {ct:>11}")
             else:  # a counted [[flow]] table: one line, the mean over its flows
                 counted = True
-                ct = r.flows.completion_time[lo:hi]
+                ct = r.flows.completion_time[ids]
                 ctm = "-" if np.isnan(ct).any() else f"{ct.mean():.4g}"
                 name = f"{spec.name}.*"
-                lines.append(f"{name:<12} {cost:<22} {spec.weight:>6.3g} {r.flows.rate[lo:hi].mean():>10.5f} "
-                             f"{int(r.flows.packets[lo:hi].sum()):>11,} {ctm:>11}")
-            lo = hi
+                lines.append(f"{name:<12} {cost:<22} {spec.weight:>6.3g} {r.flows.rate[ids].mean():>10.5f} "
+                             f"{int(r.flows.packets[ids].sum()):>11,} {ctm:>11}")
         if counted:
             lines.append("name.*: a [[flow]] table with count > 1: its flows' mean rate, their packets in all, "
                          "their mean completion time (--json: every flow)")

@@ -26,6 +26,8 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     warmup = 1000.0
     seed = 1
     max_flows = 0                        # an overload run (class load >= 1): the explicit flow cap
+    flow_order = "tables"                # static flow ids: "tables" (a counted table's flows in one
+                                         # block) or "round-robin" (flow r of every table, then r + 1)
     [traffic]
     load = 0.8                           # optional: scale class rates from their `share`
     trace = "arrivals.csv"               # optional: arrivals from a CSV (time,class,packets), path
@@ -255,6 +257,7 @@ class RunConfig:
     gamma_method: str = "little"
     max_services: int = 0
     max_flows: int = 0     # > 0: an explicit cap on flows at once (required for an overload run)
+    flow_order: str = "tables"  # static flow ids: by table, or "round-robin" over the tables (FLOW_ORDERS)
 
 
 @dataclass(frozen=True)
@@ -288,14 +291,30 @@ class Scenario:
         """Static flows, each [[flow]] table counted ``count`` times."""
         return sum(f.count for f in self.flows)
 
-    def static_spec(self):
-        """``[n_static]`` int64: the [[flow]] table (index in ``flows``) of each static flow."""
-        return np.repeat(np.arange(len(self.flows), dtype=np.int64),
-                         np.array([f.count for f in self.flows], dtype=np.int64))
+    def static_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(table, index)``, each ``[n_static]`` int64: for every static flow id, its [[flow]] table
+        (index in ``flows``) and its index among that table's ``count`` flows.  ``run.flow_order``
+        "tables" numbers a table's flows in one block, table after table; "round-robin" numbers flow
+        0 of every table, then flow 1 of every table that has one, ... (the C yardstick's flow
+        ``i`` has vector ``i mod 3``: three counted tables in round-robin order are its layout).
+        Ids matter beyond names: they break ties between equal tags."""
+        counts = np.array([f.count for f in self.flows], dtype=np.int64)
+        table = np.repeat(np.arange(len(self.flows), dtype=np.int64), counts)
+        index = np.arange(table.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        if self.run.flow_order == "round-robin" and table.size:
+            order = np.lexsort((table, index))  # by index, then table
+            table, index = table[order], index[order]
+        return table, index
+
+    def static_spec(self) -> np.ndarray:
+        """``[n_static]`` int64: the [[flow]] table (index in ``flows``) of each static flow id."""
+        return self.static_ids()[0]
 
     def static_flow_names(self) -> list[str]:
         """The name of every static flow, in flow-id order."""
-        return [n for f in self.flows for n in f.flow_names()]
+        table, index = self.static_ids()
+        fl = self.flows
+        return [fl[k].name if fl[k].count == 1 else f"{fl[k].name}.{i}" for k, i in zip(table.tolist(), index.tolist())]
 
     def class_resource_loads(self) -> tuple[float, ...]:
         """Offered load of each resource from the classes: sum_k lambda_k sigma_k E[s_kj]."""
@@ -347,7 +366,10 @@ class Scenario:
 # ---------------------------------------------------------------------------
 _TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "description")
 _ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment")
-_RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services", "max_flows")
+_RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services", "max_flows",
+        "flow_order")
+#: run.flow_order: how static flow ids (the order of ties, flow table rows) follow the [[flow]] tables
+FLOW_ORDERS = ("tables", "round-robin")
 _TRAFFIC = ("load", "trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
@@ -500,8 +522,12 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     gm = u.get("gamma_method", "little")
     if gm not in GAMMA_METHODS:
         raise _err(f"run.gamma_method = {_q(gm)}: choose one of {', '.join(GAMMA_METHODS)}")
+    fo = u.get("flow_order", "tables")
+    if fo not in FLOW_ORDERS:
+        raise _err(f"run.flow_order = {_q(fo)}: choose 'tables' (a counted [[flow]] table's flows in one block "
+                   "of ids) or 'round-robin' (flow r of every table, then flow r + 1)")
     run = RunConfig(
-        duration=duration, warmup=warmup, seed=seed,
+        duration=duration, warmup=warmup, seed=seed, flow_order=fo,
         batches=_int("run.batches", u.get("batches", 20), lo=2, hi=MAX_BATCHES),
         confidence=_num("run.confidence", u.get("confidence", 0.95), lo=0.0, lo_open=True, hi=1.0, hi_open=True),
         gamma_method=gm,
@@ -733,7 +759,7 @@ def to_dict(s: Scenario) -> dict[str, Any]:
                          "router": {**{k: v for k, v in dataclasses.asdict(s.router).items()
                                        if v is not None and k != "options"}, **dict(s.router.options)},
                          "run": {k: v for k, v in dataclasses.asdict(s.run).items()
-                                 if not (k == "max_flows" and v == 0)}}
+                                 if not (k == "max_flows" and v == 0) and not (k == "flow_order" and v == "tables")}}
     if s.flows:
         d["flow"] = [spec(f) for f in s.flows]
     if s.classes:

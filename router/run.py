@@ -50,7 +50,7 @@ class FlowResults(Sequence):
 
     def __init__(self, scenario: Scenario, rate: np.ndarray, packets: np.ndarray, completion_time: np.ndarray):
         self._sc = scenario
-        self._spec = scenario.static_spec()
+        self._spec, self._index = scenario.static_ids()
         self.rate, self.packets, self.completion_time = rate, packets, completion_time
 
     def __len__(self) -> int:
@@ -58,7 +58,7 @@ class FlowResults(Sequence):
 
     def name(self, i: int) -> str:
         f = self._sc.flows[int(self._spec[i])]
-        return f.name if f.count == 1 else f"{f.name}.{i - int(np.searchsorted(self._spec, self._spec[i]))}"
+        return f.name if f.count == 1 else f"{f.name}.{int(self._index[i])}"
 
     def __getitem__(self, i):
         if isinstance(i, slice):

@@ -107,7 +107,10 @@ def test_a_million_flows_is_three_tables():
     assert len(sc.flows) == 3 and sc.n_static == 1_000_000
     assert [f.count for f in sc.flows] == [333_334, 333_333, 333_333]
     r = simulate(sc)
-    assert len(r.flows) == 1_000_000 and r.flows[999_999].name == "f2.333332"
+    # round-robin ids, as the C program's flow i % 3: the last id is table f0's last flow
+    assert sc.run.flow_order == "round-robin" and (sc.static_spec()[:6] == [0, 1, 2, 0, 1, 2]).all()
+    assert len(r.flows) == 1_000_000 and r.flows[999_999].name == "f0.333333"
+    assert r.flows[999_998].name == "f2.333332"
     assert int(r.flows.packets.sum()) > 0
 
 
@@ -128,3 +131,50 @@ def test_cli_run_summarises_a_counted_table(tmp_path, capsys):
     assert main(["run", str(toml), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [f["name"] for f in d["flows"]] == ["a.0", "a.1", "a.2", "b"]
+
+
+def round_robin_written_out(d: dict) -> dict:
+    """The same flows as one table each, in round-robin id order."""
+    tables = [[{**{k: v for k, v in f.items() if k != "count"},
+                "name": f"{f['name']}.{i}" if f.get("count", 1) > 1 else f["name"]} for i in range(f.get("count", 1))]
+              for f in d["flow"]]
+    out = [t[r] for r in range(max(map(len, tables))) for t in tables if r < len(t)]
+    return {**d, "flow": out}
+
+
+@pytest.mark.parametrize("scheduler", ["drfq", "bmf-wfq", "pf-sfq"])
+def test_round_robin_ids_run_as_the_flows_written_out_in_that_order(scheduler):
+    d = counted(scheduler)
+    d["run"] = {**d["run"], "flow_order": "round-robin"}
+    a = flows.from_dict(d)
+    b = flows.from_dict(round_robin_written_out({k: v for k, v in d.items()}))
+    assert [f.name for f in flows.from_dict(d).flows] == ["a", "b", "c"]
+    want = ["a.0", "b", "c.0", "a.1", "c.1", "a.2"]   # counts 3, 1, 2
+    assert a.static_flow_names() == want == [f.name for f in b.flows]
+    ra, rb = simulate(a, trace=5000), simulate(b, trace=5000)
+    assert [f.name for f in ra.flows] == want
+    assert list(ra.flows) == list(rb.flows) and trace_tuples(ra.trace) == trace_tuples(rb.trace)
+    # the order of ids is a different schedule from the table order (ties break by id)
+    rt = simulate(flows.from_dict(counted(scheduler)), trace=5000)
+    assert sorted(f.name for f in rt.flows) == sorted(want)
+
+
+def test_round_robin_engine_equals_reference_and_cli(tmp_path, capsys):
+    d = counted()
+    d["run"] = {**d["run"], "flow_order": "round-robin"}
+    sc = flows.from_dict(d)
+    eng = simulate(sc, trace=100_000)
+    ref = simulate_reference(sc)
+    assert trace_tuples(eng.trace) == ref.trace
+    assert [(f.name, f.packets, f.completion_time) for f in eng.flows] == \
+           [(f.name, f.packets, f.completion_time) for f in ref.flows]
+    assert to_dict(sc)["run"]["flow_order"] == "round-robin" and flows.from_dict(to_dict(sc)) == sc
+    assert "flow_order" not in to_dict(flows.from_dict(counted()))["run"]   # the default is not written
+    from analysis.cli_run import format_run
+    out = format_run(eng)
+    a_line = next(ln for ln in out.splitlines() if ln.startswith("a.*"))
+    ids = [i for i, f in enumerate(eng.flows) if f.name.startswith("a.")]
+    assert ids == [0, 3, 5]
+    assert f"{eng.flows.rate[ids].mean():.5f}" in a_line
+    with pytest.raises(MrfqError, match=r"run\.flow_order = 'random'"):
+        flows.from_dict({**d, "run": {**d["run"], "flow_order": "random"}})
