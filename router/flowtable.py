@@ -122,9 +122,9 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
         if next_static == t:
             s = tf.static_order[st_ptr]
             st_ptr += 1
-            next_static = tf.static_start[tf.static_order[st_ptr]] if st_ptr < P.n_static else INF
-            size_total = tf.static_packets[s]
+            next_static = tf.table_start[tf.static_spec[tf.static_order[st_ptr]]] if st_ptr < P.n_static else INF
             sp_row = tf.static_spec[s]
+            size_total = tf.table_packets[sp_row]
         else:
             # the next arrival of the stream: class, size; then the time of the one after
             k = arr.klass[arr_cur]

@@ -229,13 +229,15 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     specs = list(sc.flows) + list(sc.classes)
     nF = sc.n_static
     K = len(sc.classes)
+    # per [[flow]] table, and the table of each static flow: at 10^6 flows of three counted tables
+    # two arrays of 10^6 (ids by start, table by id), not four
     static_spec = sc.static_spec()
-    start = np.array([f.start for f in sc.flows], dtype=np.float64)[static_spec]
+    table_start = np.array([f.start for f in sc.flows] or [0.0], dtype=np.float64)
     traffic = Traffic(
-        static_start=start if nF else np.zeros(1),
-        static_packets=np.array([f.packets for f in sc.flows], dtype=np.int64)[static_spec] if nF
-        else np.zeros(1, np.int64),
-        static_order=np.argsort(start, kind="stable") if nF else np.zeros(1, np.int64),  # by (start, id)
+        table_start=table_start,
+        table_packets=np.array([f.packets for f in sc.flows] or [0], dtype=np.int64),
+        static_order=(np.argsort(table_start[static_spec], kind="stable") if len(set(f.start for f in sc.flows)) > 1
+                      else np.arange(nF, dtype=np.int64)) if nF else np.zeros(1, np.int64),  # by (start, id)
         static_spec=static_spec if nF else np.zeros(1, np.int64),
         class_spec=np.arange(len(sc.flows), len(sc.flows) + max(K, 1), dtype=np.int64),
     )
@@ -274,7 +276,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     span = float(t_end) - warmup
     dep = st_dep_post[:nF].astype(np.int64)
     flows = FlowResults(sc, dep / span if span > 0 else np.full(nF, math.nan), dep,
-                        st_done_t[:nF] - traffic.static_start[:nF])
+                        st_done_t[:nF] - table_start[static_spec])
     classes = [ClassResult(
         name=c.name, completed=int(out.class_completed[k]), arrived=int(out.class_arrived[k]),
         mean_flows=float(area[k].sum()) / span if span > 0 else math.nan,

@@ -97,10 +97,10 @@ class Specs(NamedTuple):
 class Traffic(NamedTuple):
     """Static flows, and the Specs row of each class."""
 
-    static_start: np.ndarray    # [n_static] start times
-    static_packets: np.ndarray  # [n_static] packets (0 = backlogged)
+    table_start: np.ndarray     # [n_tables] start time of each [[flow]] table's flows
+    table_packets: np.ndarray   # [n_tables] their packets (0 = backlogged)
     static_order: np.ndarray    # static flow ids by (start, id)
-    static_spec: np.ndarray     # [n_static] row of Specs (the flow's [[flow]] table: flow.count repeats it)
+    static_spec: np.ndarray     # [n_static] row of Specs = the flow's [[flow]] table (flow.count repeats it)
     class_spec: np.ndarray      # [K] row of Specs
 
 
