@@ -38,7 +38,6 @@ level (Law & Kelton §11.3; the same rule as a simulated Markov value in
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 
 import numpy as np
@@ -134,18 +133,9 @@ def level0(coarse: dict, fine: dict, name: str, objectives_: list[str], seeds: l
     if n <= 1:
         parts = dict(_level0_chunk(t) for t in tasks)
     else:
-        from analysis.sweep import _die_with_parent
+        from analysis.sweep import fork_imap_unordered
 
-        ctx = multiprocessing.get_context("fork")
-        pool = ctx.Pool(n, initializer=_die_with_parent, initargs=(os.getpid(),))
-        try:
-            parts = dict(pool.imap_unordered(_level0_chunk, tasks))
-        except BaseException:
-            pool.terminate()
-            pool.join()
-            raise
-        pool.close()
-        pool.join()
+        parts = dict(fork_imap_unordered(_level0_chunk, tasks, n))
     return [x for i in range(len(tasks)) for x in parts[i]]
 
 

@@ -353,23 +353,29 @@ def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict
             for p, d, nm in tasks:
                 on_done(p, run_point(d, nm, p))
             return
-        ctx = multiprocessing.get_context("fork")
-        pool = ctx.Pool(n, initializer=_die_with_parent, initargs=(os.getpid(),))
-        try:
-            for p, payload in pool.imap_unordered(_run_task, tasks):
-                on_done(p, payload)
-        except BaseException:
-            # Ctrl-C (or an error): stop every worker now; finished points are already stored
-            pool.terminate()
-            pool.join()
-            raise
-        pool.close()
-        pool.join()
+        for p, payload in fork_imap_unordered(_run_task, tasks, n):
+            on_done(p, payload)
         return
     if executor.startswith("dask:"):
         _execute_dask(tasks, on_done, executor[5:], workers)
         return
     raise MrfqError(f"executor {executor!r}: use 'local', 'serial' or 'dask:ADDRESS' / 'dask:local'")
+
+
+def fork_imap_unordered(fn, tasks, n: int):
+    """``fn`` over ``tasks`` in ``n`` forked worker processes that die with this one
+    (:func:`_die_with_parent`), results as they finish.  On Ctrl-C or an error, here or in the
+    caller's loop (the generator is closed), every worker is stopped at once."""
+    ctx = multiprocessing.get_context("fork")
+    pool = ctx.Pool(n, initializer=_die_with_parent, initargs=(os.getpid(),))
+    try:
+        yield from pool.imap_unordered(fn, tasks)
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
 
 
 def _execute_dask(tasks, on_done, address: str, workers: int | None) -> None:
