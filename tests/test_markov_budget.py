@@ -70,12 +70,12 @@ def test_ctrl_c_stops_a_long_simulation_cleanly():
 
 
 def test_ctrl_c_stops_a_long_exact_solve_cleanly():
-    """br-unbalanced at loads 0.95 and 0.96, three objectives, boundary mass 1e-9: six exact solves
-    of 10-20 s each here; SIGINT 10 s in stops the current one between GMRES
+    """br-balanced at loads 0.95 and 0.96, three objectives, boundary mass 1e-9: six exact solves
+    of 20 s or more each here; SIGINT 10 s in stops the current one between GMRES
     restart cycles (or truncations) within seconds (1.5-6.5 s seen on the busy 2-core machine:
     assembling and factorising one truncation cannot be interrupted): exit 130, one line."""
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "fluid", "--preset", "br-unbalanced", "--loads",
+    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "fluid", "--preset", "br-balanced", "--loads",
                           "0.95,0.96", "--tol-boundary", "1e-9", "--json"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -114,11 +114,16 @@ def test_gmres_restart_cycles_give_the_one_call_iterates(monkeypatch):
 
 def test_time_limit_gives_up_with_one_line_naming_simulate():
     with pytest.raises(markov.SolveTimeLimit) as e:
-        markov.solve(_br(0.6), "drf", time_limit=1e-9)
+        markov.solve(_br(0.6), "drf", time_limit=1e-9, truncation="box")
     msg = str(e.value)
     assert msg.startswith("time limit: the Markov solve gave up in GMRES after 0 iterations on 729 states")
     assert "use --method simulate" in msg and "\n" not in msg
     assert isinstance(e.value, markov.TruncationTooLarge)  # auto and the sweep fall back to simulate
+    with pytest.raises(markov.SolveTimeLimit) as e:  # the region truncation: in its graded estimate
+        markov.solve(_br(0.6), "drf", time_limit=1e-9)
+    msg = str(e.value)
+    assert msg.startswith("time limit: the Markov solve gave up after 0 graded solves")
+    assert "use --method simulate" in msg and "\n" not in msg
     for bad in (0, -1.0, float("nan"), "5"):
         with pytest.raises(flows.MrfqError, match=r"time_limit = .*: must be a number of seconds > 0"):
             markov.solve(_br(0.6), "drf", time_limit=bad)
@@ -140,15 +145,40 @@ def test_time_limit_is_checked_between_truncations(monkeypatch):
     monkeypatch.setattr(markov.time, "monotonic", clock)
     with pytest.raises(markov.SolveTimeLimit, match=r"^time limit: the Markov solve gave up after 2 "
                                                     r"truncations \(caps \[\d+, \d+, \d+\], boundary mass"):
-        markov.solve(_br(0.9), "drf", time_limit=5.0)
+        markov.solve(_br(0.9), "drf", time_limit=5.0, truncation="box")
     assert len(looks) == 3
 
 
-def test_long_exact_solve_stops_near_its_time_limit():
-    """br-unbalanced at load 0.95 takes about a minute exactly; with 2 s it gives up soon after."""
+def test_time_limit_is_checked_between_regions(monkeypatch):
+    """The region truncation: a clock that jumps 10 s once the first region is solved gives up
+    before the second, naming its size."""
+    jumped = []
+    real = time.monotonic
+    solve_region = markov.solve_region
+
+    def first(*a, **k):
+        t = solve_region(*a, **k)
+        jumped.append(t.pi.size)
+        return t
+
+    monkeypatch.setattr(markov, "_gmres_chunked",
+                        lambda cycle, n, restart, maxiter, rtol, deadline: cycle(maxiter))  # no look inside GMRES
+    monkeypatch.setattr(markov, "solve_region", first)
+    monkeypatch.setattr(markov.time, "monotonic", lambda: real() + (10.0 if jumped else 0.0))
+    with pytest.raises(markov.SolveTimeLimit, match=r"^time limit: the Markov solve gave up after 1 "
+                                                    r"truncations \(\d+ states next\)"):
+        markov.solve(_br(0.9), "drf", time_limit=5.0)
+    assert len(jumped) == 1
+
+
+@pytest.mark.parametrize("preset, load, truncation", [("br-unbalanced", 0.96, "box"),
+                                                       ("br-balanced", 0.95, "region")])
+def test_long_exact_solve_stops_near_its_time_limit(preset, load, truncation):
+    """br-unbalanced at load 0.96 takes 10 s or more in the box, br-balanced at 0.95 20 s in
+    regions; with 2 s they give up soon after."""
     t0 = time.perf_counter()
     with pytest.raises(markov.SolveTimeLimit):
-        markov.solve(_br(0.95), "drf", time_limit=2.0)
+        markov.solve(flows.load_preset(preset), "drf", load=load, time_limit=2.0, truncation=truncation)
     took = time.perf_counter() - t0
     assert took < 2.0 + 10.0, took
     print(f"gave up after {took:.2f} s (limit 2 s)")

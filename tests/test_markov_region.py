@@ -1,0 +1,184 @@
+"""The region truncation of the flow-level Markov chain (analysis.markov_region, issue 10 item 4):
+the numba assembly against a plain-Python generator on hand-made regions, the box as a special
+case, the region pieces (connectivity, union, embedding), and the solve against the box solve."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import flows
+from analysis import markov
+from analysis import markov_region as mr
+from analysis.state_rates import state_rates
+
+
+def _model(load=0.8, preset="br-unbalanced"):
+    return markov.model_from(flows.load_preset(preset), load=load)
+
+
+def _states_of(region: mr.Region) -> list[tuple[int, ...]]:
+    """The region's states in its numbering, enumerated the obvious way."""
+    out = []
+    for col in itertools.product(*(range(n) for n in region.lo.shape)):
+        out += [col + (z,) for z in range(int(region.lo[col]), int(region.hi[col]) + 1)]
+    return out
+
+
+def _oracle_pi(m, objective, region: mr.Region) -> np.ndarray:
+    """Stationary law of the chain restricted to the region: every transition that leaves it
+    blocked, the generator built state by state, ``pi Q = 0`` solved densely."""
+    S = _states_of(region)
+    where = {s: i for i, s in enumerate(S)}
+    K = len(S[0])
+    Q = np.zeros((len(S), len(S)))
+    for i, s in enumerate(S):
+        phi = state_rates(objective, np.array([s], dtype=float), m.a, m.w)[0]
+        for k in range(K):
+            up = s[:k] + (s[k] + 1,) + s[k + 1:]
+            if up in where:
+                Q[i, where[up]] += m.lam[k]
+            down = s[:k] + (s[k] - 1,) + s[k + 1:]
+            if s[k] >= 1 and down in where:
+                Q[i, where[down]] += s[k] * phi[k] / m.sigma[k]
+        Q[i, i] = -Q[i].sum()
+    A = Q.T / np.abs(Q).max()
+    A[-1] = 1.0                     # the textbook way: one balance equation replaced by sum(pi) = 1
+    rhs = np.zeros(len(S))
+    rhs[-1] = 1.0
+    return np.linalg.solve(A, rhs)
+
+
+def _odd_region() -> mr.Region:
+    """A connected region that is not downward closed: columns start above 0 away from the axes."""
+    lo = np.array([[0, 0, 1, 2], [0, 1, 2, 3], [2, 2, 3, 4]], dtype=np.int64)
+    hi = np.array([[3, 4, 5, 6], [4, 5, 6, 7], [5, 6, 7, 7]], dtype=np.int64)
+    return mr.Region(lo, hi)
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("objective", ["drf", "pf", "bmf"])
+def test_region_solve_equals_the_plain_generator(objective):
+    m = _model(0.8)
+    r = _odd_region()
+    t = markov.solve_region(m, objective, r)
+    ref = _oracle_pi(m, objective, r)
+    assert t.pi.size == r.n == len(_states_of(r))
+    np.testing.assert_allclose(t.pi, ref, rtol=1e-9, atol=1e-11)  # GMRES: relative residual 1e-11
+    X = np.array(_states_of(r), dtype=float)
+    np.testing.assert_allclose(t.mean_flows, ref @ X, rtol=1e-9)
+    assert t.caps == (2, 3, 7)
+
+
+@pytest.mark.nojit
+def test_boundary_is_where_a_transition_is_blocked():
+    m = _model(0.8)
+    r = _odd_region()
+    t = markov.solve_region(m, "drf", r)
+    S = _states_of(r)
+    inside = set(S)
+    blocked = []
+    for s in S:
+        moves = [s[:k] + (s[k] + d,) + s[k + 1:] for k in range(3) for d in (1, -1) if s[k] + d >= 0]
+        blocked.append(any(mv not in inside for mv in moves))
+    assert np.isclose(t.boundary, t.pi[np.array(blocked)].sum(), rtol=1e-12)
+    coords = mr.region_coords(*r.flat(), 0, r.n, np.empty((r.n, 3)))
+    assert np.array_equal(coords, np.array(S, dtype=float))
+    part = mr.region_coords(*r.flat(), 5, 17, np.empty((12, 3)))
+    assert np.array_equal(part, coords[5:17])
+
+
+@pytest.mark.nojit
+def test_a_box_region_is_the_box_truncation():
+    m = _model(0.8)
+    caps = (12, 5, 6)
+    box = markov.solve_truncated(m, "drf", caps)
+    reg = markov.solve_region(m, "drf", mr.box(caps))
+    np.testing.assert_allclose(reg.pi, box.pi, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(reg.gamma, box.gamma, rtol=1e-12)
+    assert reg.caps == caps and np.isclose(reg.boundary, box.boundary, rtol=1e-12)
+
+
+def test_box_region_system_equals_box_system():
+    """Same CSR pattern as the box assembly, and the same values up to the order of the diagonal's sum."""
+    m = _model(0.9)
+    caps = (20, 7, 9)
+    shape = tuple(c + 1 for c in caps)
+    X = markov._states(caps)
+    death = X * state_rates("drf", X, m.a, m.w) / m.sigma
+    birth = np.where(X < np.array(caps), m.lam, 0.0)
+    strides = np.array([shape[1] * shape[2], shape[2], 1], dtype=np.int64)
+    ip, ix, dv, b = markov.box_system(np.array(shape, dtype=np.int64), strides, birth, death)
+    r = mr.box(caps)
+    ip2, ix2, dv2, b2, edge, total = mr.region_system(*r.flat(), death, m.lam)
+    assert np.array_equal(ip, ip2) and np.array_equal(ix, ix2)
+    np.testing.assert_allclose(dv2, dv, rtol=1e-14)
+    np.testing.assert_allclose(b2, b, rtol=1e-14)
+    assert np.array_equal(total, X.sum(axis=1)) and np.array_equal(edge, (X == np.array(caps)).any(axis=1))
+
+
+@pytest.mark.nojit
+def test_connected_columns_drop_islands_and_union_closes_intervals():
+    lo = np.array([[0, 0, 0, 5], [0, 9, 0, 0]], dtype=np.int64)
+    hi = np.array([[3, 2, -1, 8], [2, 12, -1, -1]], dtype=np.int64)
+    lo2, hi2 = lo.ravel().copy(), hi.ravel().copy()
+    mr.connected_columns(np.array(lo.shape, dtype=np.int64), lo2, hi2)
+    kept = hi2 >= lo2
+    # (0,3) is cut off by the empty (0,2); (1,1) = [9, 12] does not overlap its neighbours
+    assert kept.tolist() == [True, True, False, False, True, False, False, False]
+    a = mr.Region(np.array([[0, 0]]), np.array([[2, 1]]))
+    b = mr.Region(np.array([[0], [4]]), np.array([[1], [6]]))
+    u = mr.union(a, b)
+    assert u.lo.tolist() == [[0, 0], [4, 0]] and u.hi.tolist() == [[2, 1], [6, -1]]
+    assert u.n == 3 + 2 + 3 and u.caps == (1, 1, 6)
+
+
+@pytest.mark.nojit
+def test_embed_moves_values_by_coordinates():
+    old = mr.Region(np.array([[0, 1], [1, 2]]), np.array([[3, 4], [2, 5]]))
+    new = mr.union(old, mr.box((2, 2, 6)))
+    v = np.arange(old.n, dtype=float) + 1.0
+    out = np.zeros(new.n)
+    mr.region_embed(*old.flat(), v, *new.flat(), out)
+    X_old = [tuple(s) for s in _states_of(old)]
+    X_new = {tuple(s): i for i, s in enumerate(_states_of(new))}
+    for j, s in enumerate(X_old):
+        assert out[X_new[s]] == v[j]
+    assert np.count_nonzero(out) == old.n
+
+
+@pytest.mark.parametrize("objective", ["drf", "pf", "bmf"])
+def test_region_truncation_agrees_with_the_box(objective):
+    m = _model(0.9)
+    box = markov.solve(m, objective, truncation="box")
+    reg = markov.solve(m, objective)
+    assert reg.truncation_shape == "region" and box.truncation_shape == "box"
+    np.testing.assert_allclose(reg.gamma, box.gamma, rtol=1e-4)
+    assert reg.boundary_mass < 1e-6 and reg.gamma_change < 1e-4
+    assert reg.n_states < box.n_states
+    assert reg.to_dict()["truncation_shape"] == "region"
+
+
+def test_region_truncation_reaches_load_098():
+    """br-unbalanced at 0.98: about 2 M states (the box needs 8.4 M and minutes); the box's
+    gamma, solved once with its guard lifted (README), to 1e-5."""
+    r = markov.solve(flows.load_preset("br-unbalanced"), "drf", load=0.98)
+    np.testing.assert_allclose(r.gamma, [0.020367, 0.020972, 0.020365], rtol=3e-5)
+    assert r.boundary_mass < 1e-6 and r.n_states < 3_000_000
+    with pytest.raises(markov.TruncationTooLarge, match="box truncation"):
+        markov.solve(flows.load_preset("br-unbalanced"), "drf", load=0.98, truncation="box")
+
+
+def test_unknown_truncation_is_refused():
+    with pytest.raises(flows.MrfqError, match="truncation = 'simplex': unknown; choose one of region, box"):
+        markov.solve(_model(0.5), "drf", truncation="simplex")
+
+
+def test_single_class_region_is_its_birth_death_chain():
+    """K = 1: the region is an interval; M/M/1-PS with rate 1/a: P(x) = (1 - rho) rho^x."""
+    m = markov.model_from([markov._Spec("c", (0.5,), 1.2, 1.0, 1.0)])
+    r = markov.solve(m, "drf")
+    rho = 1.2 * 0.5
+    np.testing.assert_allclose(r.mean_flows, [rho / (1 - rho)], rtol=1e-6)
