@@ -13,7 +13,8 @@ The metric is the mean flow throughput ``gamma_k = lambda_k sigma_k / E[x_k]``
 (packets per time unit, Little's law); in light traffic
 ``gamma_k -> 1 / max_j a_kj``.
 
-Exact method.  Truncate ``x_k <= X_k`` (arrivals of class k blocked at its cap),
+Exact method, box truncation (``truncation="box"``; the default, the region truncation, is
+below).  Truncate ``x_k <= X_k`` (arrivals of class k blocked at its cap),
 build the sparse transposed generator ``Q^T`` (7 non-zeros per row for K = 3),
 set ``pi_0 = 1`` and drop the balance equation of state 0 (the system stays as
 sparse as ``Q``; replacing a row by ones would not).  The reduced system is
@@ -62,12 +63,30 @@ N: the restart length shrinks with N so the basis stays under ``KRYLOV_BYTES``,
 and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
 ``max_memory`` is refused like one with more than ``max_states`` states.
 
-Limits (measured, see the README): the box needs about 0.6 M states for
-br-unbalanced at 0.95, but br-balanced at 0.95 and both presets at 0.98 need
-several to tens of millions of states for a boundary mass below 1e-6 (the mass
-lies along the diagonal, where all classes are large together, so a simplex or
-probability-threshold region saves at most a factor ~3); the exact solve refuses
-loads above ``EXACT_MAX_LOAD`` at once and truncations beyond ``max_states``.
+Region truncation (``truncation="region"``, the default; :func:`_solve_region_exact`,
+:mod:`analysis.markov_region`; the box above is ``truncation="box"``).  Near saturation the
+box wastes most of its states: the law lies along a ridge where the classes are large
+together, and near the axes (a heavily loaded class with few flows) or in the corners it holds
+almost nothing.  The region keeps, column by column, the interval of states whose probability
+under the graded lattice's estimate (below, grading ``REGION_GRADING``) is above the threshold
+that leaves out ``tol_boundary`` of the estimate's mass, connected and with the origin; every
+transition out of it is blocked (departures too: their error, like the blocked arrivals', is
+of the order of the probability on the region's boundary, which is reported and bounded).  The
+next regions leave out ``REGION_STEP`` times less, from the previous solution, until the
+boundary mass is below ``tol_boundary`` and gamma moved by less than ``tol_gamma``, as for the
+box.  Measured (DRF; ``scripts/bench_fluid.py --near-saturation``; load average about 1):
+
+* br-unbalanced at 0.98: 2.05 M states, 10.7 s, 1.28 GiB, gamma = 0.020367 0.020972 0.020365,
+  the box's to 6 digits (the box: 8.4 M states, 232 s, 3.86 GiB with its guard lifted);
+* br-balanced at 0.95: 2.3 M states, 19 s, 1.6 GiB (the box needs more than 4 M states);
+* br-unbalanced at 0.95: 0.29 M states, 1.2 s (box: 0.59 M, 3.3 s); the 4-class, 3-resource
+  case at 0.9: 1.1 M states, 9.6 s, 0.97 GiB (box: 3.3 M, 13.7 s, 1.84 GiB);
+* br-balanced at 0.98 stays out of reach: the states holding all but 1e-4 / 1e-5 / 1e-6 of
+  the probability number 7.4 M / 10.5 M / 13.4 M (graded estimate), the first region 17.6 M,
+  about 11 GB at ~650 bytes per state; it is refused at once (``max_states``, ``max_memory``).
+
+The exact solve refuses loads above ``EXACT_MAX_LOAD`` (per truncation) at once and
+truncations beyond ``max_states`` or ``max_memory``.
 
 Graded lattice (method "graded", an approximation: :func:`solve_graded`).  The
 rates ``x_k phi_k(x)`` are homogeneous of degree 0, so far from the origin the
@@ -129,9 +148,9 @@ def exact_memory_bytes(n_states: int, K: int) -> int:
                + 10 * 8 * n_states)
 
 
-#: the exact solve refuses at once above this load of the most loaded resource (states grow like
-#: (1 - rho)^-3: br-unbalanced at 0.95 takes 8 s, at 0.98 it passes 6e6 states after minutes;
-#: method "graded" is the approximation for those loads)
+#: the exact solve refuses at once above this load of the most loaded resource, per truncation
+#: (states grow like (1 - rho)^-3: in the box br-unbalanced at 0.95 takes 3 s, at 0.98 8.4 M states
+#: and minutes; in regions 0.98 takes 11 s, and past the limits the size estimate refuses quickly)
 EXACT_MAX_LOAD = {"box": 0.96, "region": 0.99}
 #: exact: the shapes of the truncated state space (solve's ``truncation``)
 TRUNCATIONS = ("region", "box")

@@ -11,8 +11,8 @@ states and the solve time.  Then the time of one `mrfq alloc` call after import.
 
 ``--near-saturation`` times the exact DRF solve of both presets at loads 0.95 and
 0.98 and of a 4-class, 3-resource scenario (:data:`FOUR_BY_THREE`) at 0.9, each
-with the default limits (4e6 states, 4 GB); a refused truncation is printed with
-its reason and the time it took to find out.  ``--method graded [--grading G]``
+with the default limits (4e6 states, 4 GB; ``--truncation region`` (default) or ``box``); a
+refused truncation is printed with its reason and the time it took to find out.  ``--method graded [--grading G]``
 times the graded-lattice approximation (``analysis.markov.solve_graded``) instead;
 ``--case br-balanced:0.98`` runs one case (peak RSS is then that case's).
 
@@ -46,18 +46,19 @@ CASES = [("br-unbalanced", 0.95), ("br-balanced", 0.95), ("br-unbalanced", 0.98)
 
 
 def near_saturation(max_states: float, method: str = "exact", grading: float = markov.GRADING,
-                    cases=None) -> None:
+                    cases=None, truncation: str = "region") -> None:
     import os
     import resource
 
     markov.solve(flows.load_preset("br-balanced"), "drf", load=0.1, method=method, grading=grading)  # compile
-    print(f"# method {method}" + (f", grading {grading:g}" if method == "graded" else "")
+    print(f"# method {method}" + (f", grading {grading:g}" if method == "graded" else f", {truncation} truncation")
           + f"; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
     for name, x in cases or CASES:
         sc = flows.from_dict(FOUR_BY_THREE) if name == "four-by-three" else flows.load_preset(name)
         t = time.perf_counter()
         try:
-            r = markov.solve(sc, "drf", load=x, max_states=int(max_states), method=method, grading=grading)
+            r = markov.solve(sc, "drf", load=x, max_states=int(max_states), method=method, grading=grading,
+                             truncation=truncation)
             g = " ".join(f"{v:.5f}" for v in r.gamma)
             print(f"{name:14} {x:4.2f} drf  gamma {g}  caps {list(r.truncation)} states {r.n_states:,} "
                   f"boundary {r.boundary_mass:.1e} gamma change {r.gamma_change:.1e}  {r.solve_seconds:.1f} s "
@@ -77,6 +78,8 @@ def main(argv=None) -> int:
                     help="--near-saturation: the exact box or the graded lattice (default exact)")
     ap.add_argument("--grading", type=float, default=markov.GRADING,
                     help=f"--near-saturation --method graded: lattice grading (default {markov.GRADING})")
+    ap.add_argument("--truncation", default="region", choices=markov.TRUNCATIONS,
+                    help="--near-saturation --method exact: the truncation's shape (default region)")
     ap.add_argument("--case", action="append", default=None, metavar="PRESET:LOAD",
                     help="--near-saturation: only this case (repeatable; preset br-balanced, br-unbalanced "
                          "or four-by-three)")
@@ -93,7 +96,7 @@ def main(argv=None) -> int:
                     ap.error(f"--case {c!r}: must be PRESET:LOAD, e.g. br-balanced:0.98")
                 if name not in ("br-balanced", "br-unbalanced", "four-by-three"):
                     ap.error(f"--case {c!r}: preset must be br-balanced, br-unbalanced or four-by-three")
-        near_saturation(args.max_states, args.method, args.grading, cases)
+        near_saturation(args.max_states, args.method, args.grading, cases, args.truncation)
         return 0
     loads = [float(x) for x in args.loads.split(",")]
 
