@@ -221,8 +221,12 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     model (drfq-dovetail, between DRF and BMF) still gets an honest interval, only a
     wider one; ``beta ~ 0`` where no control tracks it.  Its standard error comes from
     the regression residuals ``d = u - V beta`` with ``B - 1 - q`` degrees of freedom
-    (the cost of fitting ``beta`` on the same batches), plus ``|beta_i|`` times each
-    Markov value's own half-width when that came from a simulation (independent).
+    (the cost of fitting ``beta`` on the same batches): ``s^2 (1/B + delta' (V'V)^-1 delta)``,
+    ``s^2 = sum d^2 / (B - 1 - q)`` and ``delta_i = gamma_fluid_i - gamma_markov_i`` (the
+    classical variance of the estimator with an estimated ``beta``; the second term, left out
+    before session 6, made the intervals at load 0.5-0.9 about 1.5x too narrow against the
+    spread of independent pairs of replications), plus ``|beta_i|`` times each Markov value's
+    own half-width when that came from a simulation (independent).
 
     ``fluid`` + each payload's ``cv`` is one control (the scheduler's own objective, as
     computed by the sweep's workers); ``controls`` adds more: ``(markov payload,
@@ -271,7 +275,12 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     Vm = np.column_stack(V)
     beta, *_ = np.linalg.lstsq(Vm, u, rcond=None)
     d = u - Vm @ beta
-    se = math.sqrt(float((d * d).sum()) / (B * (B - 1 - q)))
+    # Var = s^2 (1/B + shift' (V'V)^-1 shift): the second term is the cost of estimating beta when
+    # the controls' means are off their known values (Law & Kelton §11.3, Lavenberg & Welch 1981);
+    # near saturation a few replications' fluid gamma can be 10-100 % off the Markov value
+    shift_a = np.array(shift)
+    lever = float(shift_a @ np.linalg.lstsq(Vm.T @ Vm, shift_a, rcond=None)[0])
+    se = math.sqrt(float((d * d).sum()) / (B - 1 - q) * (1.0 / B + max(lever, 0.0)))
     h = t_quantile(confidence, B - 1 - q) * se
     h_fluid = math.sqrt(sum((b * hw) ** 2 for b, hw in zip(beta, hws)))
     g_cv = gp - float(beta @ np.array(shift))
