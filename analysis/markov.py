@@ -931,16 +931,16 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
         if prev is not None:
             new = mr.union(new, prev.region)
         n_new = new.n
+        where = (f"region caps {list(new.caps)}, leaving out {omitted:.2g} of the estimated probability"
+                 + ("" if prev is None else f"; boundary mass so far {prev.boundary:.2g}"))
         if n_new > max_states:
             raise TruncationTooLarge(
-                f"truncation: the exact solve needs more than {max_states} states at this load (region "
-                f"caps {list(new.caps)}, boundary mass {prev.boundary if prev else float('nan'):.2g}); "
-                "use --method simulate or a lower load")
+                f"truncation: the exact solve needs {n_new} states at this load, more than {max_states} "
+                f"({where}); use --method simulate or a lower load")
         if exact_memory_bytes(int(n_new), K) > max_memory:
             raise TruncationTooLarge(
                 f"truncation: the exact solve would need about {exact_memory_bytes(int(n_new), K) / 1e9:.1f} GB "
-                f"(> {max_memory / 1e9:.1f} GB) for {n_new} states (region caps {list(new.caps)}); "
-                "use --method simulate or a lower load")
+                f"(> {max_memory / 1e9:.1f} GB) for {n_new} states ({where}); use --method simulate or a lower load")
         _check_deadline(deadline, f"after {len(history)} truncations ({n_new} states next)")
         x0 = _graded_start(tg, new)
         if prev is not None:

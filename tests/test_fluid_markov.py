@@ -111,8 +111,10 @@ def test_bad_arguments():
         markov.solve(sc, "pf", load=0.3, method="simulate")
     with pytest.raises(MrfqError, match="has no \\[\\[class\\]\\]"):
         markov.solve(flows.load_preset("oracle-rates"), "pf")
-    with pytest.raises(MrfqError, match="more than 50 states"):
+    with pytest.raises(MrfqError, match=r"needs \d+ states at this load, more than 50 \(region caps"):
         markov.solve(sc, "pf", load=0.5, max_states=50)
+    with pytest.raises(MrfqError, match="more than 50 states"):
+        markov.solve(sc, "pf", load=0.5, max_states=50, truncation="box")
 
 
 # ---------------------------------------------------------------------------
