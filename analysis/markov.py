@@ -926,10 +926,16 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
     omitted = tol_boundary * REGION_START
     history = []
     prev = None
+    change = np.inf
     while True:
         new = _region_for(tg, omitted)
         if prev is not None:
             new = mr.union(new, prev.region)
+            if new.n == prev.region.n:       # the estimate's caps stop the growth: give up, don't loop
+                raise TruncationTooLarge(
+                    f"truncation: the region cannot grow past the graded estimate's caps {list(tg.caps)} "
+                    f"(boundary mass {prev.boundary:.2g}, gamma change {change:.2g}); use --truncation box "
+                    "or --method simulate")
         n_new = new.n
         where = (f"region caps {list(new.caps)}, leaving out {omitted:.2g} of the estimated probability"
                  + ("" if prev is None else f"; boundary mass so far {prev.boundary:.2g}"))

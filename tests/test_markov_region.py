@@ -193,3 +193,11 @@ def test_single_class_region_is_its_birth_death_chain():
     r = markov.solve(m, "drf")
     rho = 1.2 * 0.5
     np.testing.assert_allclose(r.mean_flows, [rho / (1 - rho)], rtol=1e-6)
+
+
+def test_a_region_that_cannot_grow_is_refused(monkeypatch):
+    """Criteria not met and the next region no larger (as when the estimate's caps are reached):
+    one line, no endless loop."""
+    monkeypatch.setattr(markov, "_region_for", lambda t, omitted: mr.box((5, 3, 3)))
+    with pytest.raises(markov.TruncationTooLarge, match="cannot grow past the graded estimate's caps"):
+        markov.solve(_model(0.5), "drf")
