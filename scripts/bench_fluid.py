@@ -60,12 +60,12 @@ def near_saturation(max_states: float, method: str = "exact", grading: float = m
             r = markov.solve(sc, "drf", load=x, max_states=int(max_states), method=method, grading=grading,
                              truncation=truncation)
             g = " ".join(f"{v:.5f}" for v in r.gamma)
-            print(f"{name:14} {x:4.2f} drf  gamma {g}  caps {list(r.truncation)} states {r.n_states:,} "
+            print(f"{name:14} {x:<5g} drf  gamma {g}  caps {list(r.truncation)} states {r.n_states:,} "
                   f"boundary {r.boundary_mass:.1e} gamma change {r.gamma_change:.1e}  {r.solve_seconds:.1f} s "
                   f"(peak RSS so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB)",
                   flush=True)
         except markov.TruncationTooLarge as e:
-            print(f"{name:14} {x:4.2f} drf  refused after {time.perf_counter() - t:.1f} s: {e}", flush=True)
+            print(f"{name:14} {x:<5g} drf  refused after {time.perf_counter() - t:.1f} s: {e}", flush=True)
 
 
 def main(argv=None) -> int:
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
                 r = markov.solve(sc, o, load=x)
                 total[(name, x)] = total.get((name, x), 0.0) + r.solve_seconds
                 g = " ".join(f"{v:9.5f}" for v in r.gamma)
-                print(f"{name:14} {x:4.2f} {o:4} {g}  {str(list(r.truncation)):>14} {r.boundary_mass:8.1e} "
+                print(f"{name:14} {x:<5g} {o:4} {g}  {str(list(r.truncation)):>14} {r.boundary_mass:8.1e} "
                       f"{r.n_states:7d} {r.solve_seconds:7.3f}")
     print()
     for (name, x), s in total.items():
