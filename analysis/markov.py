@@ -866,6 +866,9 @@ def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamm
 #: (times this), each next one ``REGION_STEP`` times less
 REGION_START = 1.0
 REGION_STEP = 30.0
+#: ... and ``REGION_CHECK_STEP`` times less once the boundary mass is small enough (the next
+#: region only checks that gamma has settled)
+REGION_CHECK_STEP = 10.0
 #: region truncation: the grading of the lattice whose law shapes the regions
 REGION_GRADING = 0.1
 
@@ -958,7 +961,7 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
         if t.boundary < tol_boundary and change < tol_gamma:
             break
         prev = t
-        omitted /= REGION_STEP
+        omitted /= REGION_CHECK_STEP if t.boundary < tol_boundary else REGION_STEP
     return MarkovResult(
         objective=objective, names=m.names, gamma=t.gamma, mean_flows=t.mean_flows, method="exact",
         solve_seconds=time.perf_counter() - t0, resource_loads=tuple(float(v) for v in m.resource_loads()),

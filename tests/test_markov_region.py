@@ -192,7 +192,8 @@ def test_single_class_region_is_its_birth_death_chain():
     m = markov.model_from([markov._Spec("c", (0.5,), 1.2, 1.0, 1.0)])
     r = markov.solve(m, "drf")
     rho = 1.2 * 0.5
-    np.testing.assert_allclose(r.mean_flows, [rho / (1 - rho)], rtol=1e-6)
+    np.testing.assert_allclose(r.mean_flows, [rho / (1 - rho)], rtol=2e-5)  # truncated: tol_gamma 1e-4
+    assert r.boundary_mass < 1e-6
 
 
 def test_a_region_that_cannot_grow_is_refused(monkeypatch):
