@@ -72,15 +72,16 @@ under the graded lattice's estimate (below, grading ``REGION_GRADING``) is above
 that leaves out ``tol_boundary`` of the estimate's mass, connected and with the origin; every
 transition out of it is blocked (departures too: their error, like the blocked arrivals', is
 of the order of the probability on the region's boundary, which is reported and bounded).  The
-next regions leave out ``REGION_STEP`` times less, from the previous solution, until the
+next regions leave out ``REGION_STEP`` times less (``REGION_CHECK_STEP`` once only gamma is left to
+check), from the previous solution, until the
 boundary mass is below ``tol_boundary`` and gamma moved by less than ``tol_gamma``, as for the
 box.  Measured (DRF; ``scripts/bench_fluid.py --near-saturation``; load average about 1):
 
-* br-unbalanced at 0.98: 2.05 M states, 10.7 s, 1.28 GiB, gamma = 0.020367 0.020972 0.020365,
+* br-unbalanced at 0.98: 1.7 M states, 9.1 s, 1.07 GiB, gamma = 0.020367 0.020972 0.020365,
   the box's to 6 digits (the box: 8.4 M states, 232 s, 3.86 GiB with its guard lifted);
-* br-balanced at 0.95: 2.3 M states, 19 s, 1.6 GiB (the box needs more than 4 M states);
-* br-unbalanced at 0.95: 0.29 M states, 1.2 s (box: 0.59 M, 3.3 s); the 4-class, 3-resource
-  case at 0.9: 1.1 M states, 9.6 s, 0.97 GiB (box: 3.3 M, 13.7 s, 1.84 GiB);
+* br-balanced at 0.95: 2.0 M states, 15 s, 1.4 GiB (the box needs more than 4 M states);
+* br-unbalanced at 0.95: 0.25 M states, 1.0 s (box: 0.59 M, 3.3 s); the 4-class, 3-resource
+  case at 0.9: 1.1 M states, 9.7 s, 0.97 GiB (box: 3.3 M, 13.7 s, 1.84 GiB);
 * br-balanced at 0.98 stays out of reach: the states holding all but 1e-4 / 1e-5 / 1e-6 of
   the probability number 7.4 M / 10.5 M / 13.4 M (graded estimate), the first region 17.6 M,
   about 11 GB at ~650 bytes per state; it is refused at once (``max_states``, ``max_memory``).
