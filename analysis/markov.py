@@ -819,6 +819,18 @@ def _next_caps(t: _Truncated, tol_boundary: float, boundary_ok: bool) -> tuple[i
     return tuple(new)
 
 
+def _refuse_if_too_large(n_states: int, K: int, max_states: float, max_memory: float, where: str) -> None:
+    """:class:`TruncationTooLarge` (one line naming ``where``) for a truncation beyond the limits."""
+    if n_states > max_states:
+        raise TruncationTooLarge(
+            f"truncation: the exact solve needs {n_states} states at this load, more than {int(max_states)} "
+            f"({where}); use --method simulate or a lower load")
+    if exact_memory_bytes(int(n_states), K) > max_memory:
+        raise TruncationTooLarge(
+            f"truncation: the exact solve would need about {exact_memory_bytes(int(n_states), K) / 1e9:.1f} GB "
+            f"(> {max_memory / 1e9:.1f} GB) for {n_states} states ({where}); use --method simulate or a lower load")
+
+
 def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamma: float,
                  max_states: int, caps=None, max_memory: float = 4e9,
                  deadline: float | None = None) -> MarkovResult:
@@ -843,15 +855,7 @@ def _solve_exact(m: FluidModel, objective: str, *, tol_boundary: float, tol_gamm
         if new == caps:
             new = tuple(int(math.ceil(c * 1.15)) + 2 for c in caps)
         n_new = int(np.prod([c + 1 for c in new], dtype=float))
-        if n_new > max_states:
-            raise TruncationTooLarge(
-                f"truncation: the exact solve needs more than {max_states} states at this load "
-                f"(caps {list(new)}, boundary mass {t.boundary:.2g}); use --method simulate or a lower load")
-        if exact_memory_bytes(int(n_new), K) > max_memory:
-            raise TruncationTooLarge(
-                f"truncation: the exact solve would need about {exact_memory_bytes(int(n_new), K) / 1e9:.1f} GB "
-                f"(> {max_memory / 1e9:.1f} GB) for {int(n_new)} states (caps {list(new)}, boundary mass "
-                f"{t.boundary:.2g}); use --method simulate or a lower load")
+        _refuse_if_too_large(n_new, K, max_states, max_memory, f"caps {list(new)}, boundary mass {t.boundary:.2g}")
         _check_deadline(deadline, f"after {len(history)} truncations (caps {list(t.caps)}, boundary mass "
                                   f"{t.boundary:.2g})")
         x0 = _pad(t.pi, caps, new)
@@ -943,14 +947,7 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
         n_new = new.n
         where = (f"region caps {list(new.caps)}, leaving out {omitted:.2g} of the estimated probability"
                  + ("" if prev is None else f"; boundary mass so far {prev.boundary:.2g}"))
-        if n_new > max_states:
-            raise TruncationTooLarge(
-                f"truncation: the exact solve needs {n_new} states at this load, more than {max_states} "
-                f"({where}); use --method simulate or a lower load")
-        if exact_memory_bytes(int(n_new), K) > max_memory:
-            raise TruncationTooLarge(
-                f"truncation: the exact solve would need about {exact_memory_bytes(int(n_new), K) / 1e9:.1f} GB "
-                f"(> {max_memory / 1e9:.1f} GB) for {n_new} states ({where}); use --method simulate or a lower load")
+        _refuse_if_too_large(n_new, K, max_states, max_memory, where)
         _check_deadline(deadline, f"after {len(history)} truncations ({n_new} states next)")
         x0 = _graded_start(tg, new)
         if prev is not None:

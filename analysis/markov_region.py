@@ -96,6 +96,16 @@ def _trimmed(lo: np.ndarray, hi: np.ndarray) -> Region:
     return Region(lo[keep].copy(), hi[keep].copy())      # (ascontiguousarray would make a 0-d array 1-d)
 
 
+@jit(inline="always")
+def _strides(shape):
+    """C-order strides of an array of this shape (in elements)."""
+    n = shape.shape[0]
+    st = np.ones(n, np.int64)
+    for k in range(n - 2, -1, -1):
+        st[k] = st[k + 1] * shape[k + 1]
+    return st
+
+
 @jit
 def graded_column_ranges(axes, axptr, nshape, logq, cshape, log_threshold):
     """For every fine column ``(x_0, ..., x_{K-2})`` of the box ``cshape`` (``cap_k + 1`` per
@@ -109,9 +119,7 @@ def graded_column_ranges(axes, axptr, nshape, logq, cshape, log_threshold):
     n_col = 1
     for k in range(Kc):
         n_col *= cshape[k]
-    nstr = np.ones(K, np.int64)
-    for k in range(K - 2, -1, -1):
-        nstr[k] = nstr[k + 1] * nshape[k + 1]
+    nstr = _strides(nshape)
     n_last = nshape[K - 1]
     last = axes[axptr[K - 1]:axptr[K - 1] + n_last]
     lo_out = np.zeros(n_col, np.int64)
@@ -180,9 +188,7 @@ def connected_columns(cshape, lo, hi):
     chain of neighbouring columns whose intervals overlap (the lattice states' connected part)."""
     Kc = cshape.shape[0]
     n_col = lo.shape[0]
-    cstr = np.ones(Kc, np.int64)
-    for k in range(Kc - 2, -1, -1):
-        cstr[k] = cstr[k + 1] * cshape[k + 1]
+    cstr = _strides(cshape)
     seen = np.zeros(n_col, np.bool_)
     stack = np.empty(n_col, np.int64)
     x = np.zeros(Kc, np.int64)
@@ -273,9 +279,7 @@ def region_system(cshape, lo, hi, off, death, lam):
     K = Kc + 1
     N = death.shape[0]
     n_col = lo.shape[0]
-    cstr = np.ones(Kc, np.int64)
-    for k in range(Kc - 2, -1, -1):
-        cstr[k] = cstr[k + 1] * cshape[k + 1]
+    cstr = _strides(cshape)
     indptr = np.zeros(N, np.int64)
     indices = np.empty((N - 1) * (2 * K + 1), np.int64)
     data = np.empty((N - 1) * (2 * K + 1))

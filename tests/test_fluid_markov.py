@@ -113,7 +113,7 @@ def test_bad_arguments():
         markov.solve(flows.load_preset("oracle-rates"), "pf")
     with pytest.raises(MrfqError, match=r"needs \d+ states at this load, more than 50 \(region caps"):
         markov.solve(sc, "pf", load=0.5, max_states=50)
-    with pytest.raises(MrfqError, match="more than 50 states"):
+    with pytest.raises(MrfqError, match=r"needs \d+ states at this load, more than 50 \(caps \[\d+, \d+, \d+\], boundary mass"):
         markov.solve(sc, "pf", load=0.5, max_states=50, truncation="box")
 
 
