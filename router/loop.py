@@ -202,7 +202,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
         cst = ft.cst if PC else slot_f
         service_end, busy_post, hp = rs.service_end, rs.busy_post, rs.hp
         ri = rs.ri
-        # ri: busy row | busy seq (of the packet served last) | served | admitted | heap size,
+        # ri: busy row (-1: idle) | busy seq (of the packet served last) | served | admitted | heap size,
         # J words each, indexed ri[RI_* * J + j] (one base pointer, not eight: fewer registers spilled)
         due_t, due_s, now_s = aq.due_t, aq.due_s, aq.now_s
         acap = due_t.shape[0]
@@ -251,8 +251,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
                                  _cost_base(PC, J, NR, NFC, s, seq), j, t)
 
             # ---- phase 1b: move each on, or let it leave (resource order); a resource whose
-            #      service ends at t is idle from here on (service_end = inf; its busy row and
-            #      seq stay, unread, until its next start)
+            #      service ends at t is idle from here on (service_end = inf, busy row -1; its
+            #      busy seq stays, unread, until its next start)
             now_n = 0
             for j in range(J):
                 if service_end[j] != t:
@@ -261,6 +261,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
                 ri[RI_SERVED * J + j] += 1
                 services += 1
                 s = ri[RI_BUSY_SLOT * J + j]
+                ri[RI_BUSY_SLOT * J + j] = -1
                 seq = ri[RI_BUSY_SEQ * J + j]
                 pb = (s * NR + (seq & RM)) * W
                 cb = _cost_base(PC, J, NR, NFC, s, seq)
@@ -339,7 +340,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
 
             # ---- phase 3: idle resources start their smallest head
             for j in range(J):
-                if service_end[j] == INF:
+                if ri[RI_BUSY_SLOT * J + j] < 0:
                     tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
                                        busy_post, trace_cap, tr_n, tr)
 
