@@ -152,7 +152,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.ci[C_ARR_LAST] = len(arr.time) < chunk
     carry.cf[C_NEXT_ARR] = arr.time[0] if len(arr.time) else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc)
+    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc,
+                    NR)
 
     compile_seconds = 0.0
     while True:
@@ -192,13 +193,14 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     if ci[C_NEXT_UID] > heap.UID_LIMIT:
         raise MrfqError(f"more than {heap.UID_LIMIT:,} flows in one run: the heap's tie-break holds "
                         f"{63 - heap.SLOT_BITS}-bit flow ids; split the run (run.duration)")
-    busy_slot, _, served, admitted = int_views(rs.ri, J)[:4]
+    _, _, served, admitted = int_views(rs.ri, J)[:4]
+    busy = rs.service_end < INF  # a resource is idle when its service_end is inf
     stopped = ci[C_STOPPED] == 1
     t_end = cf[C_T] if stopped else T
     if stopped:
         # busy time was booked to the end of each service: trim what lies after t_end
         for j in range(J):
-            if busy_slot[j] >= 0 and rs.service_end[j] > t_end:
+            if busy[j] and rs.service_end[j] > t_end:
                 hi = rs.service_end[j] if rs.service_end[j] < T else T
                 lo = t_end if t_end > warmup else warmup
                 if hi > lo:
@@ -209,7 +211,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     # ---- what is left in the system, for the conservation check
     slot_i = ft.slot_i.reshape(C, N_ICOLS)
     # Q_ij summed over flows: waiting, plus one in service at each busy resource
-    in_system = ft.qs.reshape(C, J, QS_WIDTH)[:, :, QS_COUNT].sum(axis=0) + (busy_slot >= 0)
+    in_system = ft.qs.reshape(C, J, QS_WIDTH)[:, :, QS_COUNT].sum(axis=0) + busy
     inflight = slot_i[:, I_INFLIGHT]
     ns1 = max(n_static, 1)
     # built in place: at 10^6 flows every temporary here is 8 MB on top of the whole flow table
@@ -257,6 +259,7 @@ def needs_packet_costs(specs: Specs) -> bool:
 
 # used by compile warm-ups (analysis.sweep): the loop variant a run of these settings takes
 def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, specialise: bool = True,
-                 pc: bool = False):
+                 pc: bool = False, window: int = 30):
     opt = tuple(float(x) for x in opt)
-    return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc)
+    return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc,
+                    ring_size(window))

@@ -2,11 +2,14 @@
 
 Row j of ``hp`` holds resource j's heap as pairs of int64 words: the key's
 IEEE-754 bits (keys are finite and >= +0.0, so their bit patterns order like
-the values) and ``uid << SLOT_BITS | slot``.  The pair is compared as two
-integers without branches; every position from the heap's size on holds a
+the values) and ``uid << SLOT_BITS | slot``.  The pair is compared as one
+128-bit unsigned integer (``key << 64 | uid``: both words are >= 0, so this is
+the lexicographic order; a compare and a subtract-with-borrow, no branch);
+every position from the heap's size on holds a
 sentinel above every entry (the array starts full of them, a pop puts one
 back), so a node's second child is read without a bounds test (the layout of
-the C yardstick's heap).  The heap's size is the number of flows with packets
+the C yardstick's heap).  Positions are word offsets (node i at ``2 i``).
+The heap's size is the number of flows with packets
 waiting at j, so a service costs O(log flows).
 """
 
@@ -27,9 +30,12 @@ SENTINEL = np.iinfo(np.int64).max
 # indices here are never negative (see fq._jit.no_wraparound)
 NO_WRAPAROUND = no_wraparound(__name__)
 
-if config.DISABLE_JIT:  # plain-Python twin of the bit cast
+if config.DISABLE_JIT:  # plain-Python twins of the intrinsics
     def f2i(x):
         return int(np.float64(x).view(np.int64))
+
+    def _lt(k1, u1, k2, u2):
+        return int(k1 < k2 or (k1 == k2 and u1 < u2))
 else:
     @intrinsic
     def f2i(typingctx, x):
@@ -38,30 +44,44 @@ else:
             return builder.bitcast(args[0], ir.IntType(64))
         return types.int64(types.float64), codegen
 
+    @intrinsic
+    def _lt(typingctx, k1, u1, k2, u2):
+        """1 if (k1, u1) < (k2, u2) lexicographically, else 0 (int64 words, all >= 0): one
+        128-bit unsigned compare."""
+        def codegen(context, builder, signature, args):
+            w = ir.IntType(128)
+
+            def wide(k, u):
+                return builder.or_(builder.shl(builder.zext(k, w), ir.Constant(w, 64)), builder.zext(u, w))
+
+            lt = builder.icmp_unsigned("<", wide(args[0], args[1]), wide(args[2], args[3]))
+            return builder.zext(lt, ir.IntType(64))
+        return types.int64(types.int64, types.int64, types.int64, types.int64), codegen
+
 
 @jit(inline="always")
-def _lt(k1, u1, k2, u2):
-    return (k1 < k2) | ((k1 == k2) & (u1 < u2))
+def _sift_up(hp, j, i, kb, u):
+    """Entry (kb, u) goes in at word offset i or above (i = 2 x node): parents larger than it
+    move down."""
+    while i > 0:
+        p = ((i - 2) >> 2) << 1  # the parent node (i / 2 - 1) // 2, as a word offset
+        pk = hp[j, p]
+        pu = hp[j, p + 1]
+        if _lt(kb, u, pk, pu) == 0:
+            break
+        hp[j, i] = pk
+        hp[j, i + 1] = pu
+        i = p
+    hp[j, i] = kb
+    hp[j, i + 1] = u
 
 
 @jit(inline="always")
 def push(hp, hn, h, j, key, uid, slot):
     """Add flow head (key, uid, slot) to resource j's heap, of size ``hn[h]`` (sift up)."""
-    kb = f2i(key + 0.0)  # + 0.0 turns a -0.0 into +0.0
-    u = (uid << SLOT_BITS) | slot
-    i = hn[h]
-    hn[h] = i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        pk = hp[j, 2 * p]
-        pu = hp[j, 2 * p + 1]
-        if not _lt(kb, u, pk, pu):
-            break
-        hp[j, 2 * i] = pk
-        hp[j, 2 * i + 1] = pu
-        i = p
-    hp[j, 2 * i] = kb
-    hp[j, 2 * i + 1] = u
+    n = hn[h]
+    hn[h] = n + 1
+    _sift_up(hp, j, 2 * n, f2i(key + 0.0), (uid << SLOT_BITS) | slot)  # + 0.0 turns a -0.0 into +0.0
 
 
 @jit(inline="always")
@@ -69,24 +89,23 @@ def _fill_root(hp, n, j, kb, u):
     """The root of resource j's heap (size n >= 1) is vacant: walk the hole down to a leaf
     along the smaller children (branch-free), then sift (kb, u) up from there."""
     i = 0
-    c = 1
-    while c < n:
-        c += _lt(hp[j, 2 * c + 2], hp[j, 2 * c + 3], hp[j, 2 * c], hp[j, 2 * c + 1])
-        hp[j, 2 * i] = hp[j, 2 * c]
-        hp[j, 2 * i + 1] = hp[j, 2 * c + 1]
+    c = 2
+    n2 = 2 * n
+    while c < n2:
+        k1 = hp[j, c]
+        u1 = hp[j, c + 1]
+        k2 = hp[j, c + 2]
+        u2 = hp[j, c + 3]
+        second = _lt(k2, u2, k1, u1)  # the second child is the smaller (its sentinel never is)
+        if second:
+            k1 = k2
+            u1 = u2
+        c += 2 * second
+        hp[j, i] = k1
+        hp[j, i + 1] = u1
         i = c
-        c = 2 * i + 1
-    while i > 0:
-        p = (i - 1) >> 1
-        pk = hp[j, 2 * p]
-        pu = hp[j, 2 * p + 1]
-        if not _lt(kb, u, pk, pu):
-            break
-        hp[j, 2 * i] = pk
-        hp[j, 2 * i + 1] = pu
-        i = p
-    hp[j, 2 * i] = kb
-    hp[j, 2 * i + 1] = u
+        c = 2 * c + 2
+    _sift_up(hp, j, i, kb, u)
 
 
 @jit(inline="always")

@@ -47,7 +47,7 @@ from router.state import (
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE,
     C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_FIRST,
     I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
-    RI_BUSY_SLOT, RI_COMP_J, RI_COMP_SEQ, RI_COMP_SLOT, RI_HEAP_N, RI_SERVED,
+    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED,
 )
 
 INF = np.inf
@@ -64,7 +64,7 @@ def _cost_base(PC, J, NR, NFC, s, seq):
     return s * NFC + F_COST
 
 
-def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, ri, hp):
+def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, ri, hp, service_end):
     """Packet ``seq`` (tags at ``pkt[pb:]``, costs at ``cst[cb:]``) of the flow in row ``s`` joins
     resource j at time t."""
     qs = ft.qs
@@ -72,15 +72,16 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
     cnt = qs[qb + QS_COUNT]
     qs[qb + QS_COUNT] = cnt + 1
     ri[RI_ADMITTED * J + j] += 1
-    # Q_ij: its packets at j, waiting (this one included) or in service
-    q_ij = cnt + 1 + (1 if ri[RI_BUSY_SLOT * J + j] == s else 0)
+    # Q_ij: its packets at j, waiting (this one included) or in service (j serves until
+    # service_end[j], which is inf when j is idle and t while phase 1b has yet to reach j)
+    q_ij = cnt + 1 + (1 if t < service_end[j] < INF and ri[RI_BUSY_SLOT * J + j] == s else 0)
     sched_arrive(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight, q_ij, t)  # noqa: F821 - bound per scheduler
     if cnt == 0:
         qs[qb + QS_HEAD] = seq  # the flow's waiting packets at j: head, head + 1, ... (no overtaking)
         heap.push(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp):
+def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
@@ -115,7 +116,7 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp):
     slot_i[s * N_ICOLS + I_INFLIGHT] += 1
     weight = slot_f[s * NFC + F_WEIGHT]
     sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant, t)  # noqa: F821
-    _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp)
+    _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end)
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
@@ -167,9 +168,10 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     return tr_n
 
 
-def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
-    cache on them: KEY hashes the scheduler's name and the sources the loop is built from)."""
+    cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
+    NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time)."""
 
     def event_loop(P, sp, tf, arr, carry, ft, S, opt, rs, aq, acc, tr):
         """The event loop proper (see the module docstring for the event order).
@@ -188,7 +190,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
         o = OPT if LEAN else opt
         rtt = 0.0 if LEAN else P.rtt
         trace_cap = 0 if LEAN else P.trace_cap
-        RM = P.RM
+        RM = NR_CONST - 1 if NR_CONST > 0 else P.RM  # a constant: ring offsets are shifts and masks
         W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
         PC = PC_CONST  # costs per packet (packet sizes) or per flow: a constant
         NFC = J_CONST + F_COST
@@ -200,7 +202,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
         cst = ft.cst if PC else slot_f
         service_end, busy_post, hp = rs.service_end, rs.busy_post, rs.hp
         ri = rs.ri
-        # ri: busy row | busy seq | served | admitted | heap size | completions (resource, row, seq),
+        # ri: busy row (-1: idle) | busy seq (of the packet served last) | served | admitted | heap size,
         # J words each, indexed ri[RI_* * J + j] (one base pointer, not eight: fewer registers spilled)
         due_t, due_s, now_s = aq.due_t, aq.due_s, aq.now_s
         acap = due_t.shape[0]
@@ -240,29 +242,27 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
                     break
             t = tn
 
-            # ---- phase 1a: completing packets leave their servers
-            nc = 0
+            # ---- phase 1a: completing packets leave their servers (the finish hooks)
             for j in range(J):
                 if service_end[j] == t:
                     s = ri[RI_BUSY_SLOT * J + j]
                     seq = ri[RI_BUSY_SEQ * J + j]
-                    ri[RI_COMP_J * J + nc] = j
-                    ri[RI_COMP_SLOT * J + nc] = s
-                    ri[RI_COMP_SEQ * J + nc] = seq
-                    nc += 1
-                    ri[RI_SERVED * J + j] += 1
-                    services += 1
-                    ri[RI_BUSY_SLOT * J + j] = -1
-                    service_end[j] = INF
                     sched_finish(S, pkt, o, J, s, (s * NR + (seq & RM)) * W, cst,  # noqa: F821
                                  _cost_base(PC, J, NR, NFC, s, seq), j, t)
 
-            # ---- phase 1b: move each on, or let it leave (resource order)
+            # ---- phase 1b: move each on, or let it leave (resource order); a resource whose
+            #      service ends at t is idle from here on (service_end = inf, busy row -1; its
+            #      busy seq stays, unread, until its next start)
             now_n = 0
-            for c in range(nc):
-                j = ri[RI_COMP_J * J + c]
-                s = ri[RI_COMP_SLOT * J + c]
-                seq = ri[RI_COMP_SEQ * J + c]
+            for j in range(J):
+                if service_end[j] != t:
+                    continue
+                service_end[j] = INF
+                ri[RI_SERVED * J + j] += 1
+                services += 1
+                s = ri[RI_BUSY_SLOT * J + j]
+                ri[RI_BUSY_SLOT * J + j] = -1
+                seq = ri[RI_BUSY_SEQ * J + j]
                 pb = (s * NR + (seq & RM)) * W
                 cb = _cost_base(PC, J, NR, NFC, s, seq)
                 nj = j + 1
@@ -270,7 +270,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
                     nj += 1
                 if nj < J:
                     _enqueue(S, o, J, RM, W, PC, NFC, s, seq, pb, cst, cb, nj, t, slot_i[s * N_ICOLS + I_UID],
-                             slot_f[s * NFC + F_WEIGHT], ft, ri, hp)
+                             slot_f[s * NFC + F_WEIGHT], ft, ri, hp, service_end)
                     continue
                 # departure from the router
                 pk_departed += 1
@@ -300,41 +300,42 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY):
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
             #      rtt that fall due now, then new flows' windows (static starts by flow id, then
-            #      the flow arrivals); each is tagged with the scheduler's state as it stands now
+            #      the flow arrivals); each is tagged with the scheduler's state as it stands now.
+            #      The new flows queue their windows behind the departures' admissions first:
+            #      starting a flow touches only its own (free) row, which no admission due now
+            #      reads; with rtt > 0 no departure admits at once, so the delayed admissions,
+            #      taken first, precede them.
+            if next_static == t or next_arr == t:
+                cf[C_NEXT_ARR] = next_arr
+                cf[C_NEXT_STATIC] = next_static
+                cf[C_T_AREA] = t_last_area
+                ci[C_NFREE] = n_free
+                ci[C_ACTIVE] = n_active
+                now_n = flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_cap)
+                next_arr = cf[C_NEXT_ARR]
+                next_static = cf[C_NEXT_STATIC]
+                t_last_area = cf[C_T_AREA]
+                n_free = ci[C_NFREE]
+                n_active = ci[C_ACTIVE]
             now_i = 0
-            starts_done = False
             while True:
-                if now_i < now_n:
+                if rtt > 0.0 and adm_n > 0 and due_t[adm_head] == t:
+                    s = due_s[adm_head]
+                    adm_head += 1
+                    if adm_head == acap:
+                        adm_head = 0
+                    adm_n -= 1
+                elif now_i < now_n:
                     e = now_s[now_i]  # row << ADM_BITS | admissions left for it now
                     s = e >> ADM_BITS
                     if (e & ADM_MASK) > 1:
                         now_s[now_i] = e - 1
                     else:
                         now_i += 1
-                elif rtt > 0.0 and adm_n > 0 and due_t[adm_head] == t:
-                    s = due_s[adm_head]
-                    adm_head += 1
-                    if adm_head == acap:
-                        adm_head = 0
-                    adm_n -= 1
-                elif not starts_done and (next_static == t or next_arr == t):
-                    starts_done = True
-                    cf[C_NEXT_ARR] = next_arr
-                    cf[C_NEXT_STATIC] = next_static
-                    cf[C_T_AREA] = t_last_area
-                    ci[C_NFREE] = n_free
-                    ci[C_ACTIVE] = n_active
-                    now_n = flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_cap)
-                    next_arr = cf[C_NEXT_ARR]
-                    next_static = cf[C_NEXT_STATIC]
-                    t_last_area = cf[C_T_AREA]
-                    n_free = ci[C_NFREE]
-                    n_active = ci[C_ACTIVE]
-                    continue
                 else:
                     break
                 slot_i[s * N_ICOLS + I_PENDING] -= 1
-                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp)
+                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head
@@ -386,15 +387,21 @@ def _sources_hash() -> str:
 
 
 _LOOPS: dict = {}
+#: packet ring sizes (router.state.ring_size) compiled into the lean loop as constants: that of
+#: the default window (17-32 packets).  Other sizes are read at run time, so that the test suite's
+#: small random windows share one lean loop per (J, scheduler) instead of one per ring size.
+CONST_RINGS = (32,)
 
 
-def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False):
+def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0):
     """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
     options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
-    trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow.
-    Built once per process; numba caches the machine code on disk."""
+    trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow;
+    the packet ring size ``nr`` compiled in when lean and in :data:`CONST_RINGS`, else read at
+    run time.  Built once per process; numba caches the machine code on disk."""
     lean = opt is not None
-    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc))
+    nr_const = int(nr) if lean and nr in CONST_RINGS else 0
+    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const)
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
@@ -405,6 +412,6 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False):
             g[name] = jit(inline="always")(_rebind(globals()[name], g))
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
-        raw = _make_raw(int(J), int(mod.layout(J).pkt), bool(pc), lean, const, tag)
+        raw = _make_raw(int(J), int(mod.layout(J).pkt), bool(pc), lean, const, tag, nr_const)
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

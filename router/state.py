@@ -54,9 +54,10 @@ N_CF = 4
 (C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
  C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N) = range(16)
 N_CI = 16
-# the int64 per-resource words of Resources.ri, J of each: ri[RI_* * J + j]
-(RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N, RI_COMP_J, RI_COMP_SLOT, RI_COMP_SEQ) = range(8)
-N_RI = 8
+# the int64 per-resource words of Resources.ri, J of each: ri[RI_* * J + j]; the row (-1 once idle)
+# and seq of the packet served last at j (in service while service_end[j] < inf)
+(RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N) = range(5)
+N_RI = 5
 # an entry of the admissions due now: row << ADM_BITS | count (count <= the window <= 4096)
 ADM_BITS = 13
 ADM_MASK = (1 << ADM_BITS) - 1
@@ -124,7 +125,7 @@ class FlowTable(NamedTuple):
 class Resources(NamedTuple):
     service_end: np.ndarray  # [J] end of the service in progress (inf: idle)
     busy_post: np.ndarray    # [J] busy time inside [warmup, T]
-    ri: np.ndarray           # [N_RI J] int64: busy row | busy seq | served | admitted | heap size | completions
+    ri: np.ndarray           # [N_RI J] int64: busy row | busy seq | served | admitted | heap size
     hp: np.ndarray           # [J, 2 C + 4] heaps of flow heads (router.heap)
 
 
@@ -172,7 +173,7 @@ def ring_size(N: int) -> int:
 
 
 def int_views(ri: np.ndarray, J: int):
-    """busy row, busy seq, served, admitted, heap size, completing resource / row / seq."""
+    """busy row (-1: idle), busy seq (of the packet served last), served, admitted, heap size."""
     return tuple(ri[k * J:(k + 1) * J] for k in range(N_RI))
 
 
