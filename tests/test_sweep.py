@@ -187,9 +187,9 @@ def test_sigkill_of_a_sweep_leaves_no_worker_behind(tiny, tmp_path):
     script = tmp_path / "sweep.py"
     script.write_text(KILL_SCRIPT)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    # 10x the points of the five-moments test: it is killed anyway, and with 300 flows the pool's
-    # whole life could fall between two polls on a fast machine with a warm cache (CI saw it end first)
-    p = subprocess.Popen([sys.executable, str(script), str(tiny), str(db), "local", "3000"], env=env)
+    # 100x the flows per point of the five-moments test: it is killed anyway, and with 300 or 3000 flows
+    # the pool's whole life could fall between two polls (CI saw it end first; a faster engine made it likelier)
+    p = subprocess.Popen([sys.executable, str(script), str(tiny), str(db), "local", "30000"], env=env)
     deadline = time.time() + 240
     workers = []
     while time.time() < deadline and p.poll() is None:
@@ -213,7 +213,7 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
     db = tmp_path / "c.sqlite"
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "compare", str(tiny), "--loads", "0.3,0.5,0.7",
-                          "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "3000", "--replications", "2",
+                          "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "30000", "--replications", "2",
                           "--max-replications", "2", "--target", "0.5", "--workers", "2", "--json",
                           "--results", str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          start_new_session=True,
