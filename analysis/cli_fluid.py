@@ -75,6 +75,10 @@ def register(subparsers) -> None:
     q.add_argument("--truncation", default="region", metavar="SHAPE",
                    help="exact: region (default; the states a graded estimate of the law gives the most "
                         "probability, blocking every transition that leaves them) or box (x_k <= X_k)")
+    q.add_argument("--symmetry", default="auto", metavar="S",
+                   help="exact, region truncation: auto (default: two classes that a swap of the resources "
+                        "exchanges, with equal rates, sizes and weights, are solved lumped by that symmetry, "
+                        "half the states, the same law) or off")
     q.add_argument("--time-limit", metavar="SECONDS", default="300",
                    help="exact: give up one solve after this many seconds, suggesting --method simulate "
                         "(auto: simulate instead; default 300)")
@@ -210,7 +214,7 @@ def _scenario(args):
 
 
 def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_000,
-                tol_boundary=1e-6, time_limit=300.0, truncation="region") -> dict:
+                tol_boundary=1e-6, time_limit=300.0, truncation="region", symmetry="auto") -> dict:
     """One per-load entry: {load, resource_loads, truncation, boundary_mass, objectives: {...}}."""
     import numpy as np
 
@@ -230,7 +234,7 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
         if method in ("exact", "auto"):
             try:
                 r = markov.solve(m, o, method="exact", tol_boundary=tol_boundary, time_limit=time_limit,
-                                 truncation=truncation)
+                                 truncation=truncation, symmetry=symmetry)
             except markov.TruncationTooLarge:
                 if method == "exact":
                     raise
@@ -259,10 +263,12 @@ def fluid_handler(args) -> int:
         raise MrfqError(f"--method {_short(method)}: unknown; choose exact, simulate, auto or graded")
     if args.load is not None and args.loads is not None:
         raise MrfqError("fluid: give --load X or --loads LOADS, not both")
-    from analysis.markov import TRUNCATIONS
+    from analysis.markov import SYMMETRIES, TRUNCATIONS
 
     if args.truncation not in TRUNCATIONS:
         raise MrfqError(f"--truncation {_short(args.truncation)}: unknown; choose {' or '.join(TRUNCATIONS)}")
+    if args.symmetry not in SYMMETRIES:
+        raise MrfqError(f"--symmetry {_short(args.symmetry)}: unknown; choose {' or '.join(SYMMETRIES)}")
     tol_b = parse_number("--tol-boundary", args.tol_boundary, lo=1e-15, hi=1.0, hi_open=True)
     events = parse_int("--events", args.events, lo=1000, hi=MAX_EVENTS)
     time_limit = parse_number("--time-limit", args.time_limit, lo=0.0, lo_open=True, hi=MAX_TIME_LIMIT)
@@ -276,7 +282,7 @@ def fluid_handler(args) -> int:
     objs = _objectives(args.objective, objectives.MARKOV)
     seed = sc.run.seed if args.seed is None else parse_int("--seed", args.seed, lo=0, hi=MAX_SEED)
     kw = dict(method=method, seed=int(seed), events=int(events), tol_boundary=tol_b, time_limit=time_limit,
-              truncation=args.truncation)
+              truncation=args.truncation, symmetry=args.symmetry)
     entries = [fluid_entry(sc, x, objs, **kw) for x in loads]
     if args.plot:
         from analysis.plots import plot_gamma_vs_load
@@ -320,9 +326,10 @@ def _print_entry(name, e) -> None:
     for o in objs:
         r = e["objectives"][o]
         if r["method"] == "exact":
+            lumped = f" (lumped by the symmetry {' <-> '.join(r['lumped'])})" if r.get("lumped") else ""
             print(f"  {o}: {r['truncation_shape']} truncation, caps {r['truncation']}, boundary mass "
                   f"{r['boundary_mass']:.2g}, "
-                  f"{r['n_states']} states, {r['solve_seconds']:.2f} s")
+                  f"{r['n_states']} states{lumped}, {r['solve_seconds']:.2f} s")
         elif r["method"] == "graded":
             print(f"  {o}: graded lattice (grading {r['grading']:g}, an approximation), truncation "
                   f"{r['truncation']}, boundary mass {r['boundary_mass']:.2g}, {r['n_states']} nodes, "

@@ -235,6 +235,43 @@ def region_from_graded(axes, logq: np.ndarray, log_threshold: float) -> Region:
     return _trimmed(lo.reshape(shape), hi.reshape(shape))
 
 
+def half(r: Region) -> Region:
+    """The part ``x_0 >= x_1`` of a region (at least three classes), connected, with the origin:
+    the states of the chain lumped by the mirror symmetry of classes 0 and 1
+    (:func:`region_system`'s ``mirror``)."""
+    lo = r.lo.copy()
+    hi = r.hi.copy()
+    x0 = np.arange(lo.shape[0]).reshape((-1,) + (1,) * (lo.ndim - 1))
+    x1 = np.arange(lo.shape[1]).reshape((1, -1) + (1,) * (lo.ndim - 2))
+    below = np.broadcast_to(x0 < x1, lo.shape)
+    hi[below] = lo[below] - 1
+    cshape = np.array(lo.shape, dtype=np.int64)
+    lo_f, hi_f = lo.ravel(), hi.ravel()
+    connected_columns(cshape, lo_f, hi_f)
+    return _trimmed(lo_f.reshape(lo.shape), hi_f.reshape(lo.shape))
+
+
+@jit
+def orbit_sizes(cshape, lo, hi, off, v):
+    """``v[i] *= 2`` for every state with ``x_0 > x_1`` (its orbit under the mirror holds two
+    states): a law per state becomes the lumped chain's law per orbit."""
+    Kc = cshape.shape[0]
+    for c in range(lo.shape[0]):
+        r = c
+        x0 = 0
+        x1 = 0
+        for k in range(Kc - 1, -1, -1):
+            xk = r % cshape[k]
+            r //= cshape[k]
+            if k == 0:
+                x0 = xk
+            elif k == 1:
+                x1 = xk
+        if x0 > x1:
+            for z in range(lo[c], hi[c] + 1):
+                v[off[c] + z - lo[c]] *= 2.0
+
+
 @jit
 def region_coords(cshape, lo, hi, off, start, stop, X):
     """Coordinates ``X[i - start]`` (float64, K columns) of the states ``start .. stop - 1``."""
@@ -266,12 +303,20 @@ def _at(lo, hi, off, c, z):
 
 
 @jit
-def region_system(cshape, lo, hi, off, death, lam):
+def region_system(cshape, lo, hi, off, death, lam, mirror):
     """The reduced system of the chain truncated to the region (rows and columns of states
     1..N-1 of the transposed generator, the origin, state 0, moved to the right-hand side), in
     CSR with sorted columns: row i holds the inflows from ``i - e_k`` (births, rate ``lam[k]``),
     the diagonal (minus the total outflow of i: the births and deaths that stay in R) and the
     inflows from ``i + e_k`` (deaths, ``death[j, k]``), of the neighbours in R.
+
+    ``mirror``: the chain is symmetric under swapping classes 0 and 1 (:func:`half`: R holds
+    only ``x_0 >= x_1``, and stands for R and its mirror image), and this is the *lumped* chain
+    on the orbits ``{x, mirror(x)}`` (exactly lumpable [Kemeny & Snell 1960, §6.3]; its law is
+    the orbit's probability, twice ``pi(x)`` off the diagonal ``x_0 = x_1``).  Off the diagonal
+    the rates are the chain's, except out of a diagonal state ``d``: the births to ``d + e_0`` and
+    ``d + e_1`` reach one orbit (rate ``lam_0 + lam_1``), and so do the deaths to ``d - e_1`` and
+    ``d - e_0`` (``death_0 + death_1``).
 
     Also returns, per state, whether some transition out of it is blocked (the region's
     boundary) and its total population (the preconditioner's level)."""
@@ -281,7 +326,7 @@ def region_system(cshape, lo, hi, off, death, lam):
     n_col = lo.shape[0]
     cstr = _strides(cshape)
     indptr = np.zeros(N, np.int64)
-    indices = np.empty((N - 1) * (2 * K + 1), np.int64)
+    indices = np.empty((N - 1) * (2 * K + 1), np.int32)
     data = np.empty((N - 1) * (2 * K + 1))
     b = np.zeros(N - 1)
     edge = np.zeros(N, np.bool_)
@@ -309,6 +354,10 @@ def region_system(cshape, lo, hi, off, death, lam):
                 up[k] = _at(lo, hi, off, c + cstr[k], z) if x[k] + 1 < cshape[k] else -1
             down[Kc] = i - 1 if z > lo[c] else -1
             up[Kc] = i + 1 if z < hi[c] else -1
+            diag = mirror and x[0] == x[1]
+            if diag:                              # x + e_1 and x - e_0 are the mirrors of x + e_0, x - e_1
+                up[1] = up[0]
+                down[0] = down[1]
             for k in range(K):
                 xk = x[k] if k < Kc else z
                 if up[k] >= 0:
@@ -323,14 +372,20 @@ def region_system(cshape, lo, hi, off, death, lam):
             edge[i] = blocked
             if i == 0:
                 continue
+            if diag:                              # no inflow from outside the half
+                up[1] = -1
+                down[0] = -1
             for k in range(K):                    # inflows from i - e_k: ascending columns
                 j = down[k]
                 if j >= 0:
+                    v = lam[k]
+                    if mirror and k == 0 and x[0] - 1 == x[1]:
+                        v = lam[0] + lam[1]       # from a diagonal state, both births reach i's orbit
                     if j == 0:
-                        b[i - 1] = -lam[k]
+                        b[i - 1] = -v
                     else:
                         indices[nz] = j - 1
-                        data[nz] = lam[k]
+                        data[nz] = v
                         nz += 1
             indices[nz] = i - 1
             data[nz] = -out
@@ -339,12 +394,14 @@ def region_system(cshape, lo, hi, off, death, lam):
                 j = up[k]
                 if j >= 0:
                     v = death[j, k]
+                    if mirror and k == 1 and x[1] + 1 == x[0]:
+                        v = death[j, 0] + death[j, 1]  # to a diagonal state, both deaths reach i's orbit
                     if v > 0:
                         indices[nz] = j - 1
                         data[nz] = v
                         nz += 1
             indptr[i] = nz
-    return indptr, indices[:nz].copy(), data[:nz].copy(), b, edge, total
+    return indptr, indices[:nz], data[:nz], b, edge, total    # views: the unused tail is never resident
 
 
 @jit

@@ -7,7 +7,8 @@ box truncation exactly as :func:`analysis.markov.solve_truncated` does (DRF rate
 :func:`analysis.markov.box_system`), then solves it, each solver in a fresh process (so the
 peak RSS printed is that solver's), with:
 
-* ``numba-ilu0``: the project's GMRES right-preconditioned by its ILU(0), from a cold start
+* ``numba-ilu0``: the project's Krylov solver (``analysis.markov.KRYLOV``, BiCGSTAB by default)
+  right-preconditioned by its ILU(0), from a cold start
   (zeros), as the first truncation of a solve runs;
 * ``numba-2level``: the same plus the total-population aggregation, warm-started from the
   solution of the truncation with caps scaled by 0.8 (padded), as every later truncation runs;
@@ -93,7 +94,6 @@ def run_one(solver: str, case: str, caps: tuple[int, ...], rtol: float, drop_tol
     n = b.shape[0]
     A = sp.csr_matrix((data, indices, indptr), shape=(n, n))
     restart = markov.restart_for(n)
-    kr = markov._kernels()
     x0 = warm_start(case, caps) if solver.endswith("2level") else None
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     c0, w0 = time.process_time(), time.perf_counter()
@@ -117,19 +117,12 @@ def run_one(solver: str, case: str, caps: tuple[int, ...], rtol: float, drop_tol
                             callback_type="pr_norm")
         iters = count[0]
     elif solver == "scipy-2level":
-        lu, diag = kr["ilu0"](indptr, indices, data)
-        level = np.ascontiguousarray(X.sum(axis=1)[1:], dtype=np.int64) - 1
-        wgt = np.maximum(x0[1:], 1e-300)
-        nlev = int(level.max()) + 1
-        pw = wgt / np.bincount(level, wgt, minlength=nlev)[level]
-        clo, cdi, cup = kr["coarse_levels"](indptr, indices, data, level, pw, nlev)
-        rc = np.zeros(nlev)
-        t = np.zeros(n)
+        P = markov.preconditioner((indptr, indices, data), X.sum(axis=1), x0)
+        rc = np.zeros((2, P[-1].shape[0]))
 
         def apply(r):
             z = np.zeros(n)
-            markov.precond(indptr, indices, data, lu, diag, level, pw, clo, cdi, cup,
-                          np.ascontiguousarray(r, dtype=np.float64), z, t, rc)
+            markov.precond(indptr, indices, *P, np.ascontiguousarray(r, dtype=np.float64), z, rc)
             return z
         M = sla.LinearOperator((n, n), apply)
         # precond compiles on its first call (inside the project's gmres it is inlined): keep

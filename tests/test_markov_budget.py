@@ -98,15 +98,19 @@ def test_ctrl_c_stops_a_long_exact_solve_cleanly():
 
 # ---------------------------------------------------------------------------
 # the exact solve's wall-clock budget
-def test_gmres_restart_cycles_give_the_one_call_iterates(monkeypatch):
-    """The solve with its GMRES run one restart cycle per call equals the one-call solve."""
+@pytest.mark.parametrize("krylov", ["bicgstab", "gmres"])
+def test_krylov_chunks_give_the_one_call_iterates(monkeypatch, krylov):
+    """The solve with its Krylov kernel run a chunk of iterations (BiCGSTAB) or one restart
+    cycle (GMRES) per call equals the one-call solve."""
+    monkeypatch.setattr(markov, "KRYLOV", krylov)
     m = _br(0.8)
     chunked = {o: markov.solve(m, o) for o in ("drf", "pf", "bmf")}
+    assert markov.LAST_KRYLOV == krylov
 
-    def one_call(cycle, n_states, restart, maxiter, rtol, deadline):
-        return cycle(maxiter)  # every restart cycle inside one kernel call
+    def one_call(cycle, n_states, chunk, maxiter, rtol, deadline, name):
+        return cycle(maxiter)  # every chunk inside one kernel call
 
-    monkeypatch.setattr(markov, "_gmres_chunked", one_call)
+    monkeypatch.setattr(markov, "_krylov_chunked", one_call)
     for o, r in chunked.items():
         _same(markov.solve(m, o), r)
         assert r.method == "exact" and r.iterations >= 2
@@ -116,7 +120,7 @@ def test_time_limit_gives_up_with_one_line_naming_simulate():
     with pytest.raises(markov.SolveTimeLimit) as e:
         markov.solve(_br(0.6), "drf", time_limit=1e-9, truncation="box")
     msg = str(e.value)
-    assert msg.startswith("time limit: the Markov solve gave up in GMRES after 0 iterations on 729 states")
+    assert msg.startswith("time limit: the Markov solve gave up in BiCGSTAB after 0 iterations on 729 states")
     assert "use --method simulate" in msg and "\n" not in msg
     assert isinstance(e.value, markov.TruncationTooLarge)  # auto and the sweep fall back to simulate
     with pytest.raises(markov.SolveTimeLimit) as e:  # the region truncation: in its graded estimate
@@ -140,8 +144,8 @@ def test_time_limit_is_checked_between_truncations(monkeypatch):
         looks.append(1)
         return real() + (10.0 * len(looks) if len(looks) > 2 else 0.0)
 
-    monkeypatch.setattr(markov, "_gmres_chunked",
-                        lambda cycle, n, restart, maxiter, rtol, deadline: cycle(maxiter))  # no look inside GMRES
+    monkeypatch.setattr(markov, "_krylov_chunked",
+                        lambda cycle, n, chunk, maxiter, rtol, deadline, name: cycle(maxiter))  # no look inside
     monkeypatch.setattr(markov.time, "monotonic", clock)
     with pytest.raises(markov.SolveTimeLimit, match=r"^time limit: the Markov solve gave up after 2 "
                                                     r"truncations \(caps \[\d+, \d+, \d+\], boundary mass"):
@@ -161,8 +165,8 @@ def test_time_limit_is_checked_between_regions(monkeypatch):
         jumped.append(t.pi.size)
         return t
 
-    monkeypatch.setattr(markov, "_gmres_chunked",
-                        lambda cycle, n, restart, maxiter, rtol, deadline: cycle(maxiter))  # no look inside GMRES
+    monkeypatch.setattr(markov, "_krylov_chunked",
+                        lambda cycle, n, chunk, maxiter, rtol, deadline, name: cycle(maxiter))  # no look inside
     monkeypatch.setattr(markov, "solve_region", first)
     monkeypatch.setattr(markov.time, "monotonic", lambda: real() + (10.0 if jumped else 0.0))
     with pytest.raises(markov.SolveTimeLimit, match=r"^time limit: the Markov solve gave up after 1 "
