@@ -63,7 +63,7 @@ def register(subparsers) -> None:
     q.add_argument("--objective", default="all", metavar="NAME", help=f"{', '.join(objectives.MARKOV)} or all (default all)")
     q.add_argument("--method", default="exact", metavar="M",
                    help="exact (default), simulate, auto (exact unless the truncation would exceed "
-                        "4e6 states or 4 GB or the solve would pass --time-limit, then simulate), or graded "
+                        "8e6 states or 4 GB or the solve would pass --time-limit, then simulate), or graded "
                         "(the chain on a graded lattice: an approximation for loads near 1, a few %% off at "
                         "0.98; see the README)")
     q.add_argument("--json", action="store_true", help="print one JSON object")

@@ -134,6 +134,10 @@ TWO_LEVEL = True
 #: region systems near saturation, see :func:`bicgstab`) or "gmres" (restarted; also the
 #: fallback when BiCGSTAB breaks down or stalls)
 KRYLOV = "bicgstab"
+#: keep the ILU(0) factors in single precision (the preconditioner only; A, the vectors and the
+#: residual stay double): a quarter less memory traffic per solve (21 -> 16.5 ms per
+#: application at 1.37 M states, 50 -> 52 iterations)
+ILU_FLOAT32 = True
 #: BiCGSTAB: iterations per kernel call (the time limit is checked between calls), and in all
 BICGSTAB_CHUNK = 25
 BICGSTAB_MAXITER = 1500
@@ -157,6 +161,9 @@ def exact_memory_bytes(n_states: int, K: int) -> int:
     return int(8 * (4 * K + 4) * n_states + 20 * nnz + 8 * 20 * n_states)
 
 
+#: the exact solve's default state limit (solve's ``max_states``; the memory limit, 4 GB by
+#: default, binds first past about 9 M states at ~430 bytes each)
+MAX_STATES = 8_000_000
 #: the exact solve refuses at once above this load of the most loaded resource, per truncation
 #: (states grow like (1 - rho)^-3: in the box br-unbalanced at 0.95 takes 3 s, at 0.98 8.4 M states
 #: and minutes; in regions 0.98 takes 11 s, and past the limits the size estimate refuses quickly)
@@ -823,6 +830,8 @@ def preconditioner(Acsr, total: np.ndarray | None = None, shape_w: np.ndarray | 
     n = indptr.shape[0] - 1
     kr = _kernels()
     lu, diag, inv = kr["ilu0"](indptr, indices, data)
+    if ILU_FLOAT32:
+        lu = lu.astype(np.float32)
     if total is None or shape_w is None or not TWO_LEVEL:  # level weights need a shape (a warm start)
         level = np.zeros(n, dtype=np.int64)
         pw = np.zeros(n)
@@ -1560,7 +1569,7 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
 
 # ---------------------------------------------------------------------------
 def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: float | None = None,
-          tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = 4_000_000,
+          tol_boundary: float = 1e-6, tol_gamma: float = 1e-4, max_states: int = MAX_STATES,
           max_memory: float = 4e9, caps=None, rng: np.random.Generator | None = None, events: int = 4_000_000,
           batches: int = 40, confidence: float = 0.95, time_limit: float | None = TIME_LIMIT,
           grading: float = GRADING, truncation: str = "region", symmetry: str = "auto") -> MarkovResult:

@@ -11,7 +11,7 @@ states and the solve time.  Then the time of one `mrfq alloc` call after import.
 
 ``--near-saturation`` times the exact DRF solve of both presets at loads 0.95 and
 0.98 and of a 4-class, 3-resource scenario (:data:`FOUR_BY_THREE`) at 0.9, each
-with the default limits (4e6 states, 4 GB; ``--truncation region`` (default) or ``box``); a
+with the default limits (8e6 states, 4 GB; ``--truncation region`` (default) or ``box``); a
 refused truncation is printed with its reason and the time it took to find out.  ``--method graded [--grading G]``
 times the graded-lattice approximation (``analysis.markov.solve_graded``) instead;
 ``--case br-balanced:0.98`` runs one case (peak RSS is then that case's).
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     ap.add_argument("--loads", default="0.3,0.6,0.8")
     ap.add_argument("--presets", default="br-balanced,br-unbalanced")
     ap.add_argument("--near-saturation", action="store_true", help="time DRF at 0.95/0.98 and the 4-class case")
-    ap.add_argument("--max-states", type=float, default=4e6, help="--near-saturation: state limit (default 4e6)")
+    ap.add_argument("--max-states", type=float, default=8e6, help="--near-saturation: state limit (default 8e6)")
     ap.add_argument("--method", default="exact", choices=("exact", "graded"),
                     help="--near-saturation: the exact box or the graded lattice (default exact)")
     ap.add_argument("--grading", type=float, default=markov.GRADING,
