@@ -18,8 +18,9 @@ below).  Truncate ``x_k <= X_k`` (arrivals of class k blocked at its cap),
 build the sparse transposed generator ``Q^T`` (7 non-zeros per row for K = 3),
 set ``pi_0 = 1`` and drop the balance equation of state 0 (the system stays as
 sparse as ``Q``; replacing a row by ones would not).  The reduced system is
-assembled straight into CSR (:func:`box_system`) and solved by restarted GMRES
-right-preconditioned with ILU(0) (numba kernels: ``-A`` is a column diagonally
+assembled straight into CSR (:func:`box_system`; int32 columns) and solved by BiCGSTAB
+(:func:`bicgstab`; ``KRYLOV = "gmres"``: restarted GMRES, also the fallback) right-preconditioned
+with ILU(0) (factors in single precision, ``ILU_FLOAT32``) (numba kernels: ``-A`` is a column diagonally
 dominant M-matrix, so ILU(0) exists and is effective) followed, when a warm start
 from the previous truncation gives the shape of the law within each total
 population, by an exact solve of the chain aggregated by total population
@@ -58,10 +59,20 @@ beside other workers) and shares one compiled kernel with the preconditioner.  I
 basis is allocated uninitialised, so only the rows a restart cycle reaches are resident
 (579 instead of 821 MiB above, the same iterates).
 
-The Krylov basis (``restart`` vectors of N doubles) dominates memory for large
-N: the restart length shrinks with N so the basis stays under ``KRYLOV_BYTES``,
+Session 7: BiCGSTAB replaced GMRES as the default Krylov loop (same preconditioner; GMRES's
+Gram-Schmidt over a basis of up to 100 vectors was most of its time, and its basis most of the
+memory), the ILU(0) apply and the coarse correction got cheaper (:func:`ilu_apply`,
+:func:`level_columns`) and the factors single precision: on the br-balanced 0.95 region
+system of 1.37 M states 8.0 s -> 2.8 s.  About 430 bytes per state in all (was about 650).
+The GMRES fallback's basis (``restart`` vectors of N doubles) stays under ``KRYLOV_BYTES``,
 and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
 ``max_memory`` is refused like one with more than ``max_states`` states.
+
+Lumping by symmetry (region truncation, ``symmetry="auto"``).  When a swap of the resources
+exchanges two classes with equal rates, sizes and weights (:func:`mirror_pair`; br-balanced:
+c1 = (1/4, 1) and c2 = (1, 1/4)), the chain is symmetric under swapping their counts and is
+solved lumped on the orbits ``{x, mirror x}`` (exact lumpability; half the states, the same
+law; :func:`analysis.markov_region.region_system`).
 
 Region truncation (``truncation="region"``, the default; :func:`_solve_region_exact`,
 :mod:`analysis.markov_region`; the box above is ``truncation="box"``).  Near saturation the
@@ -69,22 +80,22 @@ box wastes most of its states: the law lies along a ridge where the classes are 
 together, and near the axes (a heavily loaded class with few flows) or in the corners it holds
 almost nothing.  The region keeps, column by column, the interval of states whose probability
 under the graded lattice's estimate (below, grading ``REGION_GRADING``) is above the threshold
-that leaves out ``tol_boundary`` of the estimate's mass, connected and with the origin; every
-transition out of it is blocked (departures too: their error, like the blocked arrivals', is
-of the order of the probability on the region's boundary, which is reported and bounded).  The
-next regions leave out ``REGION_STEP`` times less (``REGION_CHECK_STEP`` once only gamma is left to
-check), from the previous solution, until the
-boundary mass is below ``tol_boundary`` and gamma moved by less than ``tol_gamma``, as for the
-box.  Measured (DRF; ``scripts/bench_fluid.py --near-saturation``; load average about 1):
+that leaves out ``REGION_START * tol_boundary`` of the estimate's mass, connected and with the
+origin; every transition out of it is blocked (departures too: their error, like the blocked
+arrivals', is of the order of the probability on the region's boundary, which is reported and
+bounded).  The next regions leave out less (a factor aimed at the boundary mass; 3 times less
+once only gamma is left to check), from the previous solution, until the boundary mass is below
+``tol_boundary`` and gamma moved by less than ``tol_gamma``, as for the box.  Measured
+(session 7, DRF; ``scripts/bench_fluid.py --near-saturation``; load average 2-2.5, the other
+core busy):
 
-* br-unbalanced at 0.98: 1.7 M states, 9.1 s, 1.07 GiB, gamma = 0.020367 0.020972 0.020365,
-  the box's to 6 digits (the box: 8.4 M states, 232 s, 3.86 GiB with its guard lifted);
-* br-balanced at 0.95: 2.0 M states, 15 s, 1.4 GiB (the box needs more than 4 M states);
-* br-unbalanced at 0.95: 0.25 M states, 1.0 s (box: 0.59 M, 3.3 s); the 4-class, 3-resource
-  case at 0.9: 1.1 M states, 9.7 s, 0.97 GiB (box: 3.3 M, 13.7 s, 1.84 GiB);
-* br-balanced at 0.98 stays out of reach: the states holding all but 1e-4 / 1e-5 / 1e-6 of
-  the probability number 7.4 M / 10.5 M / 13.4 M (graded estimate), the first region 17.6 M,
-  about 11 GB at ~650 bytes per state; it is refused at once (``max_states``, ``max_memory``).
+* br-unbalanced at 0.95: 0.18 M states, 0.8 s; at 0.98: 1.13 M states, 4.9 s, 0.51 GiB,
+  gamma = 0.020367 0.020972 0.020365 (the box, 8.4 M states, 232 s, 3.86 GiB with its guard
+  lifted: the same to 6 digits);
+* br-balanced (lumped) at 0.95: 0.66 M states, 3.7 s, 0.39 GiB (session 6: 2.0 M, 15 s); at
+  0.98: 5.8 M then 7.0 M states, 83 s, 2.2 GiB, gamma = 0.0039282 0.0039282 0.0039171 (the
+  unlumped region of 17.6 M states, boundary mass 1e-7, gave 0.0039281 0.0039281 0.0039171);
+* the 4-class, 3-resource case at 0.9 (lumped: classes 2 and 3): 0.34 M states, 6.9 s.
 
 The exact solve refuses loads above ``EXACT_MAX_LOAD`` (per truncation) at once and
 truncations beyond ``max_states`` or ``max_memory``.
