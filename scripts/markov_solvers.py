@@ -117,12 +117,12 @@ def run_one(solver: str, case: str, caps: tuple[int, ...], rtol: float, drop_tol
                             callback_type="pr_norm")
         iters = count[0]
     elif solver == "scipy-2level":
-        P = markov.preconditioner((indptr, indices, data), X.sum(axis=1), x0)
+        _, P = markov.preconditioner((indptr, indices, data), X.sum(axis=1), x0)
         rc = np.zeros((2, P[-1].shape[0]))
 
         def apply(r):
             z = np.zeros(n)
-            markov.precond(indptr, indices, *P, np.ascontiguousarray(r, dtype=np.float64), z, rc)
+            markov.precond(*P, np.ascontiguousarray(r, dtype=np.float64), z, rc)
             return z
         M = sla.LinearOperator((n, n), apply)
         # precond compiles on its first call (inside the project's gmres it is inlined): keep
