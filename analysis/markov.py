@@ -62,8 +62,10 @@ basis is allocated uninitialised, so only the rows a restart cycle reaches are r
 Session 7: BiCGSTAB replaced GMRES as the default Krylov loop (same preconditioner; GMRES's
 Gram-Schmidt over a basis of up to 100 vectors was most of its time, and its basis most of the
 memory), the ILU(0) apply and the coarse correction got cheaper (:func:`ilu_apply`,
-:func:`level_columns`) and the factors single precision: on the br-balanced 0.95 region
-system of 1.37 M states 8.0 s -> 2.8 s.  About 430 bytes per state in all (was about 650).
+:func:`level_columns`), the factors single precision, A and the factors moved to a padded
+row-major layout (:func:`ell_split`) and the residual target to ``EXACT_RTOL``: on the
+br-balanced 0.95 region system of 1.37 M states 8.0 s -> 2.1 s.  About 350 bytes per state
+in all (was about 650).
 The GMRES fallback's basis (``restart`` vectors of N doubles) stays under ``KRYLOV_BYTES``,
 and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
 ``max_memory`` is refused like one with more than ``max_states`` states.
@@ -86,16 +88,17 @@ arrivals', is of the order of the probability on the region's boundary, which is
 bounded).  The next regions leave out less (a factor aimed at the boundary mass; 3 times less
 once only gamma is left to check), from the previous solution, until the boundary mass is below
 ``tol_boundary`` and gamma moved by less than ``tol_gamma``, as for the box.  Measured
-(session 7, DRF; ``scripts/bench_fluid.py --near-saturation``; load average 2-2.5, the other
-core busy):
+(session 7, DRF; ``scripts/bench_fluid.py --near-saturation``; load average 1.6-1.9, the
+other core busy):
 
-* br-unbalanced at 0.95: 0.18 M states, 0.8 s; at 0.98: 1.13 M states, 4.9 s, 0.51 GiB,
+* br-unbalanced at 0.95: 0.18 M states, 0.6 s; at 0.98: 1.13 M states, 3.2 s, 0.55 GiB,
   gamma = 0.020367 0.020972 0.020365 (the box, 8.4 M states, 232 s, 3.86 GiB with its guard
-  lifted: the same to 6 digits);
-* br-balanced (lumped) at 0.95: 0.66 M states, 3.7 s, 0.39 GiB (session 6: 2.0 M, 15 s); at
-  0.98: 5.8 M then 7.0 M states, 83 s, 2.2 GiB, gamma = 0.0039282 0.0039282 0.0039171 (the
+  lifted: the same to 6 digits); at 0.985: 1.96 M states, 6.0 s;
+* br-balanced (lumped) at 0.95: 0.66 M states, 2.6 s, 0.41 GiB (session 6: 2.0 M, 15 s); at
+  0.98: 5.8 M then 7.0 M states, 50 s, 2.35 GiB, gamma = 0.0039282 0.0039282 0.0039171 (the
   unlumped region of 17.6 M states, boundary mass 1e-7, gave 0.0039281 0.0039281 0.0039171);
-* the 4-class, 3-resource case at 0.9 (lumped: classes 2 and 3): 0.34 M states, 6.9 s.
+* the 4-class, 3-resource case (lumped: classes 2 and 3) at 0.9: 0.34 M states, 5.8 s; at
+  0.95: 2.2 M states, 21.5 s.
 
 The exact solve refuses loads above ``EXACT_MAX_LOAD`` (per truncation) at once and
 truncations beyond ``max_states`` or ``max_memory``.
