@@ -283,3 +283,17 @@ def test_direct_fallback_gives_the_krylov_solution(monkeypatch):
     got = markov.solve_region(m, "drf", _odd_region())
     assert markov.LAST_KRYLOV == "superlu"
     np.testing.assert_allclose(got.pi, want.pi, rtol=1e-7, atol=1e-300)
+
+
+@pytest.mark.slow
+def test_lumped_solve_at_095_inside_the_simulated_chain():
+    """br-balanced at 0.95, lumped by c1 <-> c2 (0.66 M states, 2.6 s): inside the 99 % interval of
+    the simulated (unlumped) chain, for every class."""
+    sc = flows.load_preset("br-balanced")
+    ex = markov.solve(sc, "drf", load=0.95)
+    assert ex.lumped == ("c1", "c2") and ex.boundary_mass < 1e-6 and ex.gamma[0] == ex.gamma[1]
+    rng = np.random.default_rng(np.random.SeedSequence(95))
+    sim = markov.solve(sc, "drf", load=0.95, method="simulate", rng=rng,
+                       events=int(scaled(20_000_000, 6_000_000)), confidence=0.99)
+    assert np.all(sim.gamma_low <= ex.gamma) and np.all(ex.gamma <= sim.gamma_high), (
+        ex.gamma, sim.gamma_low, sim.gamma_high)
