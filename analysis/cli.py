@@ -8,8 +8,9 @@ behind three lines of defence:
 * bad input (:class:`flows.errors.MrfqError`) -> one line on stderr, exit 2;
 * Ctrl-C -> ``mrfq: interrupted``, exit 130 (long runs return to Python
   between chunks of services, the Markov simulation between chunks of events
-  and the exact Markov solve between GMRES restart cycles, so the interrupt is
-  seen within about a second;
+  and the exact Markov solve between Krylov chunks, so the interrupt is
+  seen within about a second; a KeyboardInterrupt that surfaces as the cause of another
+  exception, as when it lands while a numba kernel returns, counts as well;
   output files are written atomically, so nothing half-written is left);
 * anything else is a bug -> one line ``mrfq: internal error: ..., please
   report with this scenario``, exit 1; ``--debug`` (anywhere on the command
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit:
         raise
     except BaseException as e:  # noqa: BLE001 - the last line of defence
+        if _interrupted(e):
+            print("mrfq: interrupted (no output file was left half-written)", file=sys.stderr)
+            return 130
         if debug:
             traceback.print_exc()
         what = f"{type(e).__name__}: {_one_line(str(e))}" if str(e) else type(e).__name__
@@ -75,6 +79,19 @@ def main(argv: list[str] | None = None) -> int:
               "this scenario and command line" + ("" if debug else " (--debug shows the traceback)"),
               file=sys.stderr)
         return 1
+
+
+def _interrupted(e: BaseException) -> bool:
+    """A Ctrl-C that surfaced as another exception: the signal handler's KeyboardInterrupt raised
+    while a numba kernel returned (CPython then raises ``SystemError: ... returned a result with
+    an exception set`` with the KeyboardInterrupt as its cause)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _one_line(msg: str) -> str:

@@ -306,6 +306,24 @@ def test_internal_error_is_one_line_exit_1_and_debug_shows_the_traceback(capsys,
     assert err.splitlines()[-1].startswith("mrfq: internal error: RuntimeError: kaboom")
 
 
+@pytest.mark.nojit
+def test_ctrl_c_surfacing_as_another_exception_is_an_interrupt(capsys, monkeypatch):
+    """A SIGINT that lands while a numba kernel returns: CPython raises SystemError ("returned a
+    result with an exception set") from the KeyboardInterrupt (seen in CI during the Markov
+    preconditioner's set-up); that is an interrupt, exit 130, not an internal error."""
+    import router.cli
+
+    def interrupted_in_a_kernel(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise SystemError("CPUDispatcher(<function coarse_levels>) returned a result with an exception set") from e
+
+    monkeypatch.setattr(router.cli, "cmd_presets", interrupted_in_a_kernel)
+    code, out, err = run_cli(capsys, "presets")
+    assert code == 130 and err == "mrfq: interrupted (no output file was left half-written)\n"
+
+
 # ---------------------------------------------------------------------------
 # long runs: chunks of services (Ctrl-C is seen between them), bit for bit the same
 def test_chunked_loop_gives_identical_results(monkeypatch):
