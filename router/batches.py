@@ -10,6 +10,8 @@ accumulator, so both sides split time identically.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from fq._jit import jit
@@ -53,28 +55,38 @@ def batch_index(t, warmup, T, B):
 
 def batch_starts(warmup: float, T: float, B: int) -> np.ndarray:
     """``b_start[b]`` = the first instant t with ``batch_index(t) >= b`` (b = 0..B-1; ``b_start[B]``
-    = inf), found by bisection over the doubles, so that moving a batch index along a
-    non-decreasing clock gives exactly :func:`batch_index` without its two divisions per packet."""
+    = inf), so that moving a batch index along a non-decreasing clock gives exactly
+    :func:`batch_index` without its two divisions per packet.
+
+    ``batch_index`` is non-decreasing in t (each floating-point operation in it is monotone), so
+    that first double is found by stepping one ulp at a time (``math.nextafter``) from the guess
+    ``warmup + b (T - warmup) / B``, a few steps away.  (A bisection over the doubles' bit
+    patterns found the same instants in 1.5 ms per run, most of a 3-flow run's fixed cost of
+    1.7 ms, ~10 % of a 2e6-service run; this takes 0.02 ms.)"""
     out = np.full(B + 1, INF)
     out[0] = warmup
     if not (T > warmup):
         return out
+    blen = (T - warmup) / B
 
     def batch(t):  # batch_index for t in [warmup, T], the same floating-point operations
-        return min(int((t - warmup) / ((T - warmup) / B)), B - 1)
+        return min(int((t - warmup) / blen), B - 1)
 
-    bits = lambda x: int(np.float64(x).view(np.int64))  # noqa: E731 - positive doubles order like their bits
     for b in range(1, B):
-        lo, hi = bits(warmup), bits(T)  # batch(lo) < b <= batch(hi)
         if batch(T) < b:
             continue
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if batch(float(np.int64(mid).view(np.float64))) >= b:
-                hi = mid
-            else:
-                lo = mid
-        out[b] = float(np.int64(hi).view(np.float64))
+        t = warmup + b * blen
+        t = T if t > T else (warmup if t < warmup else t)
+        if batch(t) >= b:  # step down while the previous double is still in batch b or later
+            while True:
+                p = math.nextafter(t, -INF)
+                if batch(p) < b:  # batch(warmup) = 0 < b: never steps below warmup
+                    break
+                t = p
+        else:
+            while batch(t) < b:  # batch(T) >= b: never steps above T
+                t = math.nextafter(t, INF)
+        out[b] = t
     return out
 
 

@@ -15,6 +15,21 @@ Event order at one instant ``t`` (SPEC §2, a (choice)):
    ``ready``, starts the smallest head (``start``, then ``head`` of that flow's
    next packet there); an idle resource with nothing waiting calls ``idle``.
 
+Two short cuts keep this order.  A departure that is the last completion at
+``t``, with no admission queued before it, admits the flow's next packet at
+once: phase 2 would take it first, and the new flows' starts there touch only
+their own rows.  Phase 2 runs only when the next external event (static start,
+flow arrival, delayed admission: ``ext``) falls at ``t`` or an admission was
+queued (which sets ``ext = t``).  This takes the admission's store and reload
+through ``now_s`` off the instant's critical path: 3 static bmf-wfq 8.8 -> 8.0
+ns per service, dynamic bmf-wfq 10.2 -> 9.7, 3 static drfq 6.9 -> 6.7 (native,
+interleaved; instructions per service barely move, 244 -> 243 for bmf-wfq:
+the gain is latency).  Keeping the completing and idle resources as bit masks
+walked with tzcnt cut instructions (244 -> 227) but ran 40 % slower: resource
+indices computed from data, instead of loop counters behind predicted
+branches, put every address of the instant behind the compare chain of the
+service ends.
+
 Ties between keys: smallest key, then smallest flow id.  A flow's packets reach
 every resource in sequence order, so each resource keeps a FIFO per flow and a
 binary min-heap of the flows' head packets (:mod:`router.heap`).
@@ -222,12 +237,13 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
         bcur = ci[C_BATCH]
         code = DONE
         while True:
-            # ---- next event instant: scan the few candidate times
-            tn = next_static
-            if next_arr < tn:
-                tn = next_arr
-            if rtt > 0.0 and adm_n > 0 and due_t[adm_head] < tn:  # (no such admissions in the lean loop)
-                tn = due_t[adm_head]
+            # ---- next event instant: the next external event, then the few service ends
+            ext = next_static
+            if next_arr < ext:
+                ext = next_arr
+            if rtt > 0.0 and adm_n > 0 and due_t[adm_head] < ext:  # (no such admissions in the lean loop)
+                ext = due_t[adm_head]
+            tn = ext
             for j in range(J):
                 if service_end[j] < tn:
                     tn = service_end[j]
@@ -285,8 +301,19 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
                         due_s[q] = s
                         adm_n += 1
                     else:
-                        now_s[now_n] = (s << ADM_BITS) | 1
-                        now_n += 1
+                        # the last completion at t with nothing queued before it: admitted at once
+                        later = False
+                        for jj in range(j + 1, J):
+                            if service_end[jj] == t:
+                                later = True
+                        if not later and now_n == 0:
+                            slot_i[s * N_ICOLS + I_PENDING] -= 1
+                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end)
+                            pk_admitted += 1
+                        else:
+                            now_s[now_n] = (s << ADM_BITS) | 1
+                            now_n += 1
+                            ext = t
                 elif dep == DEP_FLOW_DONE:
                     # ---- flow completion (rare: out of line)
                     n_active -= 1
@@ -304,8 +331,9 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
             #      The new flows queue their windows behind the departures' admissions first:
             #      starting a flow touches only its own (free) row, which no admission due now
             #      reads; with rtt > 0 no departure admits at once, so the delayed admissions,
-            #      taken first, precede them.
-            if next_static == t or next_arr == t:
+            #      taken first, precede them.  Nothing to do unless ext == t (an external
+            #      event due now, or an admission queued above).
+            if ext == t and (next_static == t or next_arr == t):
                 cf[C_NEXT_ARR] = next_arr
                 cf[C_NEXT_STATIC] = next_static
                 cf[C_T_AREA] = t_last_area
@@ -318,7 +346,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
                 n_free = ci[C_NFREE]
                 n_active = ci[C_ACTIVE]
             now_i = 0
-            while True:
+            while ext == t:
                 if rtt > 0.0 and adm_n > 0 and due_t[adm_head] == t:
                     s = due_s[adm_head]
                     adm_head += 1
