@@ -209,7 +209,7 @@ class SolveTimeLimit(TruncationTooLarge):
 
 
 #: wall-clock budget of one exact solve (seconds), checked between truncations and between
-#: GMRES restart cycles; ``mrfq fluid --time-limit``
+#: Krylov chunks (BiCGSTAB) or restart cycles (GMRES); ``mrfq fluid --time-limit``
 TIME_LIMIT = 300.0
 #: events per call of the Gillespie kernel: Ctrl-C is seen between calls (well under a second)
 SIM_CHUNK = 1 << 20
@@ -1016,7 +1016,7 @@ def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | Non
     """Stationary distribution of the chain truncated at ``x_k <= caps[k]``.
 
     ``deadline`` (``time.monotonic()`` value): give up with :class:`SolveTimeLimit` past it,
-    checked between GMRES restart cycles and before the direct fallback."""
+    checked between Krylov chunks and before the direct fallback."""
     from analysis.state_rates import state_rates
 
     K = m.a.shape[0]
@@ -1713,7 +1713,7 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
                          or a larger estimated footprint (bytes, :func:`exact_memory_bytes`)
     time_limit           exact and graded: wall-clock budget in seconds (None: none); past it the solve
                          gives up with :class:`SolveTimeLimit` (checked between truncations
-                         and between GMRES restart cycles)
+                         and between Krylov chunks)
     """
     objectives.get(objective, objectives.MARKOV)
     if method not in METHODS:
