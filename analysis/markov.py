@@ -444,15 +444,20 @@ def ell_split(indptr, indices, data, lu, diag):
     return Av, Ai, Lv, Li, Uv, Ui
 
 
+@jit(inline="always")
+def _row_dot(Av, Ai, x, i):
+    """Row i of A times x, A in :func:`ell_split`'s layout."""
+    s = 0.0
+    for q in range(Av.shape[1]):
+        s += Av[i, q] * x[Ai[i, q]]
+    return s
+
+
 @jit
 def ell_mv(Av, Ai, x, out):
     """out = A x, A in :func:`ell_split`'s layout."""
-    n, w = Av.shape
-    for i in range(n):
-        s = 0.0
-        for q in range(w):
-            s += Av[i, q] * x[Ai[i, q]]
-        out[i] = s
+    for i in range(Av.shape[0]):
+        out[i] = _row_dot(Av, Ai, x, i)
 
 
 @jit
@@ -488,24 +493,34 @@ def ilu0(indptr, indices, data):
     return lu, diag, inv
 
 
+@jit(inline="always")
+def _lower_solve(Lv, Li, r, z):
+    """z = L^-1 r (unit lower factor in :func:`ell_split`'s layout), in row order."""
+    for i in range(Lv.shape[0]):
+        s = r[i]
+        for q in range(Lv.shape[1]):
+            s -= Lv[i, q] * z[Li[i, q]]
+        z[i] = s
+
+
+@jit(inline="always")
+def _upper_row(Uv, Ui, inv, z, i):
+    """Row i of the backward solve with the upper factor: ``(z_i - sum U_iq z_q) / U_ii``."""
+    s = z[i]
+    for q in range(Uv.shape[1]):
+        s -= Uv[i, q] * z[Ui[i, q]]
+    return s * inv[i]
+
+
 @jit
 def ilu_apply(Lv, Li, Uv, Ui, inv, r, z):
     """z = (LU)^-1 r, the factors in :func:`ell_split`'s layout.  The triangular solves are a
     recurrence along the rows; the neighbour ``i -+ 1`` (the last class's) is summed last and
     the diagonal is a multiplication by its inverse, so each row waits for the previous one by a
     single multiply-add."""
-    n, wl = Lv.shape
-    wu = Uv.shape[1]
-    for i in range(n):
-        s = r[i]
-        for q in range(wl):
-            s -= Lv[i, q] * z[Li[i, q]]
-        z[i] = s
-    for i in range(n - 1, -1, -1):
-        s = z[i]
-        for q in range(wu):
-            s -= Uv[i, q] * z[Ui[i, q]]
-        z[i] = s * inv[i]
+    _lower_solve(Lv, Li, r, z)
+    for i in range(Lv.shape[0] - 1, -1, -1):
+        z[i] = _upper_row(Uv, Ui, inv, z, i)
 
 
 @jit
@@ -557,21 +572,13 @@ def precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, r, z, rc):
     if nlev == 0:
         ilu_apply(Lv, Li, Uv, Ui, inv, r, z)
         return
-    n, wl = Lv.shape
-    wu = Uv.shape[1]
-    for i in range(n):
-        s = r[i]
-        for q in range(wl):
-            s -= Lv[i, q] * z[Li[i, q]]
-        z[i] = s
+    n = Lv.shape[0]
+    _lower_solve(Lv, Li, r, z)
     rs = rc[0]
     cp = rc[1]
     rs[:] = 0.0
     for i in range(n - 1, -1, -1):
-        s = z[i]
-        for q in range(wu):
-            s -= Uv[i, q] * z[Ui[i, q]]
-        zi = s * inv[i]
+        zi = _upper_row(Uv, Ui, inv, z, i)
         z[i] = zi
         m = level[i]
         rs[m] += r[i] - colc[i, 1] * zi
@@ -684,13 +691,10 @@ BICGSTAB_BREAKDOWNS = 3
 @jit
 def ell_mv_dots(Av, Ai, x, out, w):
     """out = A x (:func:`ell_mv`); returns ``(out . out, out . w)`` from the same pass."""
-    n, wa = Av.shape
     oo = 0.0
     ow = 0.0
-    for i in range(n):
-        s = 0.0
-        for q in range(wa):
-            s += Av[i, q] * x[Ai[i, q]]
+    for i in range(Av.shape[0]):
+        s = _row_dot(Av, Ai, x, i)
         out[i] = s
         oo += s * s
         ow += s * w[i]
