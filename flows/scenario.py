@@ -719,13 +719,14 @@ def _check_resources(sc: Scenario) -> None:
         nr *= 2
     J = sc.n_resources
     # words per row (router/state.py): per ring slot the scheduler's tags (at most J + 1, dovetail),
-    # per-packet costs (J, only with packet sizes) and the rtt-delayed admissions (time, row; only
-    # with an rtt); per row the queue records (2 J), the admissions due now (1), the integer and
-    # float columns (8 + 4 + J), the free list (1), the heaps (2 J) and the scheduler's state
+    # per-packet cost records (J, or 2 J with the scheduler's increments; only with packet sizes)
+    # and the rtt-delayed admissions (time, row; only with an rtt); per row the queue records
+    # (2 J), the admissions due now (1), the integer and float columns (8 + 4 + 2 J at most),
+    # the free list (1), the heaps (2 J) and the scheduler's state
     # (at most 4 + J: mr3's 4 per flow, sfq's 1 per (flow, resource))
     sized = any(s.packet_sizes is not None for _, s in specs)
-    per_slot = (J + 1) + (J if sized else 0) + (2 if sc.router.rtt > 0 else 0)
-    table = (sc.n_static + 64) * 8 * (nr * per_slot + 2 * J + 1 + 8 + 4 + J + 1 + 2 * J + 4 + J)
+    per_slot = (J + 1) + (2 * J if sized else 0) + (2 if sc.router.rtt > 0 else 0)
+    table = (sc.n_static + 64) * 8 * (nr * per_slot + 2 * J + 1 + 8 + 4 + 2 * J + 1 + 2 * J + 4 + J)
     if table > MAX_TABLE_BYTES:
         raise _err(f"router.window = {sc.router.window}: with {sc.n_static} static flows the flow table would "
                    f"need {table / 2**30:.3g} GiB (at most {MAX_TABLE_BYTES / 2**30:g}); lower the window or the "

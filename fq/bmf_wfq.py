@@ -27,14 +27,14 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     return
 
 
 @jit(inline="always")
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[BR] eq. (7): ``F_ij = S + s_ij / w_i``."""
-    sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight, opt[1] != 0.0, False)
+    sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight, opt[1] != 0.0, False, True)
 
 
 @jit(inline="always")

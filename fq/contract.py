@@ -27,12 +27,18 @@ module's per-packet slot m (``m < layout.pkt``: keep there only what must be
 per packet); and the packet's costs ``cst[cb + j]``, ``s_ij`` at resource j
 (time units, 0 = it skips j), read-only.  Where the costs live is the engine's
 business: once per flow when every flow has constant costs, per packet when
-the scenario has packet sizes (router/state.py).
+the scenario has packet sizes (router/state.py).  A scheduler whose layout sets
+``increments`` also reads ``s_ij / w_i`` at ``cst[cb + J + j]``: the engine
+divides once per flow (per packet with packet sizes) instead of at every tag,
+with the same bits (a division's latency on every tag cost 4-9 % of a service,
+issue 10); ``dominant_service`` (``max_j s_ij / w_i``) is kept the same way.
 
 Hooks: numba functions (``@jit(inline="always")``), all with exactly these
 parameters (checked by :func:`check_module` when the registry loads)::
 
-    admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t)   router admission (dominant = max_j s_ij)
+    admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t)
+                                                             router admission (dominant_service =
+                                                             max_j s_ij / w_i, [MR3]'s d(p))
     arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t)   the packet joins resource j; q_ij = packets
                                                              of its flow at j (waiting or in service), this
                                                              one included
@@ -68,13 +74,16 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Layout:
-    """float64 slots a scheduler keeps: per flow, per (flow, resource), per resource, global, per packet."""
+    """float64 slots a scheduler keeps: per flow, per (flow, resource), per resource, global, per packet;
+    and whether its hooks read the increments ``s_ij / w_i`` (``cst[cb + J + j]``)."""
 
     flow: int = 0
     flow_res: int = 0
     res: int = 0
     glob: int = 0
     pkt: int = 0
+    #: the engine keeps each packet's ``s_ij / w_i`` for the hooks at ``cst[cb + J + j]``
+    increments: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,7 @@ class SchedState(NamedTuple):
 
 
 HOOKS: dict[str, tuple[str, ...]] = {
-    "admit": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "weight", "dominant", "t"),
+    "admit": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "weight", "dominant_service", "t"),
     "arrive": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight", "q_ij", "t"),
     "head": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight"),
     "start": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight", "next_pb", "next_cb", "t"),

@@ -49,7 +49,7 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     """Per-resource start tags ``S_ij``; the key is their max over the visited resources."""
     key = 0.0
     for j in range(J):

@@ -74,12 +74,13 @@ def _virtual_time(S, opt, J):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
-    """[BR] eq. (2): ``S = max(V, F_prev)``, ``F = S + dominant / w`` at router admission."""
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
+    """[BR] eq. (2): ``S = max(V, F_prev)``, ``F = S + max_j s_ij / w`` at router admission (the
+    engine passes ``max_j s_ij / w`` as ``dominant_service``, divided once per flow)."""
     start_tag = _virtual_time(S, opt, J)
     if S.flow[slot] > start_tag:
         start_tag = S.flow[slot]
-    finish_tag = start_tag + dominant / weight
+    finish_tag = start_tag + dominant_service
     S.flow[slot] = finish_tag
     pkt[pb + P_START] = start_tag
 

@@ -29,14 +29,14 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     return
 
 
 @jit(inline="always")
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     if j == opt[0]:
-        sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight, opt[2] != 0.0, False)
+        sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight, opt[2] != 0.0, False, True)
     else:
         pkt[pb + sfq.P_START] = t
 

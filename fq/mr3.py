@@ -138,7 +138,7 @@ def _last_resource(cst, J, cb):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     """No round yet (the engine reuses packet records: clear the slot)."""
     pkt[pb + P_ROUND] = 0.0
 

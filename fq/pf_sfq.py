@@ -29,14 +29,14 @@ def encode(router, resources):
 
 
 @jit(inline="always")
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant, t):
+def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     return
 
 
 @jit(inline="always")
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[BR] eq. (5): ``F_ij = S + s_ij / (w_i Q_ij)``."""
-    sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight * q_ij, opt[1] != 0.0, True)
+    sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight * q_ij, opt[1] != 0.0, True, False)
 
 
 @jit(inline="always")

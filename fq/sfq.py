@@ -39,7 +39,7 @@ OPTIONS = (
 def layout_fixed_rate(J):
     """Rate ``r_ij = w_i`` (BMF-WFQ, fq-single): per packet only the start tag; the finish tag
     ``S + s_ij / w_i`` is recomputed when needed (the same float operations, the same bits)."""
-    return Layout(flow=0, flow_res=1, res=2, glob=0, pkt=1)
+    return Layout(flow=0, flow_res=1, res=2, glob=0, pkt=1, increments=True)
 
 
 def layout_queue_rate(J):
@@ -59,13 +59,20 @@ def encode_sfq(router) -> tuple[float, float]:
 
 
 @jit(inline="always")
-def tag(S, pkt, J, slot, pb, cst, cb, j, rate, per_packet, keep_finish):
+def tag(S, pkt, J, slot, pb, cst, cb, j, rate, per_packet, keep_finish, stored):
     """``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / rate`` (``1 / rate`` per packet); the packet's
-    finish tag is stored only with ``keep_finish`` (layout_queue_rate)."""
+    finish tag is stored only with ``keep_finish`` (layout_queue_rate).  ``stored``: the rate is
+    ``w_i`` and ``s_ij / w_i`` is read from ``cst[cb + J + j]`` (``Layout.increments``: the
+    engine's quotient, the same bits, without a division on every tag)."""
     start_tag = S.res[2 * j + R_V]
     if S.flow_res[slot * J + j] > start_tag:
         start_tag = S.flow_res[slot * J + j]
-    finish_tag = start_tag + (1.0 if per_packet else cst[cb + j]) / rate
+    if per_packet:
+        finish_tag = start_tag + 1.0 / rate
+    elif stored:
+        finish_tag = start_tag + cst[cb + J + j]
+    else:
+        finish_tag = start_tag + cst[cb + j] / rate
     S.flow_res[slot * J + j] = finish_tag
     pkt[pb + P_START] = start_tag
     if keep_finish:

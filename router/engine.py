@@ -160,7 +160,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     W = lay.pkt
     C = n_static + 64
     pc = needs_packet_costs(specs) if packet_costs is None else bool(packet_costs)
-    NFC = n_fcols(J)
+    NFC = n_fcols(J, lay.increments)
     P = Params(N=int(N), RM=NR - 1, W=W, NFC=NFC, pc=int(pc), NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key))

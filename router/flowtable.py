@@ -22,7 +22,7 @@ from fq._jit import jit, jit_no_refcount, no_wraparound
 from router.batches import add_area
 from router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR,
-    C_T_AREA, F_ARRIVE, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
+    C_T_AREA, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
     F_SIZE, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
@@ -55,10 +55,10 @@ def arrivals_ready(tn, arr_t, arr_cur, arr_last, n_free):
 @jit(inline="always")
 def depart(s, t, warmup, slot_i, departed, b_start, bcur):
     """A packet of the flow in row s leaves the router at t: departure counts.  Returns
-    (code, batch index): DEP_NEXT when the window's next packet is due (its admission is
-    then pending), DEP_FLOW_DONE when that was the flow's last packet, else DEP_NONE;
-    ``bcur``, the batch of the last class departure, only moves forward (clock order)."""
-    slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+    (code, batch index): DEP_NEXT when the window's next packet is due (the caller then
+    moves the packet's place from in flight to a pending admission, or admits it at once and
+    the counts stay as they are), DEP_FLOW_DONE when that was the flow's last packet, else
+    DEP_NONE; ``bcur``, the batch of the last class departure, only moves forward (clock order)."""
     k = slot_i[s * N_ICOLS + I_CLASS]
     if t > warmup:
         if k < 0:
@@ -70,8 +70,8 @@ def depart(s, t, warmup, slot_i, departed, b_start, bcur):
     if slot_i[s * N_ICOLS + I_REMAIN] != 0:
         if slot_i[s * N_ICOLS + I_REMAIN] > 0:
             slot_i[s * N_ICOLS + I_REMAIN] -= 1
-        slot_i[s * N_ICOLS + I_PENDING] += 1
         return DEP_NEXT, bcur
+    slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
     if slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
         return DEP_FLOW_DONE, bcur
     return DEP_NONE, bcur
@@ -158,21 +158,29 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
         slot_f[s * NFC + F_ARRIVE] = t
         if sp.n_sizes[sp_row] == 1:
             # constant per-packet costs: in the flow row (pc = 0), or in every ring slot of the
-            # per-packet costs for the flow's lifetime (pc = 1: other flows have packet sizes)
+            # per-packet costs for the flow's lifetime (pc = 1: other flows have packet sizes);
+            # a cost record is CW = NFC - F_COST words: the costs, then (CW = 2 J) the increments
+            # s_ij / w_i (Layout.increments)
+            CW = NFC - F_COST
+            w = slot_f[s * NFC + F_WEIGHT]
             dom = 0.0
             first = -1
             for jj in range(J):
                 c = sp.cost[sp_row, jj] + sp.per_byte[sp_row, jj] * sp.sizes[sp_row, 0]
                 if P.pc:
                     for q in range(RM + 1):
-                        cst[(s * (RM + 1) + q) * J + jj] = c
+                        cst[(s * (RM + 1) + q) * CW + jj] = c
+                        if CW > J:
+                            cst[(s * (RM + 1) + q) * CW + J + jj] = c / w
                 else:
                     slot_f[s * NFC + F_COST + jj] = c
+                    if CW > J:
+                        slot_f[s * NFC + F_COST + J + jj] = c / w
                 if c > dom:
                     dom = c
                 if c > 0.0 and first < 0:
                     first = jj
-            slot_f[s * NFC + F_DOM] = dom
+            slot_f[s * NFC + F_DSVC] = dom / w  # max_j s_ij / w_i: the dominant service
             slot_i[s * N_ICOLS + I_FIRST] = first
         for m in range(P.NF):
             S.flow[s * P.NF + m] = 0.0

@@ -60,7 +60,7 @@ from router.flowtable import DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depa
 from router.packets import packet_uniform
 from router.state import (
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE,
-    C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DOM, F_WEIGHT, I_CLASS, I_FIRST,
+    C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
     I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
     RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED,
 )
@@ -73,9 +73,10 @@ NO_WRAPAROUND = no_wraparound(__name__)
 # the pieces of the loop that call the scheduler's hooks (sched_*: globals bound per scheduler)
 @jit(inline="always")
 def _cost_base(PC, J, NR, NFC, s, seq):
-    """Where packet ``seq`` of row s keeps its costs: ``cst[cb + j]`` (router/state.py)."""
+    """Where packet ``seq`` of row s keeps its cost record: ``cst[cb + j]``, and ``cst[cb + J + j]``
+    with increments (router/state.py; the record is ``NFC - F_COST`` words, a constant)."""
     if PC:
-        return (s * NR + (seq & (NR - 1))) * J
+        return (s * NR + (seq & (NR - 1))) * (NFC - F_COST)
     return s * NFC + F_COST
 
 
@@ -96,14 +97,18 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
         heap.push(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end):
-    """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource)."""
+def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted):
+    """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource).
+    ``counted``: the admission was pending (queued in phase 2, or delayed by rtt), so it moves
+    from the flow's pending count to its in-flight count; a departure that admits at once
+    leaves both as they are (one packet out, one in: the same counts)."""
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
     slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
     pb = (s * (RM + 1) + (seq & RM)) * W
     cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
     uid = slot_i[s * N_ICOLS + I_UID]
+    weight = slot_f[s * NFC + F_WEIGHT]
     row = 0
     if PC:  # its Specs row: its [[flow]] table's for a static flow, its class's else
         k = slot_i[s * N_ICOLS + I_CLASS]
@@ -119,19 +124,26 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
         for jj in range(J):
             c = sp.cost[row, jj] + sp.per_byte[row, jj] * size
             cst[cb + jj] = c
+            if NFC - F_COST > J:  # the increments s_ij / w_i (Layout.increments)
+                cst[cb + J + jj] = c / weight
             if c > dominant:
                 dominant = c
+        dominant_service = dominant / weight
         j0 = 0
         while cst[cb + j0] <= 0.0:
             j0 += 1
     else:
-        # constant costs: set when the flow started
-        dominant = slot_f[s * NFC + F_DOM]
+        # constant costs: set when the flow started (max_j s_ij / w_i divided there)
+        dominant_service = slot_f[s * NFC + F_DSVC]
         j0 = slot_i[s * N_ICOLS + I_FIRST]
-    slot_i[s * N_ICOLS + I_INFLIGHT] += 1
-    weight = slot_f[s * NFC + F_WEIGHT]
-    sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant, t)  # noqa: F821
-    _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end)
+    if counted:
+        slot_i[s * N_ICOLS + I_PENDING] -= 1
+        slot_i[s * N_ICOLS + I_INFLIGHT] += 1
+    sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant_service, t)  # noqa: F821
+    if j0 == 0:
+        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, 0, t, uid, weight, ft, ri, hp, service_end)
+    else:
+        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end)
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
@@ -183,10 +195,11 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     return tr_n
 
 
-def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
-    NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time)."""
+    NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time; CW_CONST the
+    cost record's width, J or 2 J with the scheduler's increments)."""
 
     def event_loop(P, sp, tf, arr, carry, ft, S, opt, rs, aq, acc, tr):
         """The event loop proper (see the module docstring for the event order).
@@ -208,7 +221,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
         RM = NR_CONST - 1 if NR_CONST > 0 else P.RM  # a constant: ring offsets are shifts and masks
         W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
         PC = PC_CONST  # costs per packet (packet sizes) or per flow: a constant
-        NFC = J_CONST + F_COST
+        NFC = F_COST + CW_CONST
         NR = RM + 1
         T = P.T
         warmup = P.warmup
@@ -292,8 +305,11 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
                 pk_departed += 1
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur)
                 if dep == DEP_NEXT:
-                    # the window's next packet: now (rtt = 0) or rtt later
+                    # the window's next packet: now (rtt = 0) or rtt later; until then the
+                    # departed packet's place is a pending admission (in flight - 1, pending + 1)
                     if rtt > 0.0:
+                        slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+                        slot_i[s * N_ICOLS + I_PENDING] += 1
                         q = adm_head + adm_n
                         if q >= acap:
                             q -= acap
@@ -307,10 +323,12 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
                             if service_end[jj] == t:
                                 later = True
                         if not later and now_n == 0:
-                            slot_i[s * N_ICOLS + I_PENDING] -= 1
-                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end)
+                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end,
+                                   False)
                             pk_admitted += 1
                         else:
+                            slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+                            slot_i[s * N_ICOLS + I_PENDING] += 1
                             now_s[now_n] = (s << ADM_BITS) | 1
                             now_n += 1
                             ext = t
@@ -362,8 +380,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST):
                         now_i += 1
                 else:
                     break
-                slot_i[s * N_ICOLS + I_PENDING] -= 1
-                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end)
+                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head
@@ -440,6 +457,8 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
             g[name] = jit(inline="always")(_rebind(globals()[name], g))
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
-        raw = _make_raw(int(J), int(mod.layout(J).pkt), bool(pc), lean, const, tag, nr_const)
+        lay = mod.layout(J)
+        cw = 2 * int(J) if lay.increments else int(J)
+        raw = _make_raw(int(J), int(lay.pkt), bool(pc), lean, const, tag, nr_const, cw)
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

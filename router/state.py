@@ -21,8 +21,10 @@ two) hold only the scheduler's own per-packet slots (``W = layout.pkt``).
 Costs live where the scenario needs them (``Params.pc``): when every flow has
 constant per-packet costs (no ``packet_sizes``) once per flow, in the flow
 row's float columns ``slot_f[s * NFC + F_COST + j]``; with per-packet sizes
-per packet, ``cst[(s * NR + (seq & RM)) * J + j]``.  The scheduler's hooks
-read a packet's cost as ``cst[cb + j]`` either way (fq/contract.py).
+per packet, ``cst[(s * NR + (seq & RM)) * CW + j]``.  The scheduler's hooks
+read a packet's cost as ``cst[cb + j]`` either way (fq/contract.py), and, when
+its layout asks for ``increments``, ``s_ij / w_i`` at ``cst[cb + J + j]``: a
+cost record is ``CW = 2 J`` words then, else ``J`` (:func:`cost_width`).
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ INF = np.inf
 # Traffic.static_spec[row] for a static flow and Traffic.class_spec[class] for a class flow)
 (I_UID, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_DEPPOST, I_FIRST) = range(8)
 N_ICOLS = 8  # a power of two, so row offsets are shifts
-# flow-table float columns: arrival time, weight, dominant cost, flow size (packets; exact
-# below 2**53), then (constant-cost flows) the cost at each resource: n_fcols(J) = F_COST + J
-F_ARRIVE, F_WEIGHT, F_DOM, F_SIZE, F_COST = range(5)
+# flow-table float columns: arrival time, weight, dominant service max_j s_ij / w_i, flow size
+# (packets; exact below 2**53), then (constant-cost flows) the cost record: the cost at each
+# resource, and with Layout.increments s_ij / w_i at each: n_fcols(J, increments) = F_COST + CW
+F_ARRIVE, F_WEIGHT, F_DSVC, F_SIZE, F_COST = range(5)
 # per-(flow row, resource) queue record: first waiting seq, number waiting
 QS_HEAD, QS_COUNT = range(2)
 QS_WIDTH = 2
@@ -69,7 +72,7 @@ class Params(NamedTuple):
     N: int              # window: packets per flow inside the router
     RM: int             # ring mask: NR - 1
     W: int              # packet record width: the scheduler's per-packet slots
-    NFC: int            # flow-table float columns: F_COST + J
+    NFC: int            # flow-table float columns: F_COST + CW (cost record width: J, or 2 J with increments)
     pc: int             # 1: costs per packet (packet sizes), in FlowTable.cst; 0: per flow, in slot_f
     NF: int             # scheduler floats per flow
     NFR: int            # scheduler floats per (flow, resource)
@@ -118,7 +121,7 @@ class FlowTable(NamedTuple):
     slot_f: np.ndarray   # [C * NFC] float64
     qs: np.ndarray       # [C * J * QS_WIDTH] int64 queue records
     pkt: np.ndarray      # [C * NR * W] float64 packet records (the scheduler's tags)
-    cst: np.ndarray      # [C * NR * J] float64 per-packet costs (Params.pc = 1), else [1] unused
+    cst: np.ndarray      # [C * NR * CW] float64 per-packet cost records (Params.pc = 1), else [1] unused
     free: np.ndarray     # [C] free rows (a stack)
 
 
@@ -160,9 +163,15 @@ class TraceBuffer(NamedTuple):
     arr_ids: np.ndarray    # [cap * 3] flow id, class, packets
 
 
-def n_fcols(J: int) -> int:
-    """Float columns of a flow-table row: arrival, weight, dominant cost, a cost per resource."""
-    return F_COST + J
+def cost_width(J: int, increments: bool) -> int:
+    """Words of a cost record: s_ij at each resource, then s_ij / w_i at each when the scheduler's
+    layout asks for the increments (fq/contract.py)."""
+    return 2 * J if increments else J
+
+
+def n_fcols(J: int, increments: bool = False) -> int:
+    """Float columns of a flow-table row: arrival, weight, dominant service, size, the cost record."""
+    return F_COST + cost_width(J, increments)
 
 
 def ring_size(N: int) -> int:
@@ -188,10 +197,10 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     costs only when ``pc`` (the scenario has packet sizes)."""
     ft = FlowTable(
         slot_i=np.zeros(C * N_ICOLS, np.int64),
-        slot_f=np.zeros(C * n_fcols(J), np.float64),
+        slot_f=np.zeros(C * n_fcols(J, lay.increments), np.float64),
         qs=np.zeros(C * J * QS_WIDTH, np.int64),
         pkt=np.zeros(max(C * NR * W, 1), np.float64),
-        cst=np.zeros(C * NR * J if pc else 1, np.float64),
+        cst=np.zeros(C * NR * cost_width(J, lay.increments) if pc else 1, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
     )
     S = SchedState(flow=np.zeros(max(C * lay.flow, 1)), flow_res=np.zeros(max(C * J * lay.flow_res, 1)),
@@ -226,7 +235,7 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     first-out: old ones first).  Returns the new capacity and tuples."""
     C2 = 2 * C
     n_free = int(carry.ci[C_NFREE])
-    ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, C2 * n_fcols(J)),
+    ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, ft.slot_f.shape[0] * 2),
                     qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
                     cst=_grown(ft.cst, ft.cst.shape[0] * 2) if ft.cst.shape[0] > 1 else ft.cst,
                     free=np.zeros(C2, np.int64))
