@@ -7,7 +7,10 @@ static3,static3-sfq,static300,static10000``.  Each run is a fresh process with t
 first on PYTHONPATH and its own numba cache; runs alternate between the checkouts (A B A B
 ...), so a burst of load lands on both.  It prints figures and never fails on timing.
 Workloads: static3 (drfq), static3-sfq (bmf-wfq), dyn (br-unbalanced at load 0.8),
-staticN (N static drfq flows).
+staticN (N static drfq flows), or the name of a ``mrfq bench`` row (``router.bench.WORKLOADS``,
+e.g. "dynamic rho=0.8, sfq (bmf-wfq)": its scenario, 6 x 10^6 services; separate workloads
+with "|" when a name has a comma).  A checkout may carry environment settings after "@",
+e.g. ``.@NUMBA_OPT=2``.
 """
 import subprocess
 import sys
@@ -22,6 +25,10 @@ wl = sys.argv[1]
 if wl == "static3": sc = flows.load_preset("oracle-three-flows").replace(**{"run.warmup": 0.0, "run.duration": 1e9, "run.max_services": 6_000_000})
 elif wl == "static3-sfq": sc = flows.load_preset("oracle-three-flows").replace(**{"router.scheduler": "bmf-wfq", "run.warmup": 0.0, "run.duration": 1e9, "run.max_services": 6_000_000})
 elif wl == "dyn": sc = flows.load_preset("br-unbalanced").replace(**{"traffic.load": 0.8, "run.max_services": 6_000_000, "run.duration": 1e10})
+elif not wl.startswith("static") or "," in wl:
+    from router.bench import WORKLOADS, scenario_for
+    w = next(x for x in WORKLOADS if x.name == wl)
+    sc = scenario_for(w, 6_000_000) if w.mode != "rtt" else scenario_for(w, 0)
 elif wl.startswith("static"):
     n = int(wl[6:])
     sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30}, "run": {"duration": 1e10, "max_services": 6_000_000},
@@ -30,13 +37,17 @@ simulate(sc.replace(**{"run.max_services": 100000}))
 c0 = time.process_time(); r = simulate(sc); c = time.process_time() - c0
 print(c / r.services * 1e6)
 '''
-wls = sys.argv[3].split(",") if len(sys.argv) > 3 else ["static3", "dyn", "static300"]
+arg = sys.argv[3] if len(sys.argv) > 3 else "static3,dyn,static300"
+wls = arg.split("|") if "|" in arg else [arg] if ", " in arg else arg.split(",")
 for wl in wls:
     res = {t: [] for t in trees}
     for _ in range(reps):
         for t in trees:
-            env = dict(os.environ, PYTHONPATH=t, NUMBA_CACHE_DIR="/tmp/nc-ab-" + t.replace("/", "_"))
-            out = subprocess.run([sys.executable, "-c", code, wl], env=env, capture_output=True, text=True, cwd=t)
+            path, *kv = t.split("@")
+            env = dict(os.environ, PYTHONPATH=path, NUMBA_CACHE_DIR="/tmp/nc-ab-" + "".join(
+                c if c.isalnum() else "_" for c in t))
+            env.update(dict(x.split("=", 1) for x in kv))
+            out = subprocess.run([sys.executable, "-c", code, wl], env=env, capture_output=True, text=True, cwd=path)
             if out.returncode:
                 print(out.stderr[-800:])
                 sys.exit(1)

@@ -1,0 +1,82 @@
+"""Where the compiled event loop spends its time: perf samples mapped onto its machine code.
+
+    python scripts/profile_loop.py ["WORKLOAD"] [SERVICES] [--top N] [--out FILE]
+
+e.g. ``python scripts/profile_loop.py "dynamic rho=0.8, sfq (bmf-wfq)" 200000000``.  Runs the
+``mrfq bench`` workload (``router.bench.WORKLOADS``) in a child under ``perf record -e
+cpu-clock`` (timer sampling: it works in a VM without hardware counters); the child compiles
+the loop without the on-disk cache (so that its machine code is in memory, not only in a cached
+object), prints the loop's address and writes its first 64 KiB of code.  The samples that fall
+in it are counted per instruction (``objdump`` of those bytes at that address), and the
+hottest instructions are printed with their share of the loop's samples; ``--out`` writes the
+whole annotated listing.  A sample lands on the instruction *after* one that stalls (a
+division, a load that misses), so read each hot line together with the one before it.  Needs
+``perf`` and ``objdump``; prints figures, never fails on them.  Session 8 found the tag's
+division this way (about 8 % of dynamic bmf-wfq, issue 10).
+"""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CHILD = r'''
+import ctypes, sys, time
+from router.bench import WORKLOADS, scenario_for
+from router.run import simulate
+import router.loop as L
+w = next(x for x in WORKLOADS if x.name == sys.argv[1])
+simulate(scenario_for(w, 1000))
+(fn,) = L._LOOPS.values()
+cres = fn.overloads[fn.signatures[0]]
+addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+open(sys.argv[3], "wb").write(bytes((ctypes.c_char * 65536).from_address(addr)))
+print(f"ADDR {addr:x}", flush=True)
+c0 = time.process_time(); r = simulate(scenario_for(w, int(sys.argv[2]))); c = time.process_time() - c0
+print(f"{r.services / c / 1e6:.1f} M services per CPU second (under perf)", flush=True)
+'''
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    opts = dict(zip(sys.argv[1::1], sys.argv[2::1]))
+    name = args[0] if args else "dynamic rho=0.8, sfq (bmf-wfq)"
+    services = int(float(args[1])) if len(args) > 1 else 100_000_000
+    top = int(opts.get("--top", 25))
+    tree = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as d:
+        code, data = f"{d}/code.bin", f"{d}/perf.data"
+        env = dict(os.environ, MRFQ_NUMBA_CACHE="0", PYTHONPATH=str(tree))
+        p = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "5000", "-o", data, sys.executable,
+                            "-c", CHILD, name, str(services), code], env=env, capture_output=True, text=True)
+        if p.returncode:
+            sys.exit(f"profile_loop: the child failed: {p.stderr.strip().splitlines()[-1:]}")
+        addr = int(re.search(r"ADDR ([0-9a-f]+)", p.stdout).group(1), 16)
+        print(p.stdout.strip().splitlines()[-1])
+        ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True, text=True).stdout
+        dis = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64", f"--adjust-vma={addr:#x}", code],
+                             capture_output=True, text=True, check=True).stdout
+    hits = collections.Counter(int(x, 16) for x in ips.split())
+    inside = sum(v for k, v in hits.items() if addr <= k < addr + 65536)
+    total = sum(hits.values())
+    print(f"{inside} of {total} samples in the loop ({100 * inside / max(total, 1):.0f} %; the rest is the "
+          "compilation and the interpreter)")
+    rows = []
+    for line in dis.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*(.*)", line)
+        if m:
+            a = int(m.group(1), 16)
+            rows.append((hits.get(a, 0), a, m.group(2).strip()))
+    if "--out" in opts:
+        Path(opts["--out"]).write_text("".join(f"{v:7d} {100 * v / max(inside, 1):5.2f} {a - addr:#7x}  {t}\n"
+                                               for v, a, t in rows))
+    for v, a, t in sorted(rows, reverse=True)[:top]:
+        print(f"{100 * v / max(inside, 1):5.2f} %  +{a - addr:#06x}  {t}")
+
+
+if __name__ == "__main__":
+    main()
