@@ -341,3 +341,32 @@ def test_engine_equals_reference(sc):
 @given(sc=scenarios())
 def test_engine_equals_reference_slow(sc):
     check_engine_equals_reference(sc)
+
+
+@pytest.mark.parametrize("scheduler", ["drfq", "bmf-wfq", "fq-single"])
+@pytest.mark.parametrize("variant", ["per-flow", "per-packet", "sized"])
+def test_stored_quotients_equal_the_references_division(scheduler, variant):
+    """The engine divides ``s_ij / w_i`` and ``max_j s_ij / w_i`` once per flow (per packet with
+    packet sizes; ``Layout.increments``, the dominant service) where the reference divides at every
+    tag: with weights 3 and 0.7 (quotients that are not exact binary fractions) the whole service
+    trace must still be the reference's, with costs kept per flow, per packet, and with a class
+    that has packet sizes (costs computed at each admission)."""
+    from router.run import simulate
+
+    d = {"resources": ["cpu", "link"], "router": {"scheduler": scheduler, "window": 3},
+         "run": {"duration": 150.0, "warmup": 5.0, "seed": 7, "max_flows": 200},
+         # p's costs are a's quotients, so p and a tie on every tag (p, the lower id, first) unless a's
+         # quotients are a bit off: 0.3 / 0.7 and 0.6 / 0.7 are not 0.3 * (1 / 0.7) and 0.6 * (1 / 0.7)
+         "flow": [{"name": "p", "cost": [0.3 / 0.7, 0.6 / 0.7]},
+                  {"name": "a", "cost": [0.3, 0.6], "weight": 0.7},
+                  {"name": "b", "cost": [0.1, 0.7], "weight": 3.0, "count": 2},
+                  {"name": "c", "cost": [0.2, 0.2], "packets": 40, "start": 1.5}]}
+    if variant == "sized":
+        d["class"] = [{"name": "s", "cost": [0.05, 0.0], "per_byte": [0.0, 1 / 1000], "packet_sizes": [300, 1500],
+                       "weight": 3.0, "rate": 0.2, "mean_packets": 5.0}]
+    sc = flows.from_dict(d)
+    eng = simulate(sc, trace=TRACE_CAP, packet_costs=True if variant == "per-packet" else None)
+    ref = simulate_reference(sc)
+    assert len(ref.trace) < TRACE_CAP
+    assert trace_tuples(eng.trace) == ref.trace
+    assert [(f.packets, f.completion_time) for f in eng.flows] == [(f.packets, f.completion_time) for f in ref.flows]
