@@ -67,7 +67,10 @@ def test_region_solve_equals_the_plain_generator(objective):
     t = markov.solve_region(m, objective, r)
     ref = _oracle_pi(m, objective, r)
     assert t.pi.size == r.n == len(_states_of(r))
-    np.testing.assert_allclose(t.pi, ref, rtol=3e-8, atol=1e-11)  # relative residual 1e-10 (EXACT_RTOL)
+    # the Krylov solve stops at relative residual 1e-10 (EXACT_RTOL), so a probability can be off by
+    # about that much: one full run on an AMD VM (session 8) stopped 2.3e-11 away from the oracle at
+    # one state, where every other run, and this test alone, had matched it to 1e-11
+    np.testing.assert_allclose(t.pi, ref, rtol=3e-8, atol=1e-10)
     X = np.array(_states_of(r), dtype=float)
     np.testing.assert_allclose(t.mean_flows, ref @ X, rtol=3e-8)
     assert t.caps == (2, 3, 7)
@@ -282,7 +285,7 @@ def test_direct_fallback_gives_the_krylov_solution(monkeypatch):
     monkeypatch.setattr(markov, "_krylov_chunked", lambda *a, **k: (0, float("nan")))
     got = markov.solve_region(m, "drf", _odd_region())
     assert markov.LAST_KRYLOV == "superlu"
-    np.testing.assert_allclose(got.pi, want.pi, rtol=1e-7, atol=1e-300)
+    np.testing.assert_allclose(got.pi, want.pi, rtol=1e-7, atol=1e-10)  # the Krylov side: residual 1e-10
 
 
 @pytest.mark.slow
