@@ -73,6 +73,17 @@ memory), the ILU(0) apply and the coarse correction got cheaper (:func:`ilu_appl
 row-major layout (:func:`ell_split`) and the residual target to ``EXACT_RTOL``: on the
 br-balanced 0.95 region system of 1.37 M states 8.0 s -> 2.1 s.  About 350 bytes per state
 in all (was about 650).
+Session 9: the two cores.  The unknowns are split into ``KRYLOV_BLOCKS`` (2) contiguous row
+blocks; the ILU(0) is that of the block-diagonal part (block Jacobi with ILU(0) blocks
+[Saad 2003, §12.2], PETSc's default parallel preconditioner: :func:`ilu0`), so each block's
+triangular sweeps run on a core of their own, as do the products with A, the vector updates
+(:func:`bicgstab`), the factorisation, the padded layout and the rates of the states
+(:func:`analysis.state_rates.rates_kernel_parallel`); the coarse correction still uses the
+whole A.  Inner products are summed per block, then in block order, so the iterates depend on
+the blocks and not on the number of threads.  The first region is solved to
+``FIRST_REGION_RTOL`` (its solution is never the result).  br-balanced, DRF, load 0.98 (5.8 M +
+7.0 M lumped states) on this AMD VM: 72-74 s -> 50-56 s, 112 + 74 -> 85 + 72 iterations
+(two blocks, the first region at 1e-10: 117 + 80), the same gamma to every printed digit.
 The GMRES fallback's basis (``restart`` vectors of N doubles) stays under ``KRYLOV_BYTES``,
 and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
 ``max_memory`` is refused like one with more than ``max_states`` states.
@@ -138,6 +149,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import prange
 
 from analysis import objectives
 from analysis.state_rates import kernel_norm, state_phi
@@ -159,10 +171,28 @@ KRYLOV = "bicgstab"
 #: gamma) is then within 3e-8 of the converged value (1e-11: 3e-9; br-balanced 0.95, 1.37 M
 #: states), far inside the truncation's ``tol_gamma`` (1e-4), for 14 % fewer iterations
 EXACT_RTOL = 1e-10
+#: the first region's relative residual: its solution is never the result (the gamma change that
+#: ends the loop needs a previous region), only the boundary mass that sizes the next region, the
+#: gamma the next is compared with and the next one's start; at 1e-8 gamma is within ~3e-6 (the
+#: scaling of ``EXACT_RTOL``'s 3e-8 at 1e-10), far inside ``tol_gamma`` (1e-4).  br-balanced,
+#: load 0.98: 85 instead of 117 iterations on the first region's 5.8 M states, and the next
+#: region's solve from it as fast (72-80 iterations)
+FIRST_REGION_RTOL = 1e-8
 #: keep the ILU(0) factors in single precision (the preconditioner only; A, the vectors and the
 #: residual stay double): a quarter less memory traffic per solve (21 -> 16.5 ms per
 #: application at 1.37 M states, 50 -> 52 iterations)
 ILU_FLOAT32 = True
+#: the unknowns of a solve split into this many contiguous blocks of rows (:func:`block_bounds`):
+#: the ILU(0) is that of the block-diagonal part (block Jacobi with ILU(0) blocks, :func:`ilu0`),
+#: so that every block's triangular sweeps, products with A and vector updates run on a core of
+#: their own (numba ``prange``).  Inner products are summed per block, then in block order: the
+#: result depends on this number, never on the number of threads (``NUMBA_NUM_THREADS``, 1 runs
+#: the blocks one after the other).  1: the plain ILU(0), one sequential sweep.  Measured on
+#: br-balanced, DRF, load 0.98 (7.0 M lumped states), 2 cores: see the module's docstring.
+KRYLOV_BLOCKS = 2
+#: systems with fewer unknowns than this are solved as one block (a thread's start costs more
+#: than their sweeps)
+KRYLOV_BLOCK_MIN_ROWS = 50_000
 #: BiCGSTAB: iterations per kernel call (the time limit is checked between calls), and in all
 BICGSTAB_CHUNK = 25
 BICGSTAB_MAXITER = 1500
@@ -174,6 +204,19 @@ LAST_KRYLOV = ""
 def restart_for(n: int) -> int:
     """GMRES restart length for ``n`` unknowns: RESTART, fewer when the basis would pass KRYLOV_BYTES."""
     return int(max(20, min(RESTART, KRYLOV_BYTES // (8 * max(n, 1)) - 1)))
+
+
+def block_bounds(n: int, blocks: int | None = None) -> np.ndarray:
+    """Row blocks of an ``n``-unknown system: ``KRYLOV_BLOCKS`` (or ``blocks``) contiguous ranges
+    of nearly equal length, ``bnd[b] .. bnd[b + 1] - 1`` (int64, ``blocks + 1`` bounds); one
+    block below ``KRYLOV_BLOCK_MIN_ROWS`` unknowns."""
+    nb = KRYLOV_BLOCKS if blocks is None else blocks
+    if nb < 1:
+        raise ValueError(f"KRYLOV_BLOCKS = {nb}: give 1 or more")
+    if n < KRYLOV_BLOCK_MIN_ROWS:
+        nb = 1
+    nb = max(1, min(nb, n))
+    return (np.arange(nb + 1, dtype=np.int64) * n) // nb
 
 
 def exact_memory_bytes(n_states: int, K: int) -> int:
@@ -401,46 +444,77 @@ def csr_mv(indptr, indices, data, x, out):
         out[i] = s
 
 
-@jit
-def ell_split(indptr, indices, data, lu, diag):
+@jit(parallel=True)
+def ell_split(indptr, indices, data, lu, diag, bnd):
     """The CSR matrix ``A`` and its ILU(0) factors ``lu`` in row-major padded layouts (ELLPACK):
     ``Av, Ai`` (n, max row length) the values and columns of A; ``Lv, Li`` the strictly lower
     factor, ascending columns, and ``Uv, Ui`` the strictly upper one, descending columns (each
     row's neighbour ``i -+ 1`` last: the recurrences' critical path), both padded at the front
-    with zeros (columns 0 and n - 1: finite values, multiplied by zero).  Every row's entries in
-    one cache line and loops of fixed length: 1.65x faster triangular solves and 1.25x faster
-    products than the CSR kernels at 5.8 M states."""
+    with zeros (columns: the row's block's first and last row, finite values multiplied by zero).
+    Every row's entries in one cache line and loops of fixed length: 1.65x faster triangular
+    solves and 1.25x faster products than the CSR kernels at 5.8 M states.
+
+    ``bnd``: the row blocks (:func:`block_bounds`); the factors keep only the entries inside the
+    row's block (those of :func:`ilu0`'s block-diagonal factorisation), A keeps all."""
     n = indptr.shape[0] - 1
+    nb = bnd.shape[0] - 1
+    wid = np.ones((nb, 3), np.int64)        # per block: the widest row of A, L and U
+    for blk in prange(nb):
+        s0 = bnd[blk]
+        s1 = bnd[blk + 1]
+        for i in range(s0, s1):
+            wid[blk, 0] = max(wid[blk, 0], indptr[i + 1] - indptr[i])
+            pl = diag[i]
+            while pl > indptr[i] and indices[pl - 1] >= s0:
+                pl -= 1
+            pu = diag[i] + 1
+            while pu < indptr[i + 1] and indices[pu] < s1:
+                pu += 1
+            wid[blk, 1] = max(wid[blk, 1], diag[i] - pl)
+            wid[blk, 2] = max(wid[blk, 2], pu - diag[i] - 1)
     wa = 1
     wl = 1
     wu = 1
-    for i in range(n):
-        wa = max(wa, indptr[i + 1] - indptr[i])
-        wl = max(wl, diag[i] - indptr[i])
-        wu = max(wu, indptr[i + 1] - diag[i] - 1)
+    for blk in range(nb):
+        wa = max(wa, wid[blk, 0])
+        wl = max(wl, wid[blk, 1])
+        wu = max(wu, wid[blk, 2])
     Av = np.zeros((n, wa))
     Ai = np.empty((n, wa), np.int32)
     Lv = np.zeros((n, wl), lu.dtype)
     Li = np.zeros((n, wl), np.int32)
     Uv = np.zeros((n, wu), lu.dtype)
-    Ui = np.full((n, wu), n - 1, np.int32)
-    for i in range(n):
-        q = 0
-        for p in range(indptr[i], indptr[i + 1]):
-            Av[i, q] = data[p]
-            Ai[i, q] = indices[p]
-            q += 1
-        while q < wa:
-            Ai[i, q] = i
-            q += 1
-        nl = diag[i] - indptr[i]
-        for t in range(nl):
-            Lv[i, wl - nl + t] = lu[indptr[i] + t]
-            Li[i, wl - nl + t] = indices[indptr[i] + t]
-        nu = indptr[i + 1] - diag[i] - 1
-        for t in range(nu):
-            Uv[i, wu - nu + t] = lu[indptr[i + 1] - 1 - t]
-            Ui[i, wu - nu + t] = indices[indptr[i + 1] - 1 - t]
+    Ui = np.zeros((n, wu), np.int32)
+    for blk in prange(nb):
+        s0 = bnd[blk]
+        s1 = bnd[blk + 1]
+        for i in range(s0, s1):
+            q = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                Av[i, q] = data[p]
+                Ai[i, q] = indices[p]
+                q += 1
+            while q < wa:
+                Ai[i, q] = i
+                q += 1
+            pl = diag[i]
+            while pl > indptr[i] and indices[pl - 1] >= s0:
+                pl -= 1
+            nl = diag[i] - pl
+            for t in range(wl - nl):
+                Li[i, t] = s0
+            for t in range(nl):
+                Lv[i, wl - nl + t] = lu[pl + t]
+                Li[i, wl - nl + t] = indices[pl + t]
+            pu = diag[i] + 1
+            while pu < indptr[i + 1] and indices[pu] < s1:
+                pu += 1
+            nu = pu - diag[i] - 1
+            for t in range(wu - nu):
+                Ui[i, t] = s1 - 1
+            for t in range(nu):
+                Uv[i, wu - nu + t] = lu[pu - 1 - t]
+                Ui[i, wu - nu + t] = indices[pu - 1 - t]
     return Av, Ai, Lv, Li, Uv, Ui
 
 
@@ -453,50 +527,69 @@ def _row_dot(Av, Ai, x, i):
     return s
 
 
-@jit
-def ell_mv(Av, Ai, x, out):
-    """out = A x, A in :func:`ell_split`'s layout."""
-    for i in range(Av.shape[0]):
-        out[i] = _row_dot(Av, Ai, x, i)
+@jit(parallel=True)
+def ell_mv(Av, Ai, x, out, bnd):
+    """out = A x, A in :func:`ell_split`'s layout; the row blocks ``bnd`` in parallel."""
+    for blk in prange(bnd.shape[0] - 1):
+        for i in range(bnd[blk], bnd[blk + 1]):
+            out[i] = _row_dot(Av, Ai, x, i)
 
 
-@jit
-def ilu0(indptr, indices, data):
-    """ILU(0) of a CSR matrix with sorted indices and a full diagonal (IKJ variant).  Returns the
-    factors (in ``data``'s pattern), the position of each row's diagonal and its inverse."""
+@jit(parallel=True)
+def ilu0(indptr, indices, data, bnd):
+    """ILU(0) (IKJ variant) of the block-diagonal part of a CSR matrix with sorted indices and a
+    full diagonal: the row blocks ``bnd`` (:func:`block_bounds`) are factorised independently
+    (in parallel), each row's entries outside its block left out of the elimination (block
+    Jacobi with ILU(0) blocks [Saad 2003, §12.2 and §14.3], PETSc's default parallel
+    preconditioner; one block: the plain ILU(0)).  Returns the factors (in ``data``'s pattern;
+    the entries outside the blocks keep A's values, unused), the position of each row's
+    diagonal and its inverse."""
     n = indptr.shape[0] - 1
     lu = data.copy()
     diag = np.empty(n, np.int64)
-    marker = np.full(n, -1, np.int64)
-    for i in range(n):
-        for p in range(indptr[i], indptr[i + 1]):
-            marker[indices[p]] = p
-        for p in range(indptr[i], indptr[i + 1]):
-            k = indices[p]
-            if k >= i:
-                break
-            lu[p] /= lu[diag[k]]
-            lik = lu[p]
-            for q in range(diag[k] + 1, indptr[k + 1]):
-                mm = marker[indices[q]]
-                if mm >= 0:
-                    lu[mm] -= lik * lu[q]
-        d = -1
-        for p in range(indptr[i], indptr[i + 1]):
-            if indices[p] == i:
-                d = p
-            marker[indices[p]] = -1
-        diag[i] = d
     inv = np.empty(n)
-    for i in range(n):
-        inv[i] = 1.0 / lu[diag[i]]
+    marker = np.full(n, -1, np.int64)      # a block writes only its own columns' entries
+    for blk in prange(bnd.shape[0] - 1):
+        s0 = bnd[blk]
+        s1 = bnd[blk + 1]
+        for i in range(s0, s1):
+            for p in range(indptr[i], indptr[i + 1]):
+                c = indices[p]
+                if c >= s0 and c < s1:
+                    marker[c] = p
+            for p in range(indptr[i], indptr[i + 1]):
+                k = indices[p]
+                if k >= i:
+                    break
+                if k < s0:
+                    continue
+                lu[p] /= lu[diag[k]]
+                lik = lu[p]
+                for q in range(diag[k] + 1, indptr[k + 1]):
+                    c = indices[q]
+                    if c < s1:
+                        mm = marker[c]
+                        if mm >= 0:
+                            lu[mm] -= lik * lu[q]
+            d = -1
+            for p in range(indptr[i], indptr[i + 1]):
+                c = indices[p]
+                if c == i:
+                    d = p
+                if c >= s0 and c < s1:
+                    marker[c] = -1
+            diag[i] = d
+            inv[i] = 1.0 / lu[d]
     return lu, diag, inv
 
 
 @jit(inline="always")
-def _lower_solve(Lv, Li, r, z):
-    """z = L^-1 r (unit lower factor in :func:`ell_split`'s layout), in row order."""
-    for i in range(Lv.shape[0]):
+def _lower_solve(Lv, Li, r, z, s0, s1):
+    """z = L^-1 r on the rows ``s0 .. s1 - 1`` of one block (unit lower factor in
+    :func:`ell_split`'s layout), in row order.  ``z[s0]`` is zeroed first: the padding reads it
+    (times zero) before the sweep writes it."""
+    z[s0] = 0.0
+    for i in range(s0, s1):
         s = r[i]
         for q in range(Lv.shape[1]):
             s -= Lv[i, q] * z[Li[i, q]]
@@ -505,22 +598,14 @@ def _lower_solve(Lv, Li, r, z):
 
 @jit(inline="always")
 def _upper_row(Uv, Ui, inv, z, i):
-    """Row i of the backward solve with the upper factor: ``(z_i - sum U_iq z_q) / U_ii``."""
+    """Row i of the backward solve with the upper factor: ``(z_i - sum U_iq z_q) / U_ii``.
+    The triangular solves are a recurrence along the rows; the neighbour ``i -+ 1`` (the last
+    class's) is summed last and the diagonal is a multiplication by its inverse, so each row
+    waits for the previous one by a single multiply-add."""
     s = z[i]
     for q in range(Uv.shape[1]):
         s -= Uv[i, q] * z[Ui[i, q]]
     return s * inv[i]
-
-
-@jit
-def ilu_apply(Lv, Li, Uv, Ui, inv, r, z):
-    """z = (LU)^-1 r, the factors in :func:`ell_split`'s layout.  The triangular solves are a
-    recurrence along the rows; the neighbour ``i -+ 1`` (the last class's) is summed last and
-    the diagonal is a multiplication by its inverse, so each row waits for the previous one by a
-    single multiply-add."""
-    _lower_solve(Lv, Li, r, z)
-    for i in range(Lv.shape[0] - 1, -1, -1):
-        z[i] = _upper_row(Uv, Ui, inv, z, i)
 
 
 @jit
@@ -561,31 +646,44 @@ def level_columns(indptr, indices, data, level):
     return colc
 
 
-@jit
-def precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, r, z, rc):
-    """z = M^-1 r: ILU(0) (:func:`ilu_apply`), then (when ``cdi`` is not empty) the coarse
-    correction ``z += P A_c^-1 R (r - A z)``, the level chain solved exactly (Thomas algorithm;
-    ``A_c`` is a column diagonally dominant M-matrix, no pivoting needed); ``R (r - A z)`` is
-    summed in the backward sweep from the level column sums ``colc`` (:func:`level_columns`).
-    ``rc``: work, two vectors of the number of levels."""
+@jit(parallel=True)
+def precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, z, rc):
+    """z = M^-1 r: ILU(0) of the block-diagonal part (:func:`ilu0`; the row blocks ``bnd``
+    swept in parallel), then (when ``cdi`` is not empty) the coarse correction
+    ``z += P A_c^-1 R (r - A z)``, the level chain solved exactly (Thomas algorithm; ``A_c`` is
+    a column diagonally dominant M-matrix, no pivoting needed); ``R (r - A z)`` (the whole A) is
+    summed in the backward sweeps from the level column sums ``colc`` (:func:`level_columns`),
+    per block, then over the blocks in their order (the same sums whatever the number of
+    threads).  ``rc``: work, (blocks + 1, levels)."""
+    nb = bnd.shape[0] - 1
     nlev = cdi.shape[0]
+    for blk in prange(nb):
+        s0 = bnd[blk]
+        s1 = bnd[blk + 1]
+        _lower_solve(Lv, Li, r, z, s0, s1)
+        if nlev == 0:
+            for i in range(s1 - 1, s0 - 1, -1):
+                z[i] = _upper_row(Uv, Ui, inv, z, i)
+        else:
+            rsb = rc[blk]
+            for lv in range(nlev):
+                rsb[lv] = 0.0
+            for i in range(s1 - 1, s0 - 1, -1):
+                zi = _upper_row(Uv, Ui, inv, z, i)
+                z[i] = zi
+                lv = level[i]
+                rsb[lv] += r[i] - colc[i, 1] * zi
+                if lv > 0:
+                    rsb[lv - 1] -= colc[i, 0] * zi
+                if lv + 1 < nlev:
+                    rsb[lv + 1] -= colc[i, 2] * zi
     if nlev == 0:
-        ilu_apply(Lv, Li, Uv, Ui, inv, r, z)
         return
-    n = Lv.shape[0]
-    _lower_solve(Lv, Li, r, z)
     rs = rc[0]
-    cp = rc[1]
-    rs[:] = 0.0
-    for i in range(n - 1, -1, -1):
-        zi = _upper_row(Uv, Ui, inv, z, i)
-        z[i] = zi
-        m = level[i]
-        rs[m] += r[i] - colc[i, 1] * zi
-        if m > 0:
-            rs[m - 1] -= colc[i, 0] * zi
-        if m + 1 < nlev:
-            rs[m + 1] -= colc[i, 2] * zi
+    for blk in range(1, nb):
+        for m in range(nlev):
+            rs[m] += rc[blk, m]
+    cp = rc[nb]
     # forward elimination on (lo, di, up), rs; the solution overwrites rs
     den = cdi[0]
     cp[0] = cup[0] / den
@@ -596,19 +694,20 @@ def precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, r, z, rc):
         rs[m] = (rs[m] - clo[m] * rs[m - 1]) / den
     for m in range(nlev - 2, -1, -1):
         rs[m] -= cp[m] * rs[m + 1]
-    for i in range(n):
-        z[i] += pw[i] * rs[level[i]]
+    for blk in prange(nb):
+        for i in range(bnd[blk], bnd[blk + 1]):
+            z[i] += pw[i] * rs[level[i]]
 
 
 @jit
-def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, restart, maxiter, rtol):
+def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b, x, restart, maxiter, rtol):
     """Restarted GMRES(restart), right-preconditioned by ILU(0) and (``cdi`` not empty) the level
     aggregation of :func:`precond`; x is the start and the result.
 
     Returns (iterations, final relative residual ||b - A x|| / ||b||).
     """
     n = b.shape[0]
-    rc = np.zeros((2, cdi.shape[0]))
+    rc = np.zeros((bnd.shape[0], cdi.shape[0]))
     V = np.empty((restart + 1, n))  # row k+1 is written before it is read: untouched rows cost no memory
     H = np.zeros((restart + 1, restart))
     cs = np.zeros(restart)
@@ -622,7 +721,7 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, res
         bnorm = 1.0
     it = 0
     while it < maxiter:
-        ell_mv(Av, Ai, x, r)
+        ell_mv(Av, Ai, x, r, bnd)
         for i in range(n):
             r[i] = b[i] - r[i]
         beta = np.sqrt(np.sum(r * r))
@@ -634,8 +733,8 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, res
         g[0] = beta
         k = 0
         while k < restart and it < maxiter:
-            precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, V[k], z, rc)
-            ell_mv(Av, Ai, z, w)
+            precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, V[k], z, rc)
+            ell_mv(Av, Ai, z, w, bnd)
             for j in range(k + 1):  # modified Gram-Schmidt
                 h = 0.0
                 for i in range(n):
@@ -675,10 +774,10 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, res
         for j in range(k):
             for i in range(n):
                 w[i] += y[j] * V[j, i]
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, w, z, rc)
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, w, z, rc)
         for i in range(n):
             x[i] += z[i]
-    ell_mv(Av, Ai, x, r)
+    ell_mv(Av, Ai, x, r, bnd)
     for i in range(n):
         r[i] = b[i] - r[i]
     return it, np.sqrt(np.sum(r * r)) / bnorm
@@ -688,21 +787,31 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, res
 BICGSTAB_BREAKDOWNS = 3
 
 
-@jit
-def ell_mv_dots(Av, Ai, x, out, w):
-    """out = A x (:func:`ell_mv`); returns ``(out . out, out . w)`` from the same pass."""
-    oo = 0.0
-    ow = 0.0
-    for i in range(Av.shape[0]):
-        s = _row_dot(Av, Ai, x, i)
-        out[i] = s
-        oo += s * s
-        ow += s * w[i]
+@jit(parallel=True)
+def ell_mv_dots(Av, Ai, x, out, w, bnd, part):
+    """out = A x (:func:`ell_mv`); returns ``(out . out, out . w)`` from the same pass, summed
+    per row block and then in block order.  ``part``: work, (2, blocks)."""
+    nb = bnd.shape[0] - 1
+    for blk in prange(nb):
+        acc = 0.0
+        acc1 = 0.0
+        for i in range(bnd[blk], bnd[blk + 1]):
+            s = _row_dot(Av, Ai, x, i)
+            out[i] = s
+            acc += s * s
+            acc1 += s * w[i]
+        part[0, blk] = acc
+        part[1, blk] = acc1
+    oo = part[0, 0]
+    ow = part[1, 0]
+    for blk in range(1, nb):
+        oo += part[0, blk]
+        ow += part[1, blk]
     return oo, ow
 
 
-@jit
-def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, W, sc, maxiter, rtol):
+@jit(parallel=True)
+def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b, x, W, sc, maxiter, rtol):
     """BiCGSTAB [van der Vorst 1992, Alg. 1], right-preconditioned by :func:`precond`; x is the
     start and the result.  ``W`` (7, n) holds its vectors ``r, r^, p, v, p^, s^, t`` and ``sc``
     its scalars ``rho, alpha, omega, started, breakdowns, r^ . r`` between calls, so that calls
@@ -715,9 +824,13 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, 
     basis: on the region systems (1.1-1.4 M states, load 0.95-0.98) 42-50 iterations and 3.1-4.3
     s where GMRES(73) takes 60-81 iterations and 4.0-8.0 s, most of it in Gram-Schmidt.
 
+    Every pass over the vectors runs on the row blocks ``bnd`` in parallel (numba ``prange``), its
+    inner products summed per block and then in block order: the iterates depend on the blocks,
+    not on the number of threads.
+
     Returns (iterations, relative residual; NaN after ``BICGSTAB_BREAKDOWNS`` breakdowns in a row).
     """
-    n = b.shape[0]
+    nb = bnd.shape[0] - 1
     r = W[0]
     rh = W[1]
     p = W[2]
@@ -725,22 +838,32 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, 
     ph = W[4]
     sh = W[5]
     t = W[6]
-    rc = np.zeros((2, cdi.shape[0]))
-    bnorm = np.sqrt(np.sum(b * b))
+    rc = np.zeros((nb + 1, cdi.shape[0]))
+    part = np.zeros((2, nb))
+    bb = 0.0
+    for i in range(b.shape[0]):
+        bb += b[i] * b[i]
+    bnorm = np.sqrt(bb)
     if bnorm == 0:
         bnorm = 1.0
     it = 0
     res = np.inf
     while it < maxiter:
         if sc[3] == 0.0:
-            ell_mv(Av, Ai, x, r)
-            rr = 0.0
-            for i in range(n):
-                r[i] = b[i] - r[i]
-                rh[i] = r[i]
-                p[i] = 0.0
-                v[i] = 0.0
-                rr += r[i] * r[i]
+            ell_mv(Av, Ai, x, r, bnd)
+            for blk in prange(nb):
+                acc = 0.0
+                for i in range(bnd[blk], bnd[blk + 1]):
+                    ri0 = b[i] - r[i]
+                    r[i] = ri0
+                    rh[i] = ri0
+                    p[i] = 0.0
+                    v[i] = 0.0
+                    acc += ri0 * ri0
+                part[0, blk] = acc
+            rr = part[0, 0]
+            for blk in range(1, nb):
+                rr += part[0, blk]
             res = np.sqrt(rr) / bnorm
             if res <= rtol or not np.isfinite(res):
                 return it, res
@@ -758,10 +881,11 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, 
                 return it, np.nan
             continue
         beta = (rho1 / rho) * (alpha / omega)
-        for i in range(n):
-            p[i] = r[i] + beta * (p[i] - omega * v[i])
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, p, ph, rc)
-        _, rv = ell_mv_dots(Av, Ai, ph, v, rh)
+        for blk in prange(nb):
+            for i in range(bnd[blk], bnd[blk + 1]):
+                p[i] = r[i] + beta * (p[i] - omega * v[i])
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, p, ph, rc)
+        _, rv = ell_mv_dots(Av, Ai, ph, v, rh, bnd, part)
         if rv == 0.0 or not np.isfinite(rv):
             sc[3] = 0.0
             sc[4] += 1.0
@@ -769,19 +893,28 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, 
                 return it, np.nan
             continue
         alpha = rho1 / rv
-        for i in range(n):
-            r[i] -= alpha * v[i]                    # r is now s
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, r, sh, rc)
-        tt, ts = ell_mv_dots(Av, Ai, sh, t, r)
+        for blk in prange(nb):
+            for i in range(bnd[blk], bnd[blk + 1]):
+                r[i] -= alpha * v[i]                # r is now s
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, sh, rc)
+        tt, ts = ell_mv_dots(Av, Ai, sh, t, r, bnd, part)
         omega = ts / tt if tt > 0.0 else 0.0
-        rr = 0.0
-        rhr = 0.0
-        for i in range(n):
-            x[i] += alpha * ph[i] + omega * sh[i]
-            ri = r[i] - omega * t[i]
-            r[i] = ri
-            rr += ri * ri
-            rhr += rh[i] * ri
+        for blk in prange(nb):
+            acc = 0.0
+            acc1 = 0.0
+            for i in range(bnd[blk], bnd[blk + 1]):
+                x[i] += alpha * ph[i] + omega * sh[i]
+                ri = r[i] - omega * t[i]
+                r[i] = ri
+                acc += ri * ri
+                acc1 += rh[i] * ri
+            part[0, blk] = acc
+            part[1, blk] = acc1
+        rr = part[0, 0]
+        rhr = part[1, 0]
+        for blk in range(1, nb):
+            rr += part[0, blk]
+            rhr += part[1, blk]
         it += 1
         sc[0] = rho1
         sc[1] = alpha
@@ -796,11 +929,16 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, b, x, 
             continue
         sc[4] = 0.0
         if res <= rtol:
-            ell_mv(Av, Ai, x, t)
-            tr = 0.0
-            for i in range(n):
-                d = b[i] - t[i]
-                tr += d * d
+            ell_mv(Av, Ai, x, t, bnd)
+            for blk in prange(nb):
+                acc = 0.0
+                for i in range(bnd[blk], bnd[blk + 1]):
+                    d = b[i] - t[i]
+                    acc += d * d
+                part[0, blk] = acc
+            tr = part[0, 0]
+            for blk in range(1, nb):
+                tr += part[0, blk]
             res = np.sqrt(tr) / bnorm
             if res <= rtol:
                 return it, res
@@ -846,7 +984,7 @@ def gillespie(code, a, w, norm, lam, sigma, rng, x, ev0, ev1, n_warm, batch_even
 
 
 def _kernels():
-    return dict(csr_mv=csr_mv, ilu0=ilu0, ilu_apply=ilu_apply, gmres=gmres, bicgstab=bicgstab, gillespie=gillespie,
+    return dict(csr_mv=csr_mv, ilu0=ilu0, gmres=gmres, bicgstab=bicgstab, gillespie=gillespie,
                 coarse_levels=coarse_levels, level_columns=level_columns, box_system=box_system, ell_split=ell_split)
 
 
@@ -931,7 +1069,7 @@ def box_system(shape, strides, birth, death):
 def preconditioner(Acsr, total: np.ndarray | None = None, shape_w: np.ndarray | None = None):
     """``A`` and the arrays of :func:`precond` for the reduced system ``Acsr`` (CSR arrays), in
     :func:`ell_split`'s layout: ``(Av, Ai), (Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi,
-    cup)``.  ILU(0) and, given the total population ``total`` (N,) of each state and a warm
+    cup, bnd)``, ``bnd`` the row blocks (:func:`block_bounds`).  ILU(0) and, given the total population ``total`` (N,) of each state and a warm
     start ``shape_w`` (N,), the level aggregation (weights within a level from the warm start;
     measured on br-unbalanced at 0.95, 587 594 states: 50 GMRES iterations instead of 92; with
     uniform weights, as from a cold start, it needs more iterations than ILU(0) alone, so a cold
@@ -940,10 +1078,11 @@ def preconditioner(Acsr, total: np.ndarray | None = None, shape_w: np.ndarray | 
     indptr, indices, data = Acsr
     n = indptr.shape[0] - 1
     kr = _kernels()
-    lu, diag, inv = kr["ilu0"](indptr, indices, data)
+    bnd = block_bounds(n)
+    lu, diag, inv = kr["ilu0"](indptr, indices, data, bnd)
     if ILU_FLOAT32:
         lu = lu.astype(np.float32)
-    Av, Ai, Lv, Li, Uv, Ui = kr["ell_split"](indptr, indices, data, lu, diag)
+    Av, Ai, Lv, Li, Uv, Ui = kr["ell_split"](indptr, indices, data, lu, diag, bnd)
     del lu, diag
     if total is None or shape_w is None or not TWO_LEVEL:  # level weights need a shape (a warm start)
         level = np.zeros(n, dtype=np.int32)
@@ -958,7 +1097,7 @@ def preconditioner(Acsr, total: np.ndarray | None = None, shape_w: np.ndarray | 
         del wgt
         clo, cdi, cup = kr["coarse_levels"](indptr, indices, data, level, pw, nlev)
         colc = kr["level_columns"](indptr, indices, data, level).astype(np.float32)
-    return (Av, Ai), (Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup)
+    return (Av, Ai), (Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd)
 
 
 def _stationary(Acsr, b: np.ndarray, y: np.ndarray, rtol: float, total: np.ndarray | None = None,
@@ -1346,7 +1485,8 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
         if prev is not None:
             c0, lo0, hi0, off0 = prev.region.flat()
             mr.region_embed(c0, lo0, hi0, off0, prev.pi / prev.pi[0], *new.flat(), x0)
-        t = solve_region(m, objective, new, x0=x0, deadline=deadline, mirror=pair is not None)
+        t = solve_region(m, objective, new, x0=x0, deadline=deadline, mirror=pair is not None,
+                         rtol=EXACT_RTOL if prev is not None else FIRST_REGION_RTOL)
         del x0
         change = np.inf if prev is None else float(np.max(np.abs(t.gamma - prev.gamma) / np.abs(t.gamma)))
         history.append((tuple(t.caps[k] for k in back), t.boundary, tuple(float(t.gamma[k]) for k in back)))

@@ -23,6 +23,7 @@ second for J = 2 after compilation.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from analysis import allocations as _alloc
 from analysis import objectives
@@ -312,6 +313,25 @@ def rates_kernel(code, X, a, w, norm, out):
         state_phi(code, x, a, w, norm, out[i])
 
 
+#: :func:`state_rates` on at least this many states runs :func:`rates_kernel_parallel`
+PARALLEL_STATES = 1 << 16
+
+
+@jit(parallel=True)
+def rates_kernel_parallel(code, X, a, w, norm, out):
+    """:func:`rates_kernel` on chunks of rows in parallel (numba ``prange``); every state is
+    computed alone, so the rates are those of the sequential kernel, bit for bit (the Markov
+    model's region solves take the rates of millions of states)."""
+    S = X.shape[0]
+    chunk = 4096
+    for c in prange((S + chunk - 1) // chunk):
+        x = np.zeros(X.shape[1])
+        for i in range(c * chunk, min(S, (c + 1) * chunk)):
+            for k in range(X.shape[1]):
+                x[k] = X[i, k]
+            state_phi(code, x, a, w, norm, out[i])
+
+
 @jit(inline="always")
 def state_phi(code, x, a, w, norm, out):
     """Per-flow rates in one state for the objective whose ``state_code`` is ``code``
@@ -360,7 +380,8 @@ def state_rates(objective: str, X, a, w=None) -> np.ndarray:
         raise MrfqError("X: flow counts must be >= 0")
     out = np.zeros(X.shape)
     if objectives.kernel_handles(objective, J):
-        rates_kernel(obj.state_code, X, A, W, np.ascontiguousarray(kernel_norm(objective, A)), out)
+        kern = rates_kernel_parallel if X.shape[0] >= PARALLEL_STATES else rates_kernel
+        kern(obj.state_code, X, A, W, np.ascontiguousarray(kernel_norm(objective, A)), out)
         bad = np.flatnonzero(np.isnan(out).any(axis=1))
     else:
         bad = np.arange(X.shape[0])

@@ -118,7 +118,7 @@ def run_one(solver: str, case: str, caps: tuple[int, ...], rtol: float, drop_tol
         iters = count[0]
     elif solver == "scipy-2level":
         _, P = markov.preconditioner((indptr, indices, data), X.sum(axis=1), x0)
-        rc = np.zeros((2, P[-1].shape[0]))
+        rc = np.zeros((P[-1].shape[0], P[-3].shape[0]))  # (blocks + 1, levels)
 
         def apply(r):
             z = np.zeros(n)
