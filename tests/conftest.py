@@ -26,14 +26,13 @@ JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") == "1"
 
 
 # pytest-xdist (``-n auto``) runs a worker per core: the Markov solve's parallel kernels
-# (analysis.markov, numba's OpenMP layer) then run one thread per worker, else each worker's
-# threads spin at every barrier waiting for a thread the other worker holds off its core (the
-# Markov and compare tests took 247 s instead of 61 s on 2 cores).  Their results do not depend
-# on the number of threads (tests/test_markov_blocks.py runs 1 and 2 threads).
-if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1 and not JIT_DISABLED:
-    import numba
-
-    numba.set_num_threads(1)
+# (analysis.markov, numba's OpenMP layer) then run one thread per worker and per process a
+# worker starts (set before numba is imported), else each one's threads spin at every barrier
+# waiting for a thread the other worker holds off its core (the Markov and compare tests took
+# 247 s instead of 61 s on 2 cores).  Their results do not depend on the number of threads
+# (tests/test_markov_blocks.py runs 1 and 2 threads in a process of its own).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ["NUMBA_NUM_THREADS"] = "1"
 
 
 def scaled(x: float, minimum: float = 0.0) -> float:

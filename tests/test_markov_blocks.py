@@ -5,6 +5,11 @@ depend on the blocks, not on the number of threads that runs them."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,6 +18,8 @@ import flows
 from analysis import markov
 from analysis import markov_region as mr
 from conftest import JIT_DISABLED
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _model(load=0.8, preset="br-unbalanced"):
@@ -98,28 +105,33 @@ def test_blocked_solve_gives_the_one_block_law(monkeypatch, krylov, blocks):
         np.testing.assert_allclose(g.gamma, w.gamma, rtol=1e-7)    # EXACT_RTOL: gamma within 3e-8 each
 
 
-@pytest.mark.skipif(JIT_DISABLED, reason="threads: compiled code only")
-def test_blocked_solve_does_not_depend_on_the_thread_count(monkeypatch):
-    """The same blocks run by one thread or two: the same iterates, bit for bit."""
-    import numba
+THREADS = """
+import hashlib, numba, numpy as np
+from analysis import markov
+from analysis import markov_region as mr
+from test_markov_blocks import _model
+markov.KRYLOV_BLOCK_MIN_ROWS = 1
+markov.KRYLOV_BLOCKS = 2
+m = _model(0.9)
+region = mr.Region(np.full((40, 12), 0, dtype=np.int64), np.full((40, 12), 11, dtype=np.int64))
+for threads in (1, 2, 1):
+    numba.set_num_threads(threads)
+    t = markov.solve_region(m, "drf", region)
+    print(threads, t.pi.size, hashlib.sha256(t.pi.tobytes() + t.gamma.tobytes()).hexdigest())
+"""
 
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("needs NUMBA_NUM_THREADS >= 2")
-    monkeypatch.setattr(markov, "KRYLOV_BLOCK_MIN_ROWS", 1)
-    monkeypatch.setattr(markov, "KRYLOV_BLOCKS", 2)
-    m = _model(0.9)
-    region = mr.Region(np.full((40, 12), 0, dtype=np.int64), np.full((40, 12), 11, dtype=np.int64))
-    before = numba.get_num_threads()
-    try:
-        out = []
-        for threads in (1, 2, 1):
-            numba.set_num_threads(threads)
-            out.append(markov.solve_region(m, "drf", region))
-    finally:
-        numba.set_num_threads(before)
-    assert out[0].pi.size == 40 * 12 * 12
-    for t in out[1:]:
-        assert np.array_equal(t.pi, out[0].pi) and np.array_equal(t.gamma, out[0].gamma)
+
+@pytest.mark.skipif(JIT_DISABLED, reason="threads: compiled code only")
+def test_blocked_solve_does_not_depend_on_the_thread_count():
+    """The same blocks run by one thread or two: the same iterates, bit for bit (in a process of
+    its own with two threads: the test workers run one, tests/conftest.py)."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="2", PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    p = subprocess.run([sys.executable, "-c", THREADS], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = [line.split() for line in p.stdout.split("\n") if line.strip()]
+    assert [r[0] for r in rows] == ["1", "2", "1"] and {r[1] for r in rows} == {str(40 * 12 * 12)}
+    assert len({r[2] for r in rows}) == 1, rows
 
 
 def test_blocked_solve_reaches_the_dense_oracle(monkeypatch):
