@@ -1,6 +1,6 @@
 """Instructions per service under callgrind: a noise-free proxy of engine speed.
 
-    python scripts/bench_icount.py [CHECKOUT] [WORKLOADS] [--c]
+    python scripts/bench_icount.py [CHECKOUT] [WORKLOADS] [--c] [--annotate FILE]
 
 e.g. ``python scripts/bench_icount.py . s3,s3sfq,s30,dyn --c``.  Per workload, two warm runs
 of the bench scenario (``router.bench.scenario_for``) under ``valgrind --tool=callgrind``, of
@@ -12,6 +12,15 @@ compile the loop again.  ``PYTHONHASHSEED=0``.  With ``--c`` the C yardstick
 (``../shared/bench/limit/mrfq_ref.c``, gcc -O2) is counted the same way.  Slow (about a
 minute per run); it never fails on counts.  Workloads: s3 (3 static drfq), s3sfq (bmf-wfq),
 s30 (30 static drfq), dyn (dynamic load 0.8 drfq), dynsfq.
+
+With ``--annotate FILE`` it also counts every machine instruction of the compiled event loop
+(callgrind ``--dump-instr``, the same two runs, the difference per service) and writes the
+loop's disassembly with those counts to FILE, printing the hottest lines: an exact profile of
+what executes, where ``scripts/profile_loop.py`` samples time.  A count of 0.5 on the loop's
+head says there is one instant per two services (both resources finish together).  Session 10
+found with it that the loops over resources in the instant's phases are not unrolled (two
+iterations per instant at J = 2) and that dynamic drfq runs 0.77 instants per service against
+0.5 for three static flows.
 """
 import os
 import re
@@ -31,7 +40,19 @@ from router.bench import WORKLOADS, scenario_for
 from router.run import simulate
 w = next(x for x in WORKLOADS if x.name == sys.argv[1])
 print(simulate(scenario_for(w, int(sys.argv[2]))).services)
+if len(sys.argv) > 3:  # the compiled loop: its address (under valgrind), or its code (native run)
+    import ctypes
+    import router.loop as L
+    (fn,) = L._LOOPS.values()
+    cres = fn.overloads[fn.signatures[0]]
+    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+    if sys.argv[3] == "addr":
+        print(f"LOOP {addr:x}")
+    else:
+        open(sys.argv[3], "wb").write(bytes((ctypes.c_char * CODE_BYTES).from_address(addr)))
 """
+CODE_BYTES = 65536  # the loop's code is shorter (about 9 KiB at J = 2)
+RUN = RUN.replace("CODE_BYTES", str(CODE_BYTES))
 FEATURES = "import llvmlite.binding as ll; ll.initialize_native_target(); print(ll.get_host_cpu_features().flatten())"
 
 
@@ -42,9 +63,64 @@ def count(cmd: list[str], env: dict) -> int:
     return int(re.search(r"Collected : (\d+)", p.stderr).group(1))
 
 
+def loop_counts(cmd: list[str], env: dict) -> dict[int, int]:
+    """Instructions executed at each offset of the compiled loop (its code is at most
+    CODE_BYTES long): callgrind's per-instruction costs, call sites' inclusive costs left out."""
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", "--compress-pos=no",
+                            "--compress-strings=no", f"--callgrind-out-file={d}/cg", *cmd, "addr"],
+                           env=env, capture_output=True, text=True, check=True)
+        base = int(re.search(r"LOOP ([0-9a-f]+)", p.stdout).group(1), 16)
+        out: dict[int, int] = {}
+        after_call = False
+        with open(f"{d}/cg") as f:
+            for line in f:
+                if line.startswith("calls="):
+                    after_call = True
+                elif line.startswith("0x"):
+                    if after_call:
+                        after_call = False
+                        continue
+                    fields = line.split()  # address, line, cost
+                    off = int(fields[0], 16) - base
+                    if 0 <= off < CODE_BYTES:
+                        out[off] = out.get(off, 0) + int(fields[-1])
+    return out
+
+
+def annotate(py: list[str], env: dict, path: str) -> None:
+    """The loop's disassembly with instructions executed per service at each line, to ``path``;
+    prints the total and the hottest lines.  The loop's bytes come from a native run that loads
+    the machine code the valgrind runs load (the same cache, the same CPU flags)."""
+    code = path + ".bin"
+    subprocess.run(py + ["1000", code], env=env, capture_output=True, check=True)
+    a, b = loop_counts(py + [str(N1)], env), loop_counts(py + [str(N2)], env)
+    per = {k: (b.get(k, 0) - a.get(k, 0)) / (N2 - N1) for k in set(a) | set(b)}
+    dis = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64", code], capture_output=True,
+                         text=True, check=True).stdout
+    rows = []
+    for line in dis.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*(\S.*)", line)
+        if m:
+            rows.append((per.get(int(m.group(1), 16), 0.0), int(m.group(1), 16), m.group(2).strip()))
+    while rows and rows[-1][0] == 0.0:
+        rows.pop()  # the bytes after the loop's last executed instruction
+    Path(path).write_text("".join(f"{c:7.3f} {off:#7x}  {text}\n" for c, off, text in rows))
+    print(f"  loop: {sum(per.values()):.1f} instructions/service; annotated listing in {path}", flush=True)
+    by_rate: dict[float, int] = {}
+    for c, _, _ in rows:
+        if c > 0.0:
+            by_rate[round(c, 2)] = by_rate.get(round(c, 2), 0) + 1
+    print("  executions per service: instructions run that often (their share of the loop's count)")
+    for c in sorted(by_rate, reverse=True):
+        print(f"  {c:6.2f}: {by_rate[c]:4d}  ({c * by_rate[c]:.1f})", flush=True)
+
+
 def main() -> None:
-    tree = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
-    wls = sys.argv[2].split(",") if len(sys.argv) > 2 else ["s3", "s3sfq", "s30", "dyn"]
+    args0 = [a for a in sys.argv[1:2] if not a.startswith("--")]
+    tree = Path(args0[0] if args0 else ".").resolve()
+    args = [a for i, a in enumerate(sys.argv) if not a.startswith("--") and sys.argv[i - 1] != "--annotate"]
+    wls = args[2].split(",") if len(args) > 2 else ["s3", "s3sfq", "s30", "dyn"]
     feats = subprocess.run(["valgrind", "--tool=none", sys.executable, "-c", FEATURES], capture_output=True,
                            text=True, check=True).stdout.split()[-1]
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0", NUMBA_CPU_NAME="haswell",
@@ -64,6 +140,8 @@ def main() -> None:
             ca, cb = (count([str(c_bin), "-n", str(n), *c_args], env) for n in (N1, N2))
             line += f", C {(cb - ca) / (N2 - N1):.1f}"
         print(line, flush=True)
+        if "--annotate" in sys.argv:
+            annotate(py, env, sys.argv[sys.argv.index("--annotate") + 1])
 
 
 if __name__ == "__main__":
