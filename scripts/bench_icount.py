@@ -15,7 +15,7 @@ s30 (30 static drfq), dyn (dynamic load 0.8 drfq), dynsfq.
 
 With ``--annotate FILE`` it also counts every machine instruction of the compiled event loop
 (callgrind ``--dump-instr``, the same two runs, the difference per service) and writes the
-loop's disassembly with those counts to FILE, printing the hottest lines: an exact profile of
+loop's disassembly with those counts to FILE (FILE.WORKLOAD for several workloads), printing the hottest lines: an exact profile of
 what executes, where ``scripts/profile_loop.py`` samples time.  A count of 0.5 on the loop's
 head says there is one instant per two services (both resources finish together).  Session 10
 found with it that the loops over resources in the instant's phases are not unrolled (two
@@ -117,10 +117,15 @@ def annotate(py: list[str], env: dict, path: str) -> None:
 
 
 def main() -> None:
-    args0 = [a for a in sys.argv[1:2] if not a.startswith("--")]
-    tree = Path(args0[0] if args0 else ".").resolve()
-    args = [a for i, a in enumerate(sys.argv) if not a.startswith("--") and sys.argv[i - 1] != "--annotate"]
-    wls = args[2].split(",") if len(args) > 2 else ["s3", "s3sfq", "s30", "dyn"]
+    argv = sys.argv[1:]
+    listing = None
+    if "--annotate" in argv:
+        i = argv.index("--annotate")
+        listing = argv[i + 1]
+        del argv[i:i + 2]
+    pos = [a for a in argv if not a.startswith("--")]
+    tree = Path(pos[0] if pos else ".").resolve()
+    wls = pos[1].split(",") if len(pos) > 1 else ["s3", "s3sfq", "s30", "dyn"]
     feats = subprocess.run(["valgrind", "--tool=none", sys.executable, "-c", FEATURES], capture_output=True,
                            text=True, check=True).stdout.split()[-1]
     env = dict(os.environ, PYTHONPATH=str(tree), PYTHONHASHSEED="0", NUMBA_CPU_NAME="haswell",
@@ -140,8 +145,8 @@ def main() -> None:
             ca, cb = (count([str(c_bin), "-n", str(n), *c_args], env) for n in (N1, N2))
             line += f", C {(cb - ca) / (N2 - N1):.1f}"
         print(line, flush=True)
-        if "--annotate" in sys.argv:
-            annotate(py, env, sys.argv[sys.argv.index("--annotate") + 1])
+        if listing is not None:  # one listing per workload when there are several
+            annotate(py, env, listing if len(wls) == 1 else f"{listing}.{wl}")
 
 
 if __name__ == "__main__":
