@@ -13,6 +13,15 @@ range; ``--json`` rows carry ``ratio``, ``ratio_low``/``ratio_high`` (min,
 max) and ``ratio_q1``/``ratio_q3``).  The SimPy reference row is timed the
 same way (reference and engine interleaved on one small workload).
 
+**The same workload on both sides.**  The static rows number their flows as the C program
+does (flow i has vector i mod 3, and flow ids break ties between equal tags).  The dynamic rows
+run mrfq on the C program's own flow arrivals (:func:`c_dynamic_arrivals`: its xoshiro256**
+draws, in its order, written as a ``[traffic] trace``), and both report the mean number of
+flows in the system (``mean_flows``, ``c_mean_flows``), which then agree.  On a Poisson
+stream of its own, mrfq held 10.1 (drfq) and 7.5 (bmf-wfq) flows on average over 2e7
+services against the C's 4.6 and 4.0: flows of 20000 packets make a run of 1000 flows, so
+the two seeds were two different workloads, and the larger heaps cost mrfq 20-40 % of its rate.
+
 **Many flows.**  The static 10^5- and 10^6-flow rows run each timed mrfq
 repetition in a fresh process, so that its peak resident memory
 (``ru_maxrss``) is the run's own; the C program reports its own peak RSS.
@@ -57,6 +66,10 @@ MAX_BENCH_REPS = 100          # timed pairs per workload
 MAX_BENCH_FLOWS = 2_000_000   # --max-flows
 
 VECTORS = ((1.0, 0.2), (0.2, 1.0), (1.0, 1.0))
+
+#: the yardstick's dynamic mode (``-m dynamic``), given to it explicitly: seed, mean flow size
+#: (packets, geometric), load of the most loaded resource, window
+C_SEED, C_MEAN_PACKETS, C_LOAD, C_WINDOW = 1, 20000, 0.8, 30
 
 #: the RTT row: window W, mean flow size, round-trip time chosen so that about
 #: ``RTT_TARGET_FLOWS`` window-limited flows are in the system at load 0.8
@@ -109,6 +122,96 @@ def rtt_for(target_flows: int, load: float = 0.8, window: int = 30, mean_packets
     return target_flows / (lam * rounds)
 
 
+_M64 = (1 << 64) - 1
+
+
+def _splitmix64(x: int) -> tuple[int, int]:
+    """One step of splitmix64 (the yardstick's seeding): (new state, output)."""
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    z = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return x, z ^ (z >> 31)
+
+
+def _rotl(x: int, k: int) -> int:
+    return ((x << k) | (x >> (64 - k))) & _M64
+
+
+class Xoshiro256ss:
+    """xoshiro256** seeded through splitmix64, as the C yardstick draws its numbers
+    (``mrfq_ref.c``: ``splitmix64``, ``xo_next``, ``u01``)."""
+
+    def __init__(self, seed: int):
+        s, sm = [], int(seed) & _M64
+        for _ in range(4):
+            sm, z = _splitmix64(sm)
+            s.append(z)
+        self.s = s
+
+    def next(self) -> int:
+        s = self.s
+        r = (_rotl((s[1] * 5) & _M64, 7) * 9) & _M64
+        t = (s[1] << 17) & _M64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = _rotl(s[3], 45)
+        return r
+
+    def u01(self) -> float:
+        """Uniform in [0, 1): the top 53 bits."""
+        return (self.next() >> 11) * 2.0 ** -53
+
+
+def c_dynamic_arrivals(packets: int, seed: int = C_SEED, mean_packets: float = C_MEAN_PACKETS,
+                       load: float = C_LOAD, vectors=VECTORS) -> tuple[list[float], list[int], list[int]]:
+    """The flow arrivals of the yardstick's dynamic mode, draw for draw: (times, classes, sizes)
+    until the sizes add up to at least ``packets``.
+
+    The C program draws from one stream, in this order: the first arrival's exponential gap,
+    then at each arrival the class ``floor(u K)``, the size ``1 + floor(log1p(-u) /
+    log1p(-1/L))`` (geometric, mean L) and the next gap ``-log1p(-u) / Lambda``, with
+    ``Lambda = rho K / (L max_j sum_k a_kj)`` (equal rates per class).  Python's ``math.log1p``
+    is the C library's, so the times are the C's to the bit.
+    """
+    K = len(vectors)
+    maxload = max(sum(v[j] for v in vectors) for j in range(len(vectors[0])))
+    lam = load * K / (mean_packets * maxload)
+    log1mp = math.log1p(-1.0 / mean_packets)
+    rng = Xoshiro256ss(seed)
+    t = -math.log1p(-rng.u01()) / lam
+    times, classes, sizes, total = [], [], [], 0
+    while total < packets or not times:
+        k = min(int(rng.u01() * K), K - 1)
+        n = 1 + int(min(math.floor(math.log1p(-rng.u01()) / log1mp), 1e15)) if mean_packets > 1.0 else 1
+        times.append(t)
+        classes.append(k)
+        sizes.append(n)
+        total += n
+        t = t + -math.log1p(-rng.u01()) / lam
+    return times, classes, sizes
+
+
+def c_arrival_trace(services: int) -> Path:
+    """A CSV (``[traffic] trace``) of the yardstick's dynamic arrivals for a run of ``services``
+    services: flows whose sizes add up to ``services`` packets, twice what the run can serve
+    (every packet is served at both resources), so the run ends before the trace does (checked
+    after each run, :meth:`MrfqSide.once`).  Written once per size, atomically, in a folder of
+    this user's under the temporary directory."""
+    folder = Path(tempfile.gettempdir()) / f"mrfq_bench_{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"c_arrivals_seed{C_SEED}_L{C_MEAN_PACKETS}_rho{C_LOAD}_{int(services)}.csv"
+    if not path.exists():
+        times, classes, sizes = c_dynamic_arrivals(int(services))
+        text = "time,class,packets\n" + "".join(f"{t!r},c{k},{n}\n" for t, k, n in zip(times, classes, sizes))
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
+
+
 def scenario_for(w: Workload, services: int) -> flows.Scenario:
     d: dict = {"name": w.name, "resources": ["cpu", "link"],
                "router": {"scheduler": w.scheduler, "window": 30},
@@ -122,9 +225,13 @@ def scenario_for(w: Workload, services: int) -> flows.Scenario:
                      for k in range(3) if (w.flows + 2 - k) // 3 > 0]
         d["run"]["flow_order"] = "round-robin"
     elif w.mode == "dynamic":
-        d["traffic"] = {"load": 0.8}
-        d["class"] = [{"name": f"c{k}", "cost": list(v), "share": 1, "mean_packets": 20000}
-                      for k, v in enumerate(VECTORS)]
+        # the C program's own flow arrivals (times, classes, sizes), not a Poisson stream of mrfq's:
+        # with seed 1 of each, mrfq's stream held 10.1 (drfq) and 7.5 (bmf-wfq) flows in the system
+        # on average against the C's 4.6 and 4.0, a different workload (larger heaps).  On the C's
+        # arrivals the two hold the same numbers of flows (row ``mean_flows``, ``c_mean_flows``).
+        d["traffic"] = {"trace": str(c_arrival_trace(services))}
+        d["router"]["window"] = C_WINDOW
+        d["class"] = [{"name": f"c{k}", "cost": list(v)} for k, v in enumerate(VECTORS)]
     else:  # window-limited flows with a round-trip time; a sojourn is ~1.5 rtt: measure after 2 rtt
         rtt = rtt_for(w.flows)
         d["router"]["rtt"] = rtt
@@ -213,6 +320,12 @@ class MrfqSide:
         from router.run import simulate
 
         r = simulate(self.sc)
+        tr = self.sc.arrival_trace
+        if tr is not None:
+            if r.t_end >= tr.times[-1]:  # cannot happen with twice the packets the run serves
+                raise MrfqError(f"{self.w.name}: the run reached t = {r.t_end:g}, past the last arrival of the "
+                                f"C yardstick's trace ({tr.times[-1]:g}); a larger trace is needed")
+            self.extra.setdefault("mean_flows_dyn", []).append(sum(c.mean_flows for c in r.classes))
         return r.services / r.cpu_seconds / 1e6, r.services / r.wall_seconds / 1e6, r.services
 
 
@@ -223,18 +336,24 @@ class CSide:
         self.args = [str(binary), "-s", w.c_sched, "-m", w.mode, "-n", str(int(services))]
         if w.mode == "static":
             self.args += ["-F", str(w.flows)]
+        else:  # its defaults, given explicitly: c_dynamic_arrivals draws the same flows
+            self.args += ["-S", str(C_SEED), "-L", str(C_MEAN_PACKETS), "-r", str(C_LOAD), "-W", str(C_WINDOW)]
         self.services = services
         self.rss: list[int] = []
+        self.mean_flows: list[float] = []
 
     def warm(self) -> None:
         subprocess.run(self.args[:6] + [str(min(self.services, 100000))] + self.args[7:], check=True,
                        capture_output=True)
 
     def once(self) -> tuple[float, float]:
-        line = subprocess.run(own_rss(self.args), check=True, capture_output=True, text=True).stdout.splitlines()[0]
-        kv = dict(re.findall(r"(\w+)=([^\s]+)", line))
+        out = subprocess.run(own_rss(self.args), check=True, capture_output=True, text=True).stdout
+        kv = dict(re.findall(r"(\w+)=([^\s]+)", out.splitlines()[0]))
         if "maxrss_kB" in kv:
             self.rss.append(int(float(kv["maxrss_kB"])))
+        m = re.search(r"mean_active=([^\s]+)", out)  # the dynamic mode's flows in the system
+        if m:
+            self.mean_flows.append(float(m.group(1)))
         return float(kv["Msvc_per_cpu_s"]), float(kv["Msvc_per_s"])
 
 
@@ -271,6 +390,10 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dic
         sp = _spread([a / x for a, x in zip(mc, cc)])
         sp.pop("ratios")
         row.update(sp)
+    if "mean_flows_dyn" in m.extra:  # the same arrivals on both sides: the same flows in the system
+        row["mean_flows"] = statistics.median(m.extra.pop("mean_flows_dyn"))
+        if c is not None and c.mean_flows:
+            row["c_mean_flows"] = statistics.median(c.mean_flows)
     if m.extra:
         row["mrfq_peak_rss_kb"] = max(m.extra["maxrss_kb"])
         row["mrfq_baseline_rss_kb"] = max(m.extra["baseline_kb"])
@@ -397,6 +520,10 @@ def _row_text(row: dict) -> str:
             mem += f", C {row['c_peak_rss_kb'] / 1024:.0f} MiB"
         if "mean_flows" in row:
             mem += f"; flows in system: mean {row['mean_flows']:,.0f}, max {row['max_active_flows']:,}"
+    if "mean_flows" in row and "mrfq_peak_rss_kb" not in row:
+        mem = f"  flows in system: mean {row['mean_flows']:.2f}"
+        if "c_mean_flows" in row:
+            mem += f" (C {row['c_mean_flows']:.2f}, same arrivals)"
     return f"{row['workload']:<30} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}{mem}"
 
 

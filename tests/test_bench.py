@@ -42,6 +42,45 @@ def test_workloads_and_scenarios():
     assert sc.router.rtt == pytest.approx(bench.rtt_for(w.flows))
     assert sc.run.duration == pytest.approx(6 * sc.router.rtt) and sc.run.warmup == pytest.approx(2 * sc.router.rtt)
     assert bench.scenario_for(bench.WORKLOADS[4], 1000).n_static == 30
+    dyn = bench.scenario_for(bench.WORKLOADS[2], 100_000)
+    assert dyn.arrival_trace is not None and dyn.router.window == bench.C_WINDOW
+    assert [tuple(c.cost) for c in dyn.classes] == list(bench.VECTORS)
+    assert int(dyn.arrival_trace.sizes.sum()) >= 100_000
+
+
+@pytest.mark.nojit
+def test_yardstick_generator_reference_vectors():
+    """xoshiro256** from state (1, 2, 3, 4) and splitmix64 from 0: the published test vectors."""
+    x = bench.Xoshiro256ss(0)
+    x.s = [1, 2, 3, 4]
+    assert [x.next() for _ in range(6)] == [11520, 0, 1509978240, 1215971899390074240, 1216172134540287360,
+                                            607988272756665600]
+    assert bench._splitmix64(0) == (0x9E3779B97F4A7C15, 0xE220A8397B1DCDAF)
+
+
+@pytest.mark.nojit
+def test_c_dynamic_arrivals_are_the_yardsticks():
+    t, k, n = bench.c_dynamic_arrivals(20_000_000)
+    assert sum(n) >= 20_000_000 > sum(n[:-1])
+    assert all(b > a for a, b in zip(t, t[1:])) and set(k) == {0, 1, 2} and min(n) >= 1
+    assert (t[0], k[0], n[0]) == (22252.26642448314, 1, 17071)
+    # `mrfq_ref -s sfq -m dynamic -n 2e7` printed sim_time=9.68111e+06 flows_arrived=503
+    assert sum(x <= 9.68111e6 for x in t) == 503
+    assert bench.c_dynamic_arrivals(20_000_000) == (t, k, n)
+
+
+def test_dynamic_rows_run_the_yardsticks_workload():
+    """On the C's arrivals mrfq holds the flows the C holds.  `mrfq_ref -s drfq|sfq -m dynamic -n 2e6
+    -S 1 -L 20000 -r 0.8 -W 30` printed sim_time=1.05793e+06 flows_arrived=42 flows_done=41, and
+    mean_active=2.325 max_active=6 (drfq), mean_active=2.252 max_active=6 (sfq)."""
+    from router.run import simulate
+
+    for w, mean in ((bench.WORKLOADS[2], 2.325), (bench.WORKLOADS[3], 2.252)):
+        assert w.mode == "dynamic"
+        r = simulate(bench.scenario_for(w, 2_000_000))
+        assert r.services == 2_000_000 and f"{r.t_end:.5e}" == "1.05793e+06"
+        assert r.flows_started == 42 and r.max_active_flows == 6
+        assert round(sum(c.mean_flows for c in r.classes), 3) == mean
 
 
 @pytest.mark.nojit
