@@ -787,16 +787,6 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b, x
 BICGSTAB_BREAKDOWNS = 3
 
 
-@jit(inline="always")
-def _block_sum(part, row, nb):
-    """``part[row, 0] + part[row, 1] + ...`` in block order: per-block partial sums (from a
-    ``prange`` over the row blocks) added in an order that does not depend on the threads."""
-    acc = part[row, 0]
-    for blk in range(1, nb):
-        acc += part[row, blk]
-    return acc
-
-
 @jit(parallel=True)
 def ell_mv_dots(Av, Ai, x, out, w, bnd, part):
     """out = A x (:func:`ell_mv`); returns ``(out . out, out . w)`` from the same pass, summed
@@ -812,7 +802,12 @@ def ell_mv_dots(Av, Ai, x, out, w, bnd, part):
             acc1 += s * w[i]
         part[0, blk] = acc
         part[1, blk] = acc1
-    return _block_sum(part, 0, nb), _block_sum(part, 1, nb)
+    oo = part[0, 0]
+    ow = part[1, 0]
+    for blk in range(1, nb):
+        oo += part[0, blk]
+        ow += part[1, blk]
+    return oo, ow
 
 
 @jit(parallel=True)
@@ -866,7 +861,9 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b
                     v[i] = 0.0
                     acc += ri0 * ri0
                 part[0, blk] = acc
-            rr = _block_sum(part, 0, nb)
+            rr = part[0, 0]
+            for blk in range(1, nb):
+                rr += part[0, blk]
             res = np.sqrt(rr) / bnorm
             if res <= rtol or not np.isfinite(res):
                 return it, res
@@ -913,8 +910,11 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b
                 acc1 += rh[i] * ri
             part[0, blk] = acc
             part[1, blk] = acc1
-        rr = _block_sum(part, 0, nb)
-        rhr = _block_sum(part, 1, nb)
+        rr = part[0, 0]
+        rhr = part[1, 0]
+        for blk in range(1, nb):
+            rr += part[0, blk]
+            rhr += part[1, blk]
         it += 1
         sc[0] = rho1
         sc[1] = alpha
@@ -936,7 +936,10 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b
                     d = b[i] - t[i]
                     acc += d * d
                 part[0, blk] = acc
-            res = np.sqrt(_block_sum(part, 0, nb)) / bnorm
+            tr = part[0, 0]
+            for blk in range(1, nb):
+                tr += part[0, blk]
+            res = np.sqrt(tr) / bnorm
             if res <= rtol:
                 return it, res
             sc[3] = 0.0                             # the recurrence drifted: start afresh from x
