@@ -225,10 +225,7 @@ def scenario_for(w: Workload, services: int) -> flows.Scenario:
                      for k in range(3) if (w.flows + 2 - k) // 3 > 0]
         d["run"]["flow_order"] = "round-robin"
     elif w.mode == "dynamic":
-        # the C program's own flow arrivals (times, classes, sizes), not a Poisson stream of mrfq's:
-        # with seed 1 of each, mrfq's stream held 10.1 (drfq) and 7.5 (bmf-wfq) flows in the system
-        # on average against the C's 4.6 and 4.0, a different workload (larger heaps).  On the C's
-        # arrivals the two hold the same numbers of flows (row ``mean_flows``, ``c_mean_flows``).
+        # the C program's own flow arrivals, not a Poisson stream of mrfq's (module docstring)
         d["traffic"] = {"trace": str(c_arrival_trace(services))}
         d["router"]["window"] = C_WINDOW
         d["class"] = [{"name": f"c{k}", "cost": list(v)} for k, v in enumerate(VECTORS)]
@@ -325,7 +322,7 @@ class MrfqSide:
             if r.t_end >= tr.times[-1]:  # cannot happen with twice the packets the run serves
                 raise MrfqError(f"{self.w.name}: the run reached t = {r.t_end:g}, past the last arrival of the "
                                 f"C yardstick's trace ({tr.times[-1]:g}); a larger trace is needed")
-            self.extra.setdefault("mean_flows_dyn", []).append(sum(c.mean_flows for c in r.classes))
+            self.extra.setdefault("mean_flows", []).append(sum(c.mean_flows for c in r.classes))
         return r.services / r.cpu_seconds / 1e6, r.services / r.wall_seconds / 1e6, r.services
 
 
@@ -390,17 +387,15 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dic
         sp = _spread([a / x for a, x in zip(mc, cc)])
         sp.pop("ratios")
         row.update(sp)
-    if "mean_flows_dyn" in m.extra:  # the same arrivals on both sides: the same flows in the system
-        row["mean_flows"] = statistics.median(m.extra.pop("mean_flows_dyn"))
-        if c is not None and c.mean_flows:
-            row["c_mean_flows"] = statistics.median(c.mean_flows)
-    if m.extra:
+    if m.extra.get("mean_flows", [None])[0] is not None:
+        row["mean_flows"] = statistics.median(m.extra["mean_flows"])
+    if c is not None and c.mean_flows:  # dynamic rows: the same arrivals, the same flows in the system
+        row["c_mean_flows"] = statistics.median(c.mean_flows)
+    if "maxrss_kb" in m.extra:
         row["mrfq_peak_rss_kb"] = max(m.extra["maxrss_kb"])
         row["mrfq_baseline_rss_kb"] = max(m.extra["baseline_kb"])
         row["max_active_flows"] = max(m.extra["max_active_flows"])
         row["mrfq_setup_cpu_s"] = statistics.median(m.extra["setup_cpu"])
-        if m.extra["mean_flows"][0] is not None:
-            row["mean_flows"] = statistics.median(m.extra["mean_flows"])
     if c is not None and c.rss:
         row["c_peak_rss_kb"] = max(c.rss)
     return row
@@ -520,7 +515,7 @@ def _row_text(row: dict) -> str:
             mem += f", C {row['c_peak_rss_kb'] / 1024:.0f} MiB"
         if "mean_flows" in row:
             mem += f"; flows in system: mean {row['mean_flows']:,.0f}, max {row['max_active_flows']:,}"
-    if "mean_flows" in row and "mrfq_peak_rss_kb" not in row:
+    elif "mean_flows" in row:
         mem = f"  flows in system: mean {row['mean_flows']:.2f}"
         if "c_mean_flows" in row:
             mem += f" (C {row['c_mean_flows']:.2f}, same arrivals)"
