@@ -584,13 +584,21 @@ def ilu0(indptr, indices, data, bnd):
 
 
 @jit(inline="always")
-def _lower_solve(Lv, Li, r, z, s0, s1):
+def _lower_solve(Lv, Li, r, z, s0, s1, upd, c1, c2, x1, x2):
     """z = L^-1 r on the rows ``s0 .. s1 - 1`` of one block (unit lower factor in
     :func:`ell_split`'s layout), in row order.  ``z[s0]`` is zeroed first: the padding reads it
-    (times zero) before the sweep writes it."""
+    (times zero) before the sweep writes it.  ``upd`` (:func:`precond`): r is first updated in
+    the same pass, ``r_i = x1_i + c1 (r_i - c2 x2_i)`` (1) or ``r_i = r_i - c1 x2_i`` (2)."""
     z[s0] = 0.0
     for i in range(s0, s1):
-        s = r[i]
+        if upd == 1:
+            s = x1[i] + c1 * (r[i] - c2 * x2[i])
+            r[i] = s
+        elif upd == 2:
+            s = r[i] - c1 * x2[i]
+            r[i] = s
+        else:
+            s = r[i]
         for q in range(Lv.shape[1]):
             s -= Lv[i, q] * z[Li[i, q]]
         z[i] = s
@@ -647,20 +655,24 @@ def level_columns(indptr, indices, data, level):
 
 
 @jit(parallel=True)
-def precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, z, rc):
+def precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, z, rc, upd, c1, c2, x1, x2):
     """z = M^-1 r: ILU(0) of the block-diagonal part (:func:`ilu0`; the row blocks ``bnd``
     swept in parallel), then (when ``cdi`` is not empty) the coarse correction
     ``z += P A_c^-1 R (r - A z)``, the level chain solved exactly (Thomas algorithm; ``A_c`` is
     a column diagonally dominant M-matrix, no pivoting needed); ``R (r - A z)`` (the whole A) is
     summed in the backward sweeps from the level column sums ``colc`` (:func:`level_columns`),
     per block, then over the blocks in their order (the same sums whatever the number of
-    threads).  ``rc``: work, (blocks + 1, levels)."""
+    threads).  ``rc``: work, (blocks + 1, levels).
+
+    ``upd`` 1 or 2: r is first updated by a vector operation of BiCGSTAB's (:func:`_lower_solve`:
+    ``r = x1 + c1 (r - c2 x2)`` or ``r = r - c1 x2``), in the forward sweep rather than a pass of
+    its own (the same operations, the same bits; one pass less over three vectors)."""
     nb = bnd.shape[0] - 1
     nlev = cdi.shape[0]
     for blk in prange(nb):
         s0 = bnd[blk]
         s1 = bnd[blk + 1]
-        _lower_solve(Lv, Li, r, z, s0, s1)
+        _lower_solve(Lv, Li, r, z, s0, s1, upd, c1, c2, x1, x2)
         if nlev == 0:
             for i in range(s1 - 1, s0 - 1, -1):
                 z[i] = _upper_row(Uv, Ui, inv, z, i)
@@ -733,7 +745,7 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b, x
         g[0] = beta
         k = 0
         while k < restart and it < maxiter:
-            precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, V[k], z, rc)
+            precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, V[k], z, rc, 0, 0.0, 0.0, z, z)
             ell_mv(Av, Ai, z, w, bnd)
             for j in range(k + 1):  # modified Gram-Schmidt
                 h = 0.0
@@ -774,7 +786,7 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b, x
         for j in range(k):
             for i in range(n):
                 w[i] += y[j] * V[j, i]
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, w, z, rc)
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, w, z, rc, 0, 0.0, 0.0, w, w)
         for i in range(n):
             x[i] += z[i]
     ell_mv(Av, Ai, x, r, bnd)
@@ -881,10 +893,8 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b
                 return it, np.nan
             continue
         beta = (rho1 / rho) * (alpha / omega)
-        for blk in prange(nb):
-            for i in range(bnd[blk], bnd[blk + 1]):
-                p[i] = r[i] + beta * (p[i] - omega * v[i])
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, p, ph, rc)
+        # p = r + beta (p - omega v), in the preconditioner's forward sweep
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, p, ph, rc, 1, beta, omega, r, v)
         _, rv = ell_mv_dots(Av, Ai, ph, v, rh, bnd, part)
         if rv == 0.0 or not np.isfinite(rv):
             sc[3] = 0.0
@@ -893,10 +903,8 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b
                 return it, np.nan
             continue
         alpha = rho1 / rv
-        for blk in prange(nb):
-            for i in range(bnd[blk], bnd[blk + 1]):
-                r[i] -= alpha * v[i]                # r is now s
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, sh, rc)
+        # r -= alpha v (r is now s), in the preconditioner's forward sweep
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, sh, rc, 2, alpha, 0.0, r, v)
         tt, ts = ell_mv_dots(Av, Ai, sh, t, r, bnd, part)
         omega = ts / tt if tt > 0.0 else 0.0
         for blk in prange(nb):

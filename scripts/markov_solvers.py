@@ -122,7 +122,8 @@ def run_one(solver: str, case: str, caps: tuple[int, ...], rtol: float, drop_tol
 
         def apply(r):
             z = np.zeros(n)
-            markov.precond(*P, np.ascontiguousarray(r, dtype=np.float64), z, rc)
+            r = np.ascontiguousarray(r, dtype=np.float64)
+            markov.precond(*P, r, z, rc, 0, 0.0, 0.0, r, r)
             return z
         M = sla.LinearOperator((n, n), apply)
         # precond compiles on its first call (inside the project's gmres it is inlined): keep
