@@ -1428,6 +1428,26 @@ def multilinear(cell, frac, values, strides, X, out):
         out[r] = acc
 
 
+def axis_tables(axes):
+    """The tables of :func:`multilinear` for a grid with integer node coordinates ``axes`` (one
+    increasing array per axis, from 0): ``cell``, ``frac`` (K, max node + 1), the C-order
+    ``strides`` of the grid and the last node of each axis ``top``."""
+    K = len(axes)
+    shape = [len(v) for v in axes]
+    strides = np.array([int(np.prod(shape[k + 1:])) for k in range(K)], dtype=np.int64)
+    top = np.array([int(v[-1]) for v in axes], dtype=np.int64)
+    cell = np.zeros((K, int(top.max()) + 1), dtype=np.int64)
+    frac = np.zeros((K, int(top.max()) + 1))
+    for k, ax in enumerate(axes):
+        ax = np.asarray(ax, dtype=np.int64)
+        v = np.arange(top[k] + 1)
+        if ax.size > 1:
+            c = np.minimum(np.searchsorted(ax, v, side="right") - 1, ax.size - 2)
+            cell[k, : v.size] = c
+            frac[k, : v.size] = (v - ax[c]) / (ax[c + 1] - ax[c])
+    return cell, frac, strides, top
+
+
 def _graded_start(t: _Truncated, region) -> np.ndarray:
     """The graded law ``t`` interpolated log-linearly at every state of ``region`` (``p_0 = 1``):
     :func:`multilinear` from per-axis tables of the integer coordinates (the states' coordinates
@@ -1436,19 +1456,8 @@ def _graded_start(t: _Truncated, region) -> np.ndarray:
     from analysis import markov_region as mr
 
     K = len(t.axes)
-    shape = [len(v) for v in t.axes]
     logp = np.ascontiguousarray(np.log(np.maximum(t.node_p, 1e-300)).reshape(-1))
-    strides = np.array([int(np.prod(shape[k + 1:])) for k in range(K)], dtype=np.int64)
-    top = np.array([int(v[-1]) for v in t.axes], dtype=np.int64)
-    cell = np.zeros((K, int(top.max()) + 1), dtype=np.int64)
-    frac = np.zeros((K, int(top.max()) + 1))
-    for k, ax in enumerate(t.axes):
-        ax = np.asarray(ax, dtype=np.int64)
-        v = np.arange(top[k] + 1)
-        if ax.size > 1:
-            c = np.minimum(np.searchsorted(ax, v, side="right") - 1, ax.size - 2)
-            cell[k, : v.size] = c
-            frac[k, : v.size] = (v - ax[c]) / (ax[c + 1] - ax[c])
+    cell, frac, strides, top = axis_tables(t.axes)
     cshape, lo, hi, off = region.flat()
     out = np.empty(region.n)
     for s0 in range(0, region.n, RATE_CHUNK):

@@ -300,3 +300,26 @@ def test_lumped_solve_at_095_inside_the_simulated_chain():
                        events=int(scaled(20_000_000, 6_000_000)), confidence=0.99)
     assert np.all(sim.gamma_low <= ex.gamma) and np.all(ex.gamma <= sim.gamma_high), (
         ex.gamma, sim.gamma_low, sim.gamma_high)
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_multilinear_equals_scipys_interpolation_at_integer_points(K):
+    """The region solves' start (:func:`analysis.markov._graded_start`): the kernel's multilinear
+    interpolation on integer tables equals scipy's RegularGridInterpolator at every integer point
+    of a graded grid, its nodes and its last node included."""
+    from scipy.interpolate import RegularGridInterpolator
+
+    rng = np.random.default_rng(K)
+    axes = [np.unique(np.concatenate([[0], rng.choice(np.arange(1, 13), size=4, replace=False)]))
+            for _ in range(K)]
+    values = rng.normal(size=[len(a) for a in axes])
+    cell, frac, strides, top = markov.axis_tables(axes)
+    X = np.array(list(itertools.product(*[range(t + 1) for t in top])), dtype=np.float64)
+    out = np.empty(len(X))
+    markov.multilinear(cell, frac, values.reshape(-1), strides, X, out)
+    want = RegularGridInterpolator([a.astype(np.float64) for a in axes], values)(X)
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+    on_nodes = np.all([np.isin(X[:, k], axes[k]) for k in range(K)], axis=0)
+    idx = [np.searchsorted(axes[k], X[on_nodes, k]) for k in range(K)]
+    np.testing.assert_array_equal(out[on_nodes], values[tuple(idx)])
