@@ -84,6 +84,9 @@ the blocks and not on the number of threads.  The first region is solved to
 ``FIRST_REGION_RTOL`` (its solution is never the result).  br-balanced, DRF, load 0.98 (5.8 M +
 7.0 M lumped states) on this AMD VM: 72-74 s -> 50-56 s, 112 + 74 -> 85 + 72 iterations
 (two blocks, the first region at 1e-10: 117 + 80), the same gamma to every printed digit.
+Session 12: BiCGSTAB's vector updates before each preconditioner application run in its forward
+sweep (:func:`precond`'s ``upd``; the same bits), and the region solves' start is interpolated by
+:func:`multilinear` instead of scipy's ``RegularGridInterpolator`` (README, Speed).
 The GMRES fallback's basis (``restart`` vectors of N doubles) stays under ``KRYLOV_BYTES``,
 and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
 ``max_memory`` is refused like one with more than ``max_states`` states.
