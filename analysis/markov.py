@@ -1451,6 +1451,14 @@ def axis_tables(axes):
     return cell, frac, strides, top
 
 
+def _log_law_at(t: _Truncated, X: np.ndarray, out: np.ndarray) -> None:
+    """``out``: the log of the graded law ``t`` interpolated (multilinear) at the integer points
+    ``X`` (n, K), clipped to its caps (X is overwritten)."""
+    cell, frac, strides, top = axis_tables(t.axes)
+    np.minimum(X, top, out=X)
+    multilinear(cell, frac, np.ascontiguousarray(np.log(np.maximum(t.node_p, 1e-300)).reshape(-1)), strides, X, out)
+
+
 def _graded_start(t: _Truncated, region) -> np.ndarray:
     """The graded law ``t`` interpolated log-linearly at every state of ``region`` (``p_0 = 1``):
     :func:`multilinear` from per-axis tables of the integer coordinates (the states' coordinates
@@ -1459,15 +1467,12 @@ def _graded_start(t: _Truncated, region) -> np.ndarray:
     from analysis import markov_region as mr
 
     K = len(t.axes)
-    logp = np.ascontiguousarray(np.log(np.maximum(t.node_p, 1e-300)).reshape(-1))
-    cell, frac, strides, top = axis_tables(t.axes)
     cshape, lo, hi, off = region.flat()
     out = np.empty(region.n)
     for s0 in range(0, region.n, RATE_CHUNK):
         s1 = min(region.n, s0 + RATE_CHUNK)
         X = mr.region_coords(cshape, lo, hi, off, s0, s1, np.empty((s1 - s0, K)))
-        np.minimum(X, top, out=X)
-        multilinear(cell, frac, logp, strides, X, out[s0:s1])
+        _log_law_at(t, X, out[s0:s1])
     out -= out[0]
     return np.exp(out)
 
@@ -1728,12 +1733,9 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
         y = np.zeros(N - 1)
         res = _stationary(Acsr, rhs, y, rtol, deadline=deadline)
     else:
-        from scipy.interpolate import RegularGridInterpolator
-
-        logp = np.log(np.maximum(start.node_p, 1e-300)).reshape([len(v) for v in start.axes])
-        f = RegularGridInterpolator([v.astype(np.float64) for v in start.axes], logp, bounds_error=False,
-                                    fill_value=None)
-        p0 = np.exp(f(np.minimum(X, np.array([v[-1] for v in start.axes], dtype=np.float64))))
+        p0 = np.empty(N)
+        _log_law_at(start, X.copy(), p0)
+        p0 = np.exp(p0)
         p0 /= p0[0]
         y = p0[1:].copy()
         res = _stationary(Acsr, rhs, y, rtol, node.sum(axis=1), p0, deadline=deadline)
