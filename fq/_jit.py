@@ -9,6 +9,8 @@ reference) and the on-disk cache controlled by one environment variable:
   ``fq/`` leaves the engine's cached machine code in ``router/engine.py``
   stale);
 * ``NUMBA_CACHE_DIR`` moves the cache (CI points it at a job-local directory).
+* ``MRFQ_FAST_SCOPE_COPY=0`` compiles with numba's own copy of IR scopes instead of
+  :func:`fast_scope_copy` (slower to compile, the same machine code).
 
 ``NUMBA_DISABLE_JIT=1`` turns every kernel into plain Python (slow, but the
 coverage it reports is honest); the kernels are written to give the same
@@ -149,7 +151,7 @@ def fast_scope_copy() -> bool:
     before (``Var.__deepcopy__``, pointing to the new scope).  Measured, 3 static drfq and
     dynamic bmf-wfq loops, 4 fresh processes each: 19.2 / 16.6 s to compile (median) with
     numba's copy, 14.0 / 10.2 s with this one; the LLVM IR of every loop variant and of the
-    Markov kernels is identical (tests/test_indexing.py checks a loop variant).
+    Markov kernels is identical (tests/test_scope_copy.py checks a loop variant).
 
     ``MRFQ_FAST_SCOPE_COPY=0`` leaves numba's copy in place.  Returns False (and changes
     nothing) if numba's Scope already defines its own copy or has attributes this does not
