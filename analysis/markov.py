@@ -1451,12 +1451,18 @@ def axis_tables(axes):
     return cell, frac, strides, top
 
 
-def _log_law_at(t: _Truncated, X: np.ndarray, out: np.ndarray) -> None:
-    """``out``: the log of the graded law ``t`` interpolated (multilinear) at the integer points
-    ``X`` (n, K), clipped to its caps (X is overwritten)."""
+def _log_law(t: _Truncated) -> tuple:
+    """The tables :func:`_log_law_at` interpolates the graded law ``t`` from (once per law)."""
     cell, frac, strides, top = axis_tables(t.axes)
+    return cell, frac, np.ascontiguousarray(np.log(np.maximum(t.node_p, 1e-300)).reshape(-1)), strides, top
+
+
+def _log_law_at(law: tuple, X: np.ndarray, out: np.ndarray) -> None:
+    """``out``: the log of a graded law (its tables ``law``, :func:`_log_law`) interpolated
+    (multilinear) at the integer points ``X`` (n, K), clipped to its caps (X is overwritten)."""
+    cell, frac, logp, strides, top = law
     np.minimum(X, top, out=X)
-    multilinear(cell, frac, np.ascontiguousarray(np.log(np.maximum(t.node_p, 1e-300)).reshape(-1)), strides, X, out)
+    multilinear(cell, frac, logp, strides, X, out)
 
 
 def _graded_start(t: _Truncated, region) -> np.ndarray:
@@ -1468,11 +1474,12 @@ def _graded_start(t: _Truncated, region) -> np.ndarray:
 
     K = len(t.axes)
     cshape, lo, hi, off = region.flat()
+    law = _log_law(t)
     out = np.empty(region.n)
     for s0 in range(0, region.n, RATE_CHUNK):
         s1 = min(region.n, s0 + RATE_CHUNK)
         X = mr.region_coords(cshape, lo, hi, off, s0, s1, np.empty((s1 - s0, K)))
-        _log_law_at(t, X, out[s0:s1])
+        _log_law_at(law, X, out[s0:s1])
     out -= out[0]
     return np.exp(out)
 
@@ -1734,7 +1741,7 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
         res = _stationary(Acsr, rhs, y, rtol, deadline=deadline)
     else:
         p0 = np.empty(N)
-        _log_law_at(start, X.copy(), p0)
+        _log_law_at(_log_law(start), X.copy(), p0)
         p0 = np.exp(p0)
         p0 /= p0[0]
         y = p0[1:].copy()

@@ -159,7 +159,7 @@ def fast_scope_copy() -> bool:
     import copy
 
     Scope, VarMap = _ir.Scope, _ir.VarMap
-    if getattr(Scope.__deepcopy__, "_mrfq", False) if hasattr(Scope, "__deepcopy__") else False:
+    if getattr(getattr(Scope, "__deepcopy__", None), "_mrfq", False):  # installed already
         return True
     if hasattr(Scope, "__deepcopy__") or hasattr(VarMap, "__deepcopy__"):  # pragma: no cover
         return False
