@@ -425,9 +425,17 @@ def region_moments(cshape, lo, hi, off, pi):
 
 
 @jit
-def region_embed(cshape_old, lo_old, hi_old, off_old, v_old, cshape_new, lo_new, hi_new, off_new, out):
+def region_embed(cshape_old, lo_old, hi_old, off_old, v_old, cshape_new, lo_new, hi_new, off_new, out,
+                 continue_columns=False):
     """``out[i] = v_old[j]`` for every state i of the new region that is state j of the old one
-    (the other entries of ``out`` are left as they are)."""
+    (the other entries of ``out`` are left as they are).
+
+    ``continue_columns``: ``out`` holds a law's shape on the new region (the graded estimate),
+    and the new states of a column that shares states with the old region are rescaled so that
+    the column has no jump where the old values end: those below the shared interval by
+    ``v_old / out`` at its lowest state, those above by the ratio at its highest (columns with
+    no shared state keep ``out``).  As the start of the next region's solve (br-balanced, DRF,
+    0.98, 7.0 M states): 72 BiCGSTAB iterations instead of 81; 0.95: 32 instead of 35."""
     Kc = cshape_new.shape[0]
     for c in range(lo_new.shape[0]):
         r = c
@@ -443,5 +451,18 @@ def region_embed(cshape_old, lo_old, hi_old, off_old, v_old, cshape_new, lo_new,
             mult *= cshape_old[k]
         if not inside:
             continue
-        for z in range(max(lo_new[c], lo_old[co]), min(hi_new[c], hi_old[co]) + 1):
+        zl = max(lo_new[c], lo_old[co])
+        zh = min(hi_new[c], hi_old[co])
+        if zl > zh:
+            continue
+        if continue_columns:
+            f = v_old[off_old[co] + zl - lo_old[co]] / out[off_new[c] + zl - lo_new[c]]
+            if np.isfinite(f) and f > 0.0:
+                for z in range(lo_new[c], zl):
+                    out[off_new[c] + z - lo_new[c]] *= f
+            f = v_old[off_old[co] + zh - lo_old[co]] / out[off_new[c] + zh - lo_new[c]]
+            if np.isfinite(f) and f > 0.0:
+                for z in range(zh + 1, hi_new[c] + 1):
+                    out[off_new[c] + z - lo_new[c]] *= f
+        for z in range(zl, zh + 1):
             out[off_new[c] + z - lo_new[c]] = v_old[off_old[co] + z - lo_old[co]]

@@ -155,6 +155,38 @@ def test_embed_moves_values_by_coordinates():
     assert np.count_nonzero(out) == old.n
 
 
+@pytest.mark.nojit
+def test_embed_continues_each_column_from_the_old_values():
+    """The next region's start: the new states of a column that shares states with the old
+    region are the shape in ``out`` scaled to meet the old values at the shared interval's ends
+    (below it by the ratio at its lowest state, above by the ratio at its highest); a column
+    with no shared state keeps ``out``; the shared states get the old values."""
+    old = mr.Region(np.array([[0, 1], [1, 2]]), np.array([[3, 4], [2, 5]]))
+    new = mr.union(old, mr.box((2, 2, 6)))
+    X_old = {tuple(s): j for j, s in enumerate(_states_of(old))}
+    X_new = np.array(_states_of(new))
+    v = 1.0 + np.arange(old.n, dtype=float)
+    shape = 0.5 ** X_new.sum(axis=1)                  # a law's shape on the new region
+    out = shape.copy()
+    mr.region_embed(*old.flat(), v, *new.flat(), out, True)
+    for i, s in enumerate(map(tuple, X_new)):
+        col = [j for j, t in enumerate(map(tuple, X_new)) if t[:2] == s[:2] and t in X_old]
+        if s in X_old:
+            assert out[i] == v[X_old[s]]
+        elif not col:
+            assert out[i] == shape[i]
+        else:
+            ends = [min(col, key=lambda j: X_new[j][2]), max(col, key=lambda j: X_new[j][2])]
+            end = ends[0] if s[2] < X_new[ends[0]][2] else ends[1]
+            assert s[2] < X_new[ends[0]][2] or s[2] > X_new[ends[1]][2]
+            np.testing.assert_allclose(out[i], shape[i] * v[X_old[tuple(X_new[end])]] / shape[end], rtol=1e-14)
+    plain = shape.copy()
+    mr.region_embed(*old.flat(), v, *new.flat(), plain)
+    moved = np.array([tuple(s) in X_old for s in X_new])
+    np.testing.assert_array_equal(plain[~moved], shape[~moved])
+    np.testing.assert_array_equal(plain[moved], out[moved])
+
+
 @pytest.mark.parametrize("objective", ["drf", "pf", "bmf"])
 def test_region_truncation_agrees_with_the_box(objective):
     m = _model(0.9)
