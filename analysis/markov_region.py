@@ -424,6 +424,14 @@ def region_moments(cshape, lo, hi, off, pi):
     return Ex
 
 
+@jit(inline="always")
+def _scale(out, start, stop, f):
+    """``out[start:stop] *= f`` when ``f`` is a finite positive ratio (else left as it is)."""
+    if np.isfinite(f) and f > 0.0:
+        for i in range(start, stop):
+            out[i] *= f
+
+
 @jit
 def region_embed(cshape_old, lo_old, hi_old, off_old, v_old, cshape_new, lo_new, hi_new, off_new, out,
                  continue_columns=False):
@@ -455,14 +463,10 @@ def region_embed(cshape_old, lo_old, hi_old, off_old, v_old, cshape_new, lo_new,
         zh = min(hi_new[c], hi_old[co])
         if zl > zh:
             continue
+        base_new = off_new[c] - lo_new[c]              # out[base_new + z]: state z of column c
+        base_old = off_old[co] - lo_old[co]
         if continue_columns:
-            f = v_old[off_old[co] + zl - lo_old[co]] / out[off_new[c] + zl - lo_new[c]]
-            if np.isfinite(f) and f > 0.0:
-                for z in range(lo_new[c], zl):
-                    out[off_new[c] + z - lo_new[c]] *= f
-            f = v_old[off_old[co] + zh - lo_old[co]] / out[off_new[c] + zh - lo_new[c]]
-            if np.isfinite(f) and f > 0.0:
-                for z in range(zh + 1, hi_new[c] + 1):
-                    out[off_new[c] + z - lo_new[c]] *= f
+            _scale(out, base_new + lo_new[c], base_new + zl, v_old[base_old + zl] / out[base_new + zl])
+            _scale(out, base_new + zh + 1, base_new + hi_new[c] + 1, v_old[base_old + zh] / out[base_new + zh])
         for z in range(zl, zh + 1):
-            out[off_new[c] + z - lo_new[c]] = v_old[off_old[co] + z - lo_old[co]]
+            out[base_new + z] = v_old[base_old + z]
