@@ -26,9 +26,14 @@ the two seeds were two different workloads, and the larger heaps cost mrfq 20-40
 repetition in a fresh process, so that its peak resident memory
 (``ru_maxrss``) is the run's own; the C program reports its own peak RSS.
 Both time the loop after the setup (the flow table allocated and every flow's
-first window admitted at t = 0): the C program does so itself, mrfq subtracts
-a one-service run of the same scenario in the same process (reported as
-``mrfq_setup_cpu_s``).  Both
+first window admitted at t = 0): the C program does so itself, mrfq times the
+calls of its loop after the first service (``simulate(..., timed_from=1)``; the
+rest of the run's CPU time is reported as ``mrfq_setup_cpu_s``).  Until session 15
+mrfq subtracted a separate one-service run instead, the difference of two noisy
+timings of which the setup was the larger at 10^6 flows (ratios 1.9-4.5 in one
+table).  Beside peak RSS both report the bytes their model's state holds
+(``mrfq_state_kb``: the engine's arrays; ``c_model_kb``: the C's flow table,
+rings and queues).  Both
 are started as forked children of a small shell (:func:`own_rss`), else Linux would
 charge them this process's memory.  The
 mrfq figure includes the interpreter, numpy and numba (``baseline``: the same
@@ -77,8 +82,8 @@ RTT_TARGET_FLOWS = 100_000
 RTT_MEAN_PACKETS = 60
 #: the static rows' floor on services per flow (see :func:`run_pairs`)
 MIN_SERVICES_PER_FLOW = 20
-#: and the 10^5/10^6-flow rows at least this many (the setup they subtract is noisy: at 10^5 flows
-#: 2e6 services gave ratios from -1.06 to 2.38 over three pairs, 2e7 from 0.92 to 1.26)
+#: and the 10^5/10^6-flow rows at least this many (when the setup was subtracted as a separate
+#: run, at 10^5 flows 2e6 services gave ratios from -1.06 to 2.38 over three pairs, 2e7 from 0.92 to 1.26)
 MIN_SERVICES_ISOLATED = 20_000_000
 
 
@@ -271,16 +276,15 @@ small = scenario_for(WORKLOADS[0], 1000)
 simulate(small)  # import, load the cached loop, one tiny run: the baseline
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 sc = scenario_for(w, int(sys.argv[2]))
-# the C yardstick times its loop after setting up its flows (their first windows injected);
-# so that both time the same work, a run of one service (the setup: the flow table and
-# every first window admitted at t = 0) is subtracted from the full run
-setup = simulate(sc.replace(**{"run.max_services": 1})) if w.mode == "static" else None
-r = simulate(sc)
-s0, c0, w0 = (setup.services, setup.cpu_seconds, setup.wall_seconds) if setup else (0, 0.0, 0.0)
-print(json.dumps({"services": r.services - s0, "cpu": r.cpu_seconds - c0, "wall": r.wall_seconds - w0,
-                  "setup_cpu": c0,
+# the C yardstick times its loop after setting up its flows (their first windows injected); so
+# that both time the same work, the engine times its loop after the first service (the setup:
+# the flow table and every first window admitted at t = 0), in the same run
+r = simulate(sc, timed_from=1 if w.mode == "static" else 0)
+n, cpu, wall = (r.loop_services, r.loop_cpu_seconds, r.loop_wall_seconds) if w.mode == "static" else (
+    r.services, r.cpu_seconds, r.wall_seconds)
+print(json.dumps({"services": n, "cpu": cpu, "wall": wall, "setup_cpu": r.cpu_seconds - cpu,
                   "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "baseline_kb": base,
-                  "max_active_flows": r.max_active_flows,
+                  "state_kb": r.state_bytes / 1024, "max_active_flows": r.max_active_flows,
                   "mean_flows": sum(c.mean_flows for c in r.classes) if r.classes else None}))
 """
 
@@ -311,7 +315,7 @@ class MrfqSide:
         """(Msvc per CPU second, Msvc per wall second, services) of one timed run."""
         if self.w.isolated:
             d = self._isolated(self.services)
-            for key in ("maxrss_kb", "baseline_kb", "max_active_flows", "mean_flows", "setup_cpu"):
+            for key in ("maxrss_kb", "baseline_kb", "state_kb", "max_active_flows", "mean_flows", "setup_cpu"):
                 self.extra.setdefault(key, []).append(d[key])
             return d["services"] / d["cpu"] / 1e6, d["services"] / d["wall"] / 1e6, d["services"]
         from router.run import simulate
@@ -337,6 +341,7 @@ class CSide:
             self.args += ["-S", str(C_SEED), "-L", str(C_MEAN_PACKETS), "-r", str(C_LOAD), "-W", str(C_WINDOW)]
         self.services = services
         self.rss: list[int] = []
+        self.model_kb: list[float] = []
         self.mean_flows: list[float] = []
 
     def warm(self) -> None:
@@ -348,6 +353,8 @@ class CSide:
         kv = dict(re.findall(r"(\w+)=([^\s]+)", out.splitlines()[0]))
         if "maxrss_kB" in kv:
             self.rss.append(int(float(kv["maxrss_kB"])))
+        if "model_kB" in kv:  # the bytes its data structures hold (flow table, rings, queues)
+            self.model_kb.append(float(kv["model_kB"]))
         m = re.search(r"mean_active=([^\s]+)", out)  # the dynamic mode's flows in the system
         if m:
             self.mean_flows.append(float(m.group(1)))
@@ -396,8 +403,11 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dic
         row["mrfq_baseline_rss_kb"] = max(m.extra["baseline_kb"])
         row["max_active_flows"] = max(m.extra["max_active_flows"])
         row["mrfq_setup_cpu_s"] = statistics.median(m.extra["setup_cpu"])
+        row["mrfq_state_kb"] = max(m.extra["state_kb"])
     if c is not None and c.rss:
         row["c_peak_rss_kb"] = max(c.rss)
+    if c is not None and c.model_kb and "mrfq_state_kb" in row:
+        row["c_model_kb"] = max(c.model_kb)
     return row
 
 
@@ -513,6 +523,9 @@ def _row_text(row: dict) -> str:
         mem = f"  RSS mrfq {row['mrfq_peak_rss_kb'] / 1024:.0f} MiB (base {row['mrfq_baseline_rss_kb'] / 1024:.0f})"
         if "c_peak_rss_kb" in row:
             mem += f", C {row['c_peak_rss_kb'] / 1024:.0f} MiB"
+        mem += f"; state mrfq {row['mrfq_state_kb'] / 1024:.0f} MiB"
+        if "c_model_kb" in row:
+            mem += f", C {row['c_model_kb'] / 1024:.0f} MiB"
         if "mean_flows" in row:
             mem += f"; flows in system: mean {row['mean_flows']:,.0f}, max {row['max_active_flows']:,}"
     elif "mean_flows" in row:

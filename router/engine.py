@@ -94,6 +94,10 @@ class KernelResult(NamedTuple):
     arrival_flow: np.ndarray      # flow id,
     arrival_class: np.ndarray     # class,
     arrival_packets: np.ndarray   # and size
+    loop_services: int            # services of the loop calls after ``timed_from`` (all with 0)
+    loop_cpu: float               # their CPU seconds (process time, compile excluded)
+    loop_wall: float              # and wall seconds
+    state_bytes: int              # bytes of the engine's arrays at the end (flow table, heaps, tags, ...)
 
 
 def _type_key(a):
@@ -140,7 +144,7 @@ def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int) -> bool:
 def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, warmup: float, B: int,
                     max_services: int, trace_cap: int, specs: Specs, traffic: Traffic, n_static: int, K: int,
                     arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096,
-                    packet_costs: bool | None = None) -> tuple[KernelResult, float]:
+                    packet_costs: bool | None = None, timed_from: int = 0) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -151,6 +155,10 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     loop (appending the next ``chunk`` arrivals or doubling the flow table when it asks; the
     lean variant unless ``specialise`` is false), then counts what is left in the system.
     Costs are kept per flow unless some flow has packet sizes (or ``packet_costs`` is true).
+    ``timed_from`` > 0 ends the first call of the loop after that many services, and only the calls
+    after it are timed (``loop_cpu``, ``loop_wall``, ``loop_services``): with 1, the work after the
+    setup (every static flow's first window admitted at t = 0), which the C yardstick does before
+    starting its clock (router/bench.py).  The calls resume bit for bit, so the results are the same.
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -184,14 +192,28 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     NR)
 
     compile_seconds = 0.0
+    loop_cpu = loop_wall = 0.0
+    loop_s0 = 0  # services before the first timed call
+    timing = timed_from <= 0
     while True:
-        # at most CHUNK services per call (see CHUNK)
-        stop_at = int(carry.ci[C_SERVICES]) + CHUNK
+        # at most CHUNK services per call (see CHUNK); the untimed first call ends at timed_from
+        done = int(carry.ci[C_SERVICES])
+        stop_at = done + CHUNK
+        if not timing and timed_from < stop_at:
+            stop_at = int(timed_from)
         if max_services > 0 and max_services < stop_at:
             stop_at = int(max_services)
         args = (P._replace(max_services=stop_at), specs, traffic, arr, carry, ft, S, opt, rs, aq, acc, tr)
         compile_seconds += _compile_seconds(loop, args)
-        code = loop(*args)
+        if not timing and done >= timed_from:
+            timing, loop_s0 = True, done
+        if timing:
+            c0, w0 = time.process_time(), time.perf_counter()
+            code = loop(*args)
+            loop_cpu += time.process_time() - c0
+            loop_wall += time.perf_counter() - w0
+        else:
+            code = loop(*args)
         if code == DONE:
             if carry.ci[C_STOPPED] == 1 and stop_at != max_services:
                 carry.ci[C_STOPPED] = 0  # the end of a chunk, not of the run
@@ -248,6 +270,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         np.maximum(static_admitted, 0, out=static_admitted)
     else:
         static_admitted = np.zeros(1, np.int64)
+    state_bytes = sum(a.nbytes for group in (ft, S, rs, aq, acc, tr, carry, arr, traffic) for a in group)
     tr_n = ci[C_TR_N]
     times = tr.times.reshape(-1, 2)[:tr_n]
     ids = tr.ids.reshape(-1, 3)[:tr_n]
@@ -267,6 +290,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         flows_started=int(ci[C_NEXT_UID]), max_active_flows=int(ci[C_MAX_ACTIVE]),
         arrival_time=tr.arr_times[:ci[C_ARR_LOG_N]].copy(), arrival_flow=arr_ids[:, 0].copy(),
         arrival_class=arr_ids[:, 1].copy(), arrival_packets=arr_ids[:, 2].copy(),
+        loop_services=int(ci[C_SERVICES]) - loop_s0 if timing else 0, loop_cpu=loop_cpu, loop_wall=loop_wall,
+        state_bytes=int(state_bytes),
     ), compile_seconds
 
 

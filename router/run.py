@@ -153,6 +153,12 @@ class RunResult:
     trace: Trace | None = None
     batches: dict = field(default_factory=dict, repr=False)
     arrivals: FlowArrivals | None = None   # with ``trace``: the first ``trace`` flow arrivals
+    #: the loop's services after its first ``timed_from`` (all of them with 0), their CPU and wall seconds
+    loop_services: int = 0
+    loop_cpu_seconds: float = 0.0
+    loop_wall_seconds: float = 0.0
+    #: bytes of the engine's arrays at the end of the run (flow table, heaps, packet tags, ...)
+    state_bytes: int = 0
 
     def to_json(self) -> dict:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
@@ -201,7 +207,7 @@ def _spec_arrays(specs, J):
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
              max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK,
-             packet_costs: bool | None = None) -> RunResult:
+             packet_costs: bool | None = None, timed_from: int = 0) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
@@ -212,7 +218,9 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     arrivals handed to the engine per chunk (same results for any value; for tests).  With
     ``trace``, :attr:`RunResult.arrivals` lists the first ``trace`` flow arrivals consumed.
     ``packet_costs=True`` keeps costs per packet even when every flow's are constant (same
-    results; for tests: the engine picks the per-flow layout then).
+    results; for tests: the engine picks the per-flow layout then).  ``timed_from`` > 0 also times
+    the loop alone after its first that many services (:attr:`RunResult.loop_cpu_seconds`; same
+    results): ``timed_from=1`` leaves out the setup, as the C yardstick's clock does (router/bench.py).
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
@@ -220,6 +228,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         raise MrfqError(f"arrival_chunk = {arrival_chunk}: must be >= 1 (flow arrivals per chunk)")
     if trace < 0:
         raise MrfqError(f"trace = {trace}: must be >= 0 (number of service starts to record)")
+    if timed_from < 0:
+        raise MrfqError(f"timed_from = {timed_from}: must be >= 0 (services before the timed part; 0 = time all)")
 
     J = sc.n_resources
     N = sc.router.window
@@ -253,7 +263,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         info, opt, J, N, rtt=float(sc.router.rtt), T=float(T), warmup=float(warmup), B=B,
         max_services=sc.run.max_services, trace_cap=int(trace), specs=_spec_arrays(specs, J), traffic=traffic,
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
-        chunk=int(arrival_chunk), packet_costs=packet_costs)
+        chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from))
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -293,4 +303,6 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         if trace else None,
         batches={"area": area[:K], "departed": dep_pk[:K], "done_n": out.done_n[:K], "done_packets": done_pk[:K],
                  "done_time": done_fct[:K]},
+        loop_services=out.loop_services, loop_cpu_seconds=out.loop_cpu, loop_wall_seconds=out.loop_wall,
+        state_bytes=out.state_bytes,
     )

@@ -114,3 +114,49 @@ def test_own_rss_is_the_childs_own():
                             check=True).stdout)
     assert ballast.sum() > 0
     assert kb < 100 * 1024  # a bare interpreter: tens of MiB, not the 200 MiB ballast
+
+
+def _counted(n: int, scheduler: str = "drfq", services: int = 20_000):
+    import flows
+
+    return flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30, "scheduler": scheduler},
+                            "run": {"duration": 1e10, "max_services": services},
+                            "flow": [{"name": "f", "count": n, "cost": [1, 0.2]},
+                                     {"name": "g", "count": n, "cost": [0.2, 1]}]})
+
+
+@pytest.mark.nojit
+def test_timed_from_times_the_loop_after_the_setup_and_changes_nothing_else():
+    """``timed_from`` ends the first loop call early and times the rest: the run is the same bit for
+    bit (the loop resumes where it stopped), and the timed services are those after the split."""
+    import numpy as np
+
+    from router.run import simulate
+
+    sc = _counted(40, "bmf-wfq", 5_000)
+    plain = simulate(sc)
+    assert plain.loop_services == plain.services and 0.0 < plain.loop_cpu_seconds <= plain.cpu_seconds
+    for split in (1, 1234, 4_999):
+        r = simulate(sc, timed_from=split)
+        assert (r.services, r.t_end) == (plain.services, plain.t_end)
+        assert np.array_equal(r.flows.packets, plain.flows.packets)
+        assert np.array_equal(r.flows.rate, plain.flows.rate)
+        # the first call stops at the first instant with at least `split` services (an instant
+        # may complete one service per resource)
+        assert plain.services - split - 1 <= r.loop_services <= plain.services - split
+        assert 0.0 < r.loop_cpu_seconds <= r.cpu_seconds
+    assert simulate(sc, timed_from=5_000).loop_services == 0  # nothing after the split
+    with pytest.raises(Exception, match="timed_from"):
+        simulate(sc, timed_from=-1)
+
+
+@pytest.mark.nojit
+def test_state_bytes_per_static_flow():
+    """The engine's arrays per static flow (drfq, J = 2, window 30: a 32-slot ring): the 456-byte
+    row of the README's layout table (ints 64, floats 48, queue records 32, tags 256, heaps 32,
+    free list 8, admissions 8, scheduler 8), the static completion time (8) and the two flow
+    id arrays of Traffic (16); the C yardstick holds 704 (its 192-byte flow, 32 ring entries of 16)."""
+    from router.run import simulate
+
+    small, large = (simulate(_counted(n, services=100)).state_bytes for n in (5, 505))
+    assert (large - small) / 1000 == 480

@@ -24,7 +24,8 @@ DEFAULTS = {"router.virtual_time": "started", "router.idle_reset": False, "route
 
 def outputs(r) -> dict:
     d = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)
-         if f.name not in ("wall_seconds", "cpu_seconds", "compile_seconds", "batches", "trace")}
+         if f.name not in ("wall_seconds", "cpu_seconds", "compile_seconds", "loop_cpu_seconds", "loop_wall_seconds",
+                           "state_bytes", "batches", "trace")}  # timings, and the layout's size
     d["batches"] = {k: np.asarray(v).tolist() for k, v in r.batches.items()}
     return d
 
