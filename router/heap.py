@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import config, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from fq._jit import jit, no_wraparound
@@ -26,6 +27,10 @@ SLOT_BITS = 24
 SLOT_MASK = (1 << SLOT_BITS) - 1
 UID_LIMIT = 1 << (63 - SLOT_BITS)
 SENTINEL = np.iinfo(np.int64).max
+#: heaps of at least this many flows prefetch two levels ahead as the hole walks down
+#: (:func:`_fill_root_far`): a heap of 2^18 entries is 4 MiB, past the caches the lower levels
+#: live in; at 10^5 flows (1.6 MiB) the prefetches ran 2-5 % slower, at 10^6 17-20 % faster
+PREFETCH_FLOWS = 1 << 18
 
 # indices here are never negative (see fq._jit.no_wraparound)
 NO_WRAPAROUND = no_wraparound(__name__)
@@ -36,7 +41,30 @@ if config.DISABLE_JIT:  # plain-Python twins of the intrinsics
 
     def _lt(k1, u1, k2, u2):
         return int(k1 < k2 or (k1 == k2 and u1 < u2))
+
+    def _prefetch(hp, j, i):
+        return None
 else:
+    @intrinsic
+    def _prefetch(typingctx, hp, j, i):
+        """Ask for the cache line of ``hp[j, i]`` (llvm.prefetch: read, high locality, data); a
+        hint only, it never faults, so ``i`` may lie past the row."""
+        def codegen(context, builder, signature, args):
+            aryty = signature.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            row_stride, item_stride = cgutils.unpack_tuple(builder, ary.strides)
+            # integer arithmetic, not an inbounds getelementptr: the address may lie past the array
+            i64 = ir.IntType(64)
+            addr = builder.add(builder.ptrtoint(ary.data, i64),
+                               builder.add(builder.mul(args[1], row_stride), builder.mul(args[2], item_stride)))
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                                "llvm.prefetch.p0")
+            builder.call(fn, [builder.inttoptr(addr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+            return context.get_dummy_value()
+        return types.none(hp, j, i), codegen
+
     @intrinsic
     def f2i(typingctx, x):
         """The bits of a float64 as an int64 (no conversion)."""
@@ -87,7 +115,11 @@ def push(hp, hn, h, j, key, uid, slot):
 @jit(inline="always")
 def _fill_root(hp, n, j, kb, u):
     """The root of resource j's heap (size n >= 1) is vacant: walk the hole down to a leaf
-    along the smaller children (branch-free), then sift (kb, u) up from there."""
+    along the smaller children (branch-free), then sift (kb, u) up from there.  A heap of
+    :data:`PREFETCH_FLOWS` or more takes :func:`_fill_root_far` instead."""
+    if n >= PREFETCH_FLOWS:
+        _fill_root_far(hp, n, j, kb, u)
+        return
     i = 0
     c = 2
     n2 = 2 * n
@@ -97,6 +129,41 @@ def _fill_root(hp, n, j, kb, u):
         k2 = hp[j, c + 2]
         u2 = hp[j, c + 3]
         second = _lt(k2, u2, k1, u1)  # the second child is the smaller (its sentinel never is)
+        if second:
+            k1 = k2
+            u1 = u2
+        c += 2 * second
+        hp[j, i] = k1
+        hp[j, i + 1] = u1
+        i = c
+        c = 2 * c + 2
+    _sift_up(hp, j, i, kb, u)
+
+
+@jit
+def _fill_root_far(hp, n, j, kb, u):
+    """:func:`_fill_root` for a heap larger than the caches: the same walk, which asks for the
+    next two levels' cache lines at every step, so that the walk down overlaps its cache misses
+    instead of waiting for each level's (interleaved A/B, 5 pairs, static drfq at 10^6 flows:
+    51-55 -> 44-46 ns per service).  A function of its own, not inlined, so that the small
+    heaps' walk compiles as before: with the prefetching branch inlined in it, the 30- to
+    10^4-flow rows ran 2-4 % slower."""
+    i = 0
+    c = 2
+    n2 = 2 * n
+    while c < n2:
+        # the four grandchildren (words 2 c + 2 .. 2 c + 9) and the eight great-grandchildren
+        # (4 c + 6 .. 4 c + 21): the next two levels' reads, whichever children win
+        _prefetch(hp, j, 2 * c + 2)
+        _prefetch(hp, j, 2 * c + 9)
+        _prefetch(hp, j, 4 * c + 6)
+        _prefetch(hp, j, 4 * c + 14)
+        _prefetch(hp, j, 4 * c + 21)
+        k1 = hp[j, c]
+        u1 = hp[j, c + 1]
+        k2 = hp[j, c + 2]
+        u2 = hp[j, c + 3]
+        second = _lt(k2, u2, k1, u1)
         if second:
             k1 = k2
             u1 = u2
