@@ -113,17 +113,22 @@ def push(hp, hn, h, j, key, uid, slot):
 
 
 @jit(inline="always")
-def _fill_root(hp, n, j, kb, u):
+def _walk_down(hp, n, j, kb, u, far):
     """The root of resource j's heap (size n >= 1) is vacant: walk the hole down to a leaf
-    along the smaller children (branch-free), then sift (kb, u) up from there.  A heap of
-    :data:`PREFETCH_FLOWS` or more takes :func:`_fill_root_far` instead."""
-    if n >= PREFETCH_FLOWS:
-        _fill_root_far(hp, n, j, kb, u)
-        return
+    along the smaller children (branch-free), then sift (kb, u) up from there.  ``far`` (a
+    constant at each call site) asks for the next two levels' cache lines at every step."""
     i = 0
     c = 2
     n2 = 2 * n
     while c < n2:
+        if far:
+            # the four grandchildren (words 2 c + 2 .. 2 c + 9) and the eight great-grandchildren
+            # (4 c + 6 .. 4 c + 21): the next two levels' reads, whichever children win
+            _prefetch(hp, j, 2 * c + 2)
+            _prefetch(hp, j, 2 * c + 9)
+            _prefetch(hp, j, 4 * c + 6)
+            _prefetch(hp, j, 4 * c + 14)
+            _prefetch(hp, j, 4 * c + 21)
         k1 = hp[j, c]
         u1 = hp[j, c + 1]
         k2 = hp[j, c + 2]
@@ -140,39 +145,24 @@ def _fill_root(hp, n, j, kb, u):
     _sift_up(hp, j, i, kb, u)
 
 
+@jit(inline="always")
+def _fill_root(hp, n, j, kb, u):
+    """Fill the vacant root of resource j's heap (size n >= 1) with (kb, u): :func:`_walk_down`,
+    which a heap of :data:`PREFETCH_FLOWS` or more takes in :func:`_fill_root_far`."""
+    if n >= PREFETCH_FLOWS:
+        _fill_root_far(hp, n, j, kb, u)
+    else:
+        _walk_down(hp, n, j, kb, u, False)
+
+
 @jit
 def _fill_root_far(hp, n, j, kb, u):
-    """:func:`_fill_root` for a heap larger than the caches: the same walk, which asks for the
-    next two levels' cache lines at every step, so that the walk down overlaps its cache misses
-    instead of waiting for each level's (interleaved A/B, 5 pairs, static drfq at 10^6 flows:
-    51-55 -> 44-46 ns per service).  A function of its own, not inlined, so that the small
-    heaps' walk compiles as before: with the prefetching branch inlined in it, the 30- to
-    10^4-flow rows ran 2-4 % slower."""
-    i = 0
-    c = 2
-    n2 = 2 * n
-    while c < n2:
-        # the four grandchildren (words 2 c + 2 .. 2 c + 9) and the eight great-grandchildren
-        # (4 c + 6 .. 4 c + 21): the next two levels' reads, whichever children win
-        _prefetch(hp, j, 2 * c + 2)
-        _prefetch(hp, j, 2 * c + 9)
-        _prefetch(hp, j, 4 * c + 6)
-        _prefetch(hp, j, 4 * c + 14)
-        _prefetch(hp, j, 4 * c + 21)
-        k1 = hp[j, c]
-        u1 = hp[j, c + 1]
-        k2 = hp[j, c + 2]
-        u2 = hp[j, c + 3]
-        second = _lt(k2, u2, k1, u1)
-        if second:
-            k1 = k2
-            u1 = u2
-        c += 2 * second
-        hp[j, i] = k1
-        hp[j, i + 1] = u1
-        i = c
-        c = 2 * c + 2
-    _sift_up(hp, j, i, kb, u)
+    """The walk of a heap larger than the caches, prefetching, so that it overlaps its cache
+    misses instead of waiting for each level's (interleaved A/B, 5 pairs, static drfq at 10^6
+    flows: 51-55 -> 44-46 ns per service).  A function of its own, not inlined, so that the
+    small heaps' walk compiles as before: with the prefetching walk inlined beside it, the 30-
+    to 10^4-flow rows ran 2-4 % slower."""
+    _walk_down(hp, n, j, kb, u, True)
 
 
 @jit(inline="always")
