@@ -207,13 +207,11 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         compile_seconds += _compile_seconds(loop, args)
         if not timing and done >= timed_from:
             timing, loop_s0 = True, done
+        c0, w0 = time.process_time(), time.perf_counter()
+        code = loop(*args)
         if timing:
-            c0, w0 = time.process_time(), time.perf_counter()
-            code = loop(*args)
             loop_cpu += time.process_time() - c0
             loop_wall += time.perf_counter() - w0
-        else:
-            code = loop(*args)
         if code == DONE:
             if carry.ci[C_STOPPED] == 1 and stop_at != max_services:
                 carry.ci[C_STOPPED] = 0  # the end of a chunk, not of the run
