@@ -1,4 +1,4 @@
-"""``mrfq cluster``: cluster scenarios (issue 11) — the task simulator and the fluid allocations.
+"""``mrfq cluster``: cluster scenarios — the task simulator and the fluid allocations.
 
 :func:`register` adds one ``cluster`` subcommand with three actions, each setting ``func`` to a
 handler ``handler(args) -> int`` that raises :class:`flows.errors.MrfqError` on bad input (the

@@ -223,8 +223,8 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     the regression residuals ``d = u - V beta`` with ``B - 1 - q`` degrees of freedom
     (the cost of fitting ``beta`` on the same batches): ``s^2 (1/B + delta' (V'V)^-1 delta)``,
     ``s^2 = sum d^2 / (B - 1 - q)`` and ``delta_i = gamma_fluid_i - gamma_markov_i`` (the
-    classical variance of the estimator with an estimated ``beta``; the second term, left out
-    before session 6, made the intervals at load 0.5-0.9 about 1.5x too narrow against the
+    classical variance of the estimator with an estimated ``beta``; the second term, if left
+    out, makes the intervals at load 0.5-0.9 about 1.5x too narrow against the
     spread of independent pairs of replications), plus ``|beta_i|`` times each Markov value's
     own half-width when that came from a simulation (independent).
 

@@ -33,64 +33,49 @@ the previous truncation.  The caps are per class ((choice): the spec's single X
 for every class is the special case ``caps=(X,) * K``; per-class caps make the
 unbalanced presets several times cheaper).
 
-Why the hand-written ILU(0)+GMRES stays (``python scripts/markov_solvers.py``: the same
-reduced system, br-unbalanced, DRF, load 0.95, caps (265, 46, 46) = 587 594 states, each
-solver in a fresh process, residual 1e-11, the same gamma to 6 digits; CPU s / peak RSS on
-this 2-core machine, load average 3-4 from other jobs, BLAS single-threaded unless said):
+Why the hand-written solver stays (``python scripts/markov_solvers.py``: the same reduced
+system, br-unbalanced, DRF, load 0.95, caps (265, 46, 46) = 587 594 states, each solver in a
+fresh process, residual 1e-11, the same gamma to 6 digits; CPU s / peak RSS on a 2-core
+machine, BLAS single-threaded unless said):
 
-* this module, ILU(0) + two-level, warm start: 1.5 s, 46 iterations, 579 MiB;
-  ILU(0) alone, cold start: 3.8 s, 105 iterations, 792 MiB;
+* this module (BiCGSTAB, padded layout, ILU(0) + two-level, warm start): 0.67 s, 28
+  iterations, 420 MiB; ILU(0) alone, cold start: 1.81 s, 103 iterations, 400 MiB;
+* scipy's ``gmres`` with this module's preconditioner (a LinearOperator): 1.14 s, 49
+  iterations, 608 MiB; it runs on BLAS, and with OpenBLAS's default threads on a machine whose
+  cores are busy (a sweep's other workers) a solve of 44 541 states took 5.3 s against 0.08 s,
+  while the numba loop uses no BLAS;
 * scipy's ``spilu`` (SuperLU ILUTP, scipy's defaults drop_tol 1e-4, fill_factor 10) + scipy's
   ``gmres``: 67 s, 193 iterations, 1148 MiB; ``spilu`` closest to ILU(0) (drop_tol 0,
   fill_factor 1, natural order): 24 s, 306 iterations, 866 MiB;
-* scipy's ``gmres`` with this module's preconditioner (a LinearOperator): 1.75-2.0 s,
-  49 iterations, 594 MiB: scipy's Krylov loop is as fast as this one, but it runs on BLAS,
-  and with OpenBLAS's default threads on a machine whose cores are busy (a sweep's other
-  workers) the same solve took 13.2 s (44 541 states: 5.3 s against 0.08 s), while the
-  numba loop uses no BLAS;
 * scipy's ``spsolve`` (SuperLU, a direct solve): 0.77 s at 44 541 states, but 222 s and
-  2.5 GB at 129 195 (the 3-D stencil's fill-in, measured in session 3); PyAMG smoothed
-  aggregation 71 s at 129 195, 66 s of it in the setup; its Ruge-Stuben and AIR solvers
-  build no useful hierarchy for this non-symmetric generator.
-
-Session 7, the same measurement (``--solvers numba-ilu0,numba-2level,scipy-2level``, load
-average 1.7-1.9): this module with BiCGSTAB and the padded layout, two-level, warm start: 0.67
-CPU s, 28 iterations, 420 MiB; ILU(0) alone, cold start: 1.81 s, 103 iterations, 400 MiB;
-scipy's ``gmres`` with this module's preconditioner: 1.14 s, 49 iterations, 608 MiB.
+  2.5 GB at 129 195 (the 3-D stencil's fill-in); PyAMG smoothed aggregation 71 s at 129 195,
+  66 s of it in the setup; its Ruge-Stuben and AIR solvers build no useful hierarchy for this
+  non-symmetric generator.
 
 So the preconditioner stays: the numba ILU(0) alone needs 6x less CPU than the closest
 ``spilu``, and with the level aggregation 16-45x less than scipy's preconditioned solves; the
-Krylov loop is now 1.7x faster than scipy's GMRES around the same preconditioner (it was a tie
-with GMRES in session 6), BLAS-free (predictable beside other workers) and one compiled kernel
-with the preconditioner.  Its Krylov
-basis is allocated uninitialised, so only the rows a restart cycle reaches are resident
-(579 instead of 821 MiB above, the same iterates).
+Krylov loop is 1.7x faster than scipy's GMRES around the same preconditioner, BLAS-free
+(predictable beside other workers) and one compiled kernel with the preconditioner.
 
-Session 7: BiCGSTAB replaced GMRES as the default Krylov loop (same preconditioner; GMRES's
-Gram-Schmidt over a basis of up to 100 vectors was most of its time, and its basis most of the
-memory), the ILU(0) apply and the coarse correction got cheaper (:func:`ilu_apply`,
-:func:`level_columns`), the factors single precision, A and the factors moved to a padded
-row-major layout (:func:`ell_split`) and the residual target to ``EXACT_RTOL``: on the
-br-balanced 0.95 region system of 1.37 M states 8.0 s -> 2.1 s.  About 350 bytes per state
-in all (was about 650).
-Session 9: the two cores.  The unknowns are split into ``KRYLOV_BLOCKS`` (2) contiguous row
-blocks; the ILU(0) is that of the block-diagonal part (block Jacobi with ILU(0) blocks
-[Saad 2003, §12.2], PETSc's default parallel preconditioner: :func:`ilu0`), so each block's
-triangular sweeps run on a core of their own, as do the products with A, the vector updates
-(:func:`bicgstab`), the factorisation, the padded layout and the rates of the states
+How the solve is built for speed.  BiCGSTAB is the default Krylov loop (GMRES's
+Gram-Schmidt over a basis of up to 100 vectors was most of its time, and its basis most of
+the memory; the GMRES basis is allocated uninitialised, so only the rows a restart cycle
+reaches are resident).  The ILU(0) factors are single precision; A and the factors are stored
+in a padded row-major layout (:func:`ell_split`), about 350 bytes per state in all.  The
+unknowns are split into ``KRYLOV_BLOCKS`` (2) contiguous row blocks; the ILU(0) is that of the
+block-diagonal part (block Jacobi with ILU(0) blocks [Saad 2003, §12.2], PETSc's default
+parallel preconditioner: :func:`ilu0`), so each block's triangular sweeps run on a core of
+their own, as do the products with A, the vector updates (:func:`bicgstab`), the
+factorisation, the padded layout and the rates of the states
 (:func:`analysis.state_rates.rates_kernel_parallel`); the coarse correction still uses the
 whole A.  Inner products are summed per block, then in block order, so the iterates depend on
 the blocks and not on the number of threads.  The first region is solved to
-``FIRST_REGION_RTOL`` (its solution is never the result).  br-balanced, DRF, load 0.98 (5.8 M +
-7.0 M lumped states) on this AMD VM: 72-74 s -> 50-56 s, 112 + 74 -> 85 + 72 iterations
-(two blocks, the first region at 1e-10: 117 + 80), the same gamma to every printed digit.
-Session 12: BiCGSTAB's vector updates before each preconditioner application run in its forward
-sweep (:func:`precond`'s ``upd``; the same bits), and the region solves' start is interpolated by
-:func:`multilinear` instead of scipy's ``RegularGridInterpolator`` (README, Speed).
-Session 14: the rows of A and of the factors are summed written out for 2-4 classes
-(:func:`_row_dot`, :func:`_row_sub`; the loop over a row length known only at run time, not
-memory traffic, bounded the products and the sweeps): the same bits, br-balanced 0.98 about
-22 % faster.
+``FIRST_REGION_RTOL`` (its solution is never the result).  BiCGSTAB's vector updates before
+each preconditioner application run in its forward sweep (:func:`precond`'s ``upd``), the
+region solves' start is interpolated by :func:`multilinear`, and the rows of A and of the
+factors are summed written out for 2-4 classes (:func:`_row_dot`, :func:`_row_sub`): the loop
+over a row length known only at run time, not memory traffic, bounded the products and the
+sweeps.
 The GMRES fallback's basis (``restart`` vectors of N doubles) stays under ``KRYLOV_BYTES``,
 and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
 ``max_memory`` is refused like one with more than ``max_states`` states.
@@ -113,13 +98,12 @@ arrivals', is of the order of the probability on the region's boundary, which is
 bounded).  The next regions leave out less (a factor aimed at the boundary mass; 3 times less
 once only gamma is left to check), from the previous solution, until the boundary mass is below
 ``tol_boundary`` and gamma moved by less than ``tol_gamma``, as for the box.  Measured
-(session 7, DRF; ``scripts/bench_fluid.py --near-saturation``; load average 1.6-1.9, the
-other core busy):
+(DRF; ``scripts/bench_fluid.py --near-saturation``, the other core busy):
 
 * br-unbalanced at 0.95: 0.18 M states, 0.6 s; at 0.98: 1.13 M states, 3.2 s, 0.55 GiB,
   gamma = 0.020367 0.020972 0.020365 (the box, 8.4 M states, 232 s, 3.86 GiB with its guard
   lifted: the same to 6 digits); at 0.985: 1.96 M states, 6.0 s;
-* br-balanced (lumped) at 0.95: 0.66 M states, 2.6 s, 0.41 GiB (session 6: 2.0 M, 15 s); at
+* br-balanced (lumped) at 0.95: 0.66 M states, 2.6 s, 0.41 GiB; at
   0.98: 5.8 M then 7.0 M states, 50 s, 2.35 GiB, gamma = 0.0039282 0.0039282 0.0039171 (the
   unlumped region of 17.6 M states, boundary mass 1e-7, gave 0.0039281 0.0039281 0.0039171);
 * the 4-class, 3-resource case (lumped: classes 2 and 3) at 0.9: 0.34 M states, 5.8 s; at

@@ -1,4 +1,4 @@
-"""The gate's shared value checks (issue 12): packet scenarios (:mod:`flows.scenario`) and
+"""The gate's shared value checks: packet scenarios (:mod:`flows.scenario`) and
 cluster scenarios (:mod:`flows.cluster`) read every number, whole number and table through
 these, so both refuse the same things with the same one-line messages.
 

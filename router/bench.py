@@ -28,10 +28,9 @@ repetition in a fresh process, so that its peak resident memory
 Both time the loop after the setup (the flow table allocated and every flow's
 first window admitted at t = 0): the C program does so itself, mrfq times the
 calls of its loop after the first service (``simulate(..., timed_from=1)``; the
-rest of the run's CPU time is reported as ``mrfq_setup_cpu_s``).  Until session 15
-mrfq subtracted a separate one-service run instead, the difference of two noisy
-timings of which the setup was the larger at 10^6 flows (ratios 1.9-4.5 in one
-table).  Beside peak RSS both report the bytes their model's state holds
+rest of the run's CPU time is reported as ``mrfq_setup_cpu_s``; subtracting a
+separate one-service run instead would take the difference of two noisy timings
+of which the setup is the larger at 10^6 flows).  Beside peak RSS both report the bytes their model's state holds
 (``mrfq_state_kb``: the engine's arrays; ``c_model_kb``: the C's flow table,
 rings and queues).  Both
 are started as forked children of a small shell (:func:`own_rss`), else Linux would

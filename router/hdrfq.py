@@ -1,4 +1,4 @@
-"""Hierarchical DRFQ, an experiment (issue 11, item 7): packets, a weighted tree of flows, per-resource
+"""Hierarchical DRFQ, an experiment: packets, a weighted tree of flows, per-resource
 hierarchical start-time fair queueing charged with dominant costs.
 
 The packet model of SPEC §2: flows ``i`` with a constant processing time ``s_ij`` per packet at

@@ -1,4 +1,4 @@
-"""Hierarchical DRFQ (router/hdrfq.py) against static H-DRF on random two-group trees (issue 11, item 7).
+"""Hierarchical DRFQ (router/hdrfq.py) against static H-DRF on random two-group trees.
 
     python scripts/cluster_hdrfq_trees.py [--trees 30] [--seed 5]
 

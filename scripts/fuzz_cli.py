@@ -1,4 +1,4 @@
-"""Fuzz the ``mrfq`` command line as a new user would, and count the outcomes (issue 12).
+"""Fuzz the ``mrfq`` command line as a new user would, and count the outcomes.
 
 Two campaigns, both seeded (same seed, same cases):
 
@@ -32,7 +32,7 @@ longer than the cap, and the count is about the command's answers, not about com
 Usage (from a checkout, with it first on ``PYTHONPATH``)::
 
     python scripts/fuzz_cli.py --module analysis.cli --scenarios 400 --cli 150 --bench 60 --cluster 300 --seed 12
-    python scripts/fuzz_cli.py --module router.cli ...     # the code before issue 12
+    python scripts/fuzz_cli.py --module router.cli ...     # another dispatcher with main(argv)
 
 ``--module`` names the module whose ``main(argv)`` is the dispatcher.  Prints a summary
 table and, with ``--json FILE``, every case and its outcome.
