@@ -29,6 +29,16 @@ from flows.cli_args import Parser, glue_negative_values
 from flows.errors import MrfqError
 
 
+def version() -> str:
+    """The installed distribution's version (package metadata), or the source tree's when not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("mrfq")
+    except metadata.PackageNotFoundError:
+        return "0+source (not installed)"
+
+
 def build_parser() -> Parser:
     from analysis import cli_cluster, cli_compare, cli_fluid, cli_run
     from router import cli as router_cli
@@ -36,6 +46,7 @@ def build_parser() -> Parser:
     p = Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
     p.add_argument("--debug", action="store_true",
                    help="on an internal error, print the traceback (may appear anywhere on the command line)")
+    p.add_argument("--version", action="version", version=f"mrfq {version()}")
     sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
     cli_run.register(sub)
     router_cli.register(sub)
