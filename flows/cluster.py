@@ -1,4 +1,4 @@
-"""The cluster scenario model: servers, users, an optional H-DRF tree, and job traffic (issue 11).
+"""The cluster scenario model: servers, users, an optional H-DRF tree, and job traffic.
 
 A cluster scenario is read from TOML (stdlib :mod:`tomllib`) or a dict into
 frozen dataclasses, validated at one gate (:func:`cluster_from_dict`) before

@@ -1,4 +1,4 @@
-"""The task-level cluster simulator (issue 11, item 5).
+"""The task-level cluster simulator.
 
 Jobs of tasks arrive (``flows.cluster.draw_jobs``: Poisson or a CSV trace), backlogged users
 always have a task waiting between their ``start`` and ``stop`` times, and the chosen allocator's

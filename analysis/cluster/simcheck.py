@@ -1,4 +1,4 @@
-"""Simulator against fluid: the check of the task-level simulator (issue 11, item 5).
+"""Simulator against fluid: the check of the task-level simulator.
 
 On the packet side the check is packet rates against the fluid allocation of the same flows; here
 it is the long-run time-averaged dominant share of every backlogged user under an allocator

@@ -1,4 +1,4 @@
-"""The cluster allocator registry (issue 11): CLI, simulator, scripts and tests enumerate it.
+"""The cluster allocator registry: CLI, simulator, scripts and tests enumerate it.
 
 Every entry wraps one ``pick(state, **options) -> (user, server) | None`` (the
 contract of :mod:`fq.cluster.state`) and an optional ``prepare(state, **options)``
