@@ -471,46 +471,48 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                 continue
             return nf2 > nf
 
-    pending = {key: (0, reps[key]) for key in reps}
-    while pending:
-        tasks = []
-        for (s, load), (a, b) in pending.items():
-            for p, d in points_for(s, load, a, b):
-                got = store.get(p.key)
-                if got is not None:
-                    done[(s, load)][p.replication] = got
-                    stats["reused"] += 1
+    try:
+        pending = {key: (0, reps[key]) for key in reps}
+        while pending:
+            tasks = []
+            for (s, load), (a, b) in pending.items():
+                for p, d in points_for(s, load, a, b):
+                    got = store.get(p.key)
+                    if got is not None:
+                        done[(s, load)][p.replication] = got
+                        stats["reused"] += 1
+                    else:
+                        tasks.append((p, d, name))
+            if progress and tasks:
+                if bar is None:
+                    from tqdm import tqdm
+
+                    bar = tqdm(total=len(tasks), unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
                 else:
-                    tasks.append((p, d, name))
-        if progress and tasks:
-            if bar is None:
-                from tqdm import tqdm
+                    bar.total += len(tasks)
+                    bar.refresh()
 
-                bar = tqdm(total=len(tasks), unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
-            else:
-                bar.total += len(tasks)
-                bar.refresh()
+            def on_done(p: Point, payload: dict) -> None:
+                store.put(p, name, payload)
+                done[(p.scheduler, p.load)][p.replication] = payload
+                stats["run"] += 1
+                stats["services"] += payload["services"]
+                if bar is not None:
+                    bar.update(1)
 
-        def on_done(p: Point, payload: dict) -> None:
-            store.put(p, name, payload)
-            done[(p.scheduler, p.load)][p.replication] = payload
-            stats["run"] += 1
-            stats["services"] += payload["services"]
-            if bar is not None:
-                bar.update(1)
-
-        # longest points first keeps the workers busy to the end
-        tasks.sort(key=lambda t: -t[0].load)
-        execute(tasks, on_done, executor=executor, workers=workers)
-        # stopping rule: double the replications of points whose interval is still too wide
-        # (after trying the coarse control, where the fluid ones leave the interval too wide)
-        pending = {}
-        for key, got in done.items():
-            n = len(got)
-            if check(key, got):
-                pending[key] = (n, min(2 * n, cfg.max_replications))
-    if bar is not None:
-        bar.close()
+            # longest points first keeps the workers busy to the end
+            tasks.sort(key=lambda t: -t[0].load)
+            execute(tasks, on_done, executor=executor, workers=workers)
+            # stopping rule: double the replications of points whose interval is still too wide
+            # (after trying the coarse control, where the fluid ones leave the interval too wide)
+            pending = {}
+            for key, got in done.items():
+                n = len(got)
+                if check(key, got):
+                    pending[key] = (n, min(2 * n, cfg.max_replications))
+    finally:  # an error or Ctrl-C mid-sweep: the bar's line is cleared before the message
+        if bar is not None:
+            bar.close()
 
     rows = []
     for s in cfg.schedulers:

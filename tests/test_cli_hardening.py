@@ -664,3 +664,40 @@ def test_compare_on_a_full_disk_stops_in_one_line_and_resumes(capsys, tmp_path, 
     err = refused(capsys, argv, "points are stored and intact")  # a little more room, then full again
     assert not set(ran) & set(first[:-1])  # nothing stored was run again
     assert stored() == set(first[:-1]) | set(ran[:-1])
+
+
+@pytest.mark.nojit
+def test_a_store_whose_checkpoint_stopped_on_a_full_disk_reopens(tmp_path):
+    """A checkpoint that stopped on a full disk leaves the header's page count ahead of the file,
+    the pages still in the write-ahead log: SQLite reads them from there, and so the store opens
+    (a re-run resumes); without the log the same header is a truncated file and is refused."""
+    import shutil
+    import sqlite3
+
+    from analysis.sweep import ResultStore
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    for i in range(3):
+        store.put(_point(i), "s", {"services": i, "pad": "y" * 3000})
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for suffix in ("", "-wal"):  # as left on disk while the store is open
+        shutil.copy(tmp_path / f"r.sqlite{suffix}", copy / f"r.sqlite{suffix}")
+    store.close()
+    db = copy / "r.sqlite"
+    assert (copy / "r.sqlite-wal").stat().st_size > 0
+    head = bytearray(db.read_bytes())
+    pages = db.stat().st_size // 4096
+    head[28:32] = (pages + 5).to_bytes(4, "big")  # page 1 copied back, the pages after it not
+    db.write_bytes(bytes(head))
+    again = ResultStore(db)
+    assert again.count() == 3 and again.get(_point(2).key) == {"services": 2, "pad": "y" * 3000}
+    again.close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "r.sqlite").write_bytes(bytes(head))
+    with pytest.raises(MrfqError, match=r"a truncated or damaged SQLite file"):
+        ResultStore(lone / "r.sqlite")
