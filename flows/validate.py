@@ -141,15 +141,38 @@ def read_file(p: Path, *, where: str, max_bytes: int, missing: str = "no such fi
     return raw
 
 
-#: what the nesting scan skips (strings, comments) and what it counts (brackets and braces)
-_TOML_TOKENS = re.compile(r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[{\]}]',
-                          re.S)
+#: strings and comments, which the nesting scan skips (possessive "unrolled loops": linear, no
+#: backtracking even on an unterminated string)
+_TOML_SKIP = (r'"""[^"\\]*+(?:(?:\\[\s\S]|"(?!""))[^"\\]*+)*+"{3,5}'      # multi-line basic string
+              r"|'''[^']*+(?:'(?!'')[^']*+)*+'{3,5}"                     # multi-line literal string
+              r'|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'                        # basic string
+              r"|'[^'\n]*+'"                                              # literal string
+              r"|#[^\n]*+")                                                 # comment
+_SKIPPED = re.compile(_TOML_SKIP)
+_TOML_TOKENS = re.compile(_TOML_SKIP + r"|[\[\]{}]")
+#: every byte but the brackets (UTF-8 continuation bytes are >= 0x80, never a bracket)
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def check_nesting(text: str, *, where: str, most: int = MAX_NESTING) -> None:
     """Refuse TOML ``text`` whose arrays and inline tables nest more than ``most`` deep, before a
     parser (which recurses once per level) sees it.  Brackets inside strings and comments are not
-    counted; a table header ``[[x]]`` counts as two levels on its own line."""
+    counted; a table header ``[[x]]`` counts as two levels on its own line.
+
+    The depth is a walk over the brackets left once strings and comments are cut out (regular
+    expressions and numpy: about 0.1 s for 10 MB); only a file found too deep is walked again
+    token by token, to name the line."""
+    import numpy as np
+
+    brackets = _SKIPPED.sub("", text).encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKET)
+    if len(brackets) <= most:
+        return
+    step = np.frombuffer(brackets, np.uint8)
+    step = np.where((step == ord("[")) | (step == ord("{")), 1, -1)
+    walk = np.cumsum(step)
+    depth = walk - np.minimum(np.minimum.accumulate(walk), 0)  # a stray closer does not go below 0
+    if depth.max() <= most:
+        return
     depth = 0
     for m in _TOML_TOKENS.finditer(text):
         c = m.group()
@@ -161,6 +184,7 @@ def check_nesting(text: str, *, where: str, most: int = MAX_NESTING) -> None:
                           "a scenario needs 2 or 3 levels")
         elif c in "]}":
             depth = max(depth - 1, 0)
+    raise err(f"{where}: arrays or inline tables nested more than {most} deep; a scenario needs 2 or 3 levels")
 
 
 def read_toml(p: Path, *, what: str, max_bytes: int, missing_hint: str) -> dict:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 
 import pytest
 
@@ -436,10 +437,11 @@ def test_nesting_scan_skips_strings_and_comments():
     deep = "[" * 100 + "]" * 100
     for text in (f'name = "{deep}"\n', f"name = '{deep}'\n", f'd = """\n{deep}\n"""\n', f"d = '''{deep}'''\n",
                  f"# {deep}\nx = 1\n", f'name = "\\"{deep}"\n', "x = " + "[" * MAX_NESTING + "]" * MAX_NESTING + "\n",
-                 "[[a]]\nx = [[1, 2], [3]]\ny = {b = {c = [1]}}\n"):
+                 "[[a]]\nx = [[1, 2], [3]]\ny = {b = {c = [1]}}\n",
+                 'd = """' + deep + '\\"""' + deep + '""' + deep + '"""""\n',   # escaped and adjacent quotes
+                 "d = '''" + deep + "''" + deep + "'''''\n", "s = 'a#" + deep + "' # " + deep + "\n"):
         check_nesting(text, where="f.toml")
-        tomllib_ok = __import__("tomllib").loads(text)
-        assert isinstance(tomllib_ok, dict)
+        assert isinstance(tomllib.loads(text), dict)
     with pytest.raises(ScenarioError, match=r"^f.toml: line 3: arrays or inline tables nested more than 32 deep"):
         check_nesting('a = "[[["\n# [[[\nx = ' + "[" * 33 + "]" * 33, where="f.toml")
 
