@@ -21,7 +21,7 @@ import math
 
 from analysis.objectives import CLUSTER
 from flows.cli_args import check_output_path, dumps_strict, parse_int, parse_number, save_figure
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 #: the objectives with a task-level solver, from the one objective table (analysis.objectives)
 ALLOC_OBJECTIVES = CLUSTER
@@ -84,12 +84,12 @@ def parse_options(items: list[str]) -> dict:
     out: dict = {}
     for it in items:
         if "=" not in it or not it.split("=", 1)[0]:
-            raise MrfqError(f"--option {it!r}: must be KEY=VALUE, e.g. --option server=best-fit")
+            raise MrfqError(f"--option {quote(it)}: must be KEY=VALUE, e.g. --option server=best-fit")
         k, v = it.split("=", 1)
         low = v.strip().lower()
         if low in ("true", "false"):
             out[k] = low == "true"
-        elif low.lstrip("-").isdigit():
+        elif low.lstrip("-").isdigit() and len(low) <= 19:  # longer: kept as text, refused by the allocator
             out[k] = int(low)
         else:
             out[k] = v.strip()
@@ -113,7 +113,7 @@ def sim_handler(args) -> int:
         from flows.cluster import ALLOCATOR_NAMES
 
         if args.allocator not in ALLOCATOR_NAMES:
-            raise MrfqError(f"--allocator {args.allocator!r}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
+            raise MrfqError(f"--allocator {quote(args.allocator)}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
     run = simulate(sc, allocator=args.allocator, seed=seed, duration=duration, options=parse_options(args.option))
     try:
         fluid = compare(sc, run)
@@ -161,7 +161,7 @@ def alloc_handler(args) -> int:
     elif args.objective in ALLOC_OBJECTIVES:
         objs = [args.objective]
     else:
-        raise MrfqError(f"--objective {args.objective!r}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)} or all")
+        raise MrfqError(f"--objective {quote(args.objective)}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)} or all")
     res = {o: fluid_allocation(sc, o) for o in objs}
     if args.json:
         print(dumps_strict({"scenario": sc.name, "users": sc.user_names(),

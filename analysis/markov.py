@@ -144,7 +144,7 @@ from numba import prange
 
 from analysis import objectives
 from analysis.state_rates import kernel_norm, state_phi
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 from fq._jit import jit
 
 #: memory for the GMRES Krylov basis (bytes); the restart length shrinks with N to fit
@@ -317,7 +317,7 @@ def model_from(src, *, load: float | None = None, resources=None) -> FluidModel:
     """
     if load is not None:
         if isinstance(load, bool) or not isinstance(load, (int, float)) or not math.isfinite(load) or load <= 0:
-            raise MrfqError(f"load = {load!r}: must be a number in (0, 1)")
+            raise MrfqError(f"load = {quote(load)}: must be a number in (0, 1)")
         if load >= 1:
             raise MrfqError(f"load = {load:g}: must be < 1; the Markov model needs every resource load < 1")
     classes = src
@@ -1532,7 +1532,7 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
     t0 = time.perf_counter()
     K = m.a.shape[0]
     if symmetry not in SYMMETRIES:
-        raise MrfqError(f"symmetry = {symmetry!r}: unknown; choose {' or '.join(SYMMETRIES)}")
+        raise MrfqError(f"symmetry = {quote(symmetry)}: unknown; choose {' or '.join(SYMMETRIES)}")
     pair = mirror_pair(m, objective) if symmetry == "auto" else None
     order = list(range(K))
     if pair is not None:        # the pair becomes classes 0 and 1 (column coordinates of the regions)
@@ -1945,7 +1945,7 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
     """
     objectives.get(objective, objectives.MARKOV)
     if method not in METHODS:
-        raise MrfqError(f"method = {method!r}: unknown; choose one of {', '.join(METHODS)}")
+        raise MrfqError(f"method = {quote(method)}: unknown; choose one of {', '.join(METHODS)}")
     if isinstance(classes_or_scenario, FluidModel):
         m = classes_or_scenario
         if load is not None:
@@ -1957,17 +1957,17 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
     if method in ("exact", "graded"):
         if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                        or not time_limit > 0):
-            raise MrfqError(f"time_limit = {time_limit!r}: must be a number of seconds > 0 (or None)")
+            raise MrfqError(f"time_limit = {quote(time_limit)}: must be a number of seconds > 0 (or None)")
         deadline = None if time_limit is None else time.monotonic() + float(time_limit)
     if method == "graded":
         if isinstance(grading, bool) or not isinstance(grading, (int, float)) or not 0 <= grading <= 0.5:
-            raise MrfqError(f"grading = {grading!r}: must be a number in [0, 0.5] (0: the exact chain)")
+            raise MrfqError(f"grading = {quote(grading)}: must be a number in [0, 0.5] (0: the exact chain)")
         return _solve_graded(m, objective, grading=float(grading), tol_boundary=tol_boundary, tol_gamma=tol_gamma,
                              max_states=max_states, max_memory=max_memory, caps=caps, deadline=deadline)
     if method == "exact" and truncation not in TRUNCATIONS:
-        raise MrfqError(f"truncation = {truncation!r}: unknown; choose one of {', '.join(TRUNCATIONS)}")
+        raise MrfqError(f"truncation = {quote(truncation)}: unknown; choose one of {', '.join(TRUNCATIONS)}")
     if method == "exact" and symmetry not in SYMMETRIES:
-        raise MrfqError(f"symmetry = {symmetry!r}: unknown; choose one of {', '.join(SYMMETRIES)}")
+        raise MrfqError(f"symmetry = {quote(symmetry)}: unknown; choose one of {', '.join(SYMMETRIES)}")
     limit = EXACT_MAX_LOAD[truncation] if method == "exact" else None
     if method == "exact" and max(m.resource_loads()) > limit:
         # bounded time: above this load the truncation grows towards max_states for minutes

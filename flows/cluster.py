@@ -59,7 +59,6 @@ every allocator (common random numbers, as on the packet side).
 
 from __future__ import annotations
 
-import csv
 import math
 import tomllib
 from collections.abc import Mapping
@@ -72,9 +71,9 @@ import numpy as np
 
 from flows.validate import check_keys as _check_keys
 from flows.validate import err as _err
-from flows.validate import number
+from flows.validate import name_list as _names
+from flows.validate import number, path_text, read_file, read_toml, trace_rows
 from flows.validate import quote as _q
-from flows.validate import read_toml
 from flows.validate import whole as _int
 
 #: allocator names, kept here (not imported from fq) so that loading a scenario compiles and imports
@@ -148,7 +147,7 @@ def _vec(where: str, v: Any, n: int) -> tuple[float, ...]:
 
 def _choice(where: str, v: Any, allowed: tuple[str, ...]) -> str:
     if not isinstance(v, str) or v not in allowed:
-        raise _err(f"{where} = {_q(v)}: unknown; choose one of {', '.join(allowed)}")
+        raise _err(f"{where} = {_q(v)}: unknown; choose one of {_names(allowed, 12)}")
     return v
 
 
@@ -334,49 +333,44 @@ def _run(u: Mapping[str, Any]) -> ClusterRun:
 
 def _read_trace(path: Path, users: list[str]) -> tuple[tuple[float, int, int, float], ...]:
     """Rows (time, user index, tasks, duration or NaN) of a job trace CSV ``time,user,tasks[,duration]``."""
+    shown = f"traffic.trace = '{path_text(path)}'"
+    raw = read_file(path, where=shown, max_bytes=MAX_TRACE_BYTES)
     try:
-        if path.stat().st_size > MAX_TRACE_BYTES:
-            raise _err(f"traffic.trace = {_q(str(path), 200)}: {path.stat().st_size:,} bytes; at most {MAX_TRACE_BYTES:,}")
-        text = path.read_bytes().decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: not UTF-8 text (offset {e.start}); save the trace as UTF-8") \
-            from None
-    except FileNotFoundError:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: no such file") from None
-    except OSError as e:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: cannot read ({e.strerror})") from None
-    reader = csv.reader(text.splitlines())
-    header = next(reader, None)
+        raise _err(f"{shown}: not UTF-8 text (offset {e.start}); save the trace as UTF-8") from None
+    reader = trace_rows(text, at=lambda n: f"{shown} line {n}")
+    header = next(reader, (1, None))[1]
     if header is None or [h.strip() for h in header[:3]] != ["time", "user", "tasks"] or \
             (len(header) == 4 and header[3].strip() != "duration") or len(header) > 4:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: first line must be the header time,user,tasks[,duration]")
+        raise _err(f"{shown}: first line must be the header time,user,tasks[,duration]")
     rows = []
     last = 0.0
-    for k, rec in enumerate(reader, start=2):
+    for k, rec in reader:
         if not rec or all(not c.strip() for c in rec):
             continue
         where = f"traffic.trace line {k}"
         if len(rec) != len(header):
-            raise _err(f"{where} has {len(rec)} fields: must have {len(header)} ({','.join(header)})")
+            raise _err(f"{where} has {len(rec):,} fields: must have {len(header)} ({','.join(header)})")
         try:
             t = float(rec[0])
             dur = float(rec[3]) if len(rec) == 4 and rec[3].strip() else math.nan
             n_tasks = float(rec[2])
         except ValueError:
-            raise _err(f"{where} = {','.join(rec)!r}: time, tasks and duration must be numbers") from None
+            raise _err(f"{where} = {_q(','.join(rec))}: time, tasks and duration must be numbers") from None
         if not math.isfinite(t) or t < last:
             raise _err(f"{where}: time = {_q(rec[0])} must be finite and not before the previous row's {last:g}")
         last = t
         name = rec[1].strip()
         if name not in users:
-            raise _err(f"{where}: user = {_q(name)} is not a [[user]]; known users: {', '.join(users)}")
+            raise _err(f"{where}: user = {_q(name)} is not a [[user]]; known users: {_names(users)}")
         if not n_tasks.is_integer() or n_tasks < 1:
             raise _err(f"{where}: tasks = {_q(rec[2])} must be a whole number >= 1")
         if not math.isnan(dur) and not (math.isfinite(dur) and dur > 0):
             raise _err(f"{where}: duration = {_q(rec[3])} must be a positive number (or empty: the user's law)")
         rows.append((t, users.index(name), int(n_tasks), dur))
     if not rows:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: has no jobs after the header")
+        raise _err(f"{shown}: has no jobs after the header")
     return tuple(rows)
 
 
@@ -406,7 +400,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         s = _table(w, s)
         _check_keys(w, s, _SERVER)
         if "capacity" not in s:
-            raise _err(f"{w}.capacity: missing; give the server's capacity of each of {list(res)}")
+            raise _err(f"{w}.capacity: missing; give the server's capacity of each of the {R} resources ({_names(res)})")
         cap = _vec(f"{w}.capacity", s["capacity"], R)
         nm = s.get("name", f"s{i + 1}")
         if not isinstance(nm, str) or not nm or len(nm) > MAX_NAME:
@@ -451,7 +445,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
     for i, n in enumerate(nodes):
         if n.parent not in node_names:
             raise _err(f"node[{i}].parent = {_q(n.parent)}: not a [[node]]; use 'root' or one of "
-                       f"{', '.join(sorted(node_names))}")
+                       f"{_names(sorted(node_names))}")
     parent_of = {n.name: n.parent for n in nodes}
     for i, n in enumerate(nodes):  # no cycles
         seen, p = {n.name}, n.parent
@@ -485,7 +479,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         u = _table(w, u)
         _check_keys(w, u, _USER)
         if "demand" not in u:
-            raise _err(f"{w}.demand: missing; give the per-task demand of each of {list(res)}")
+            raise _err(f"{w}.demand: missing; give the per-task demand of each of the {R} resources ({_names(res)})")
         dem = _vec(f"{w}.demand", u["demand"], R)
         if max(dem) <= 0:
             raise _err(f"{w}.demand = {list(dem)}: all zero; a task must use some resource")
@@ -498,7 +492,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
                        "add a server at least that large")
         par = u.get("parent", ROOT)
         if not isinstance(par, str) or par not in node_names:
-            raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root' or one of {', '.join(sorted(node_names))}")
+            raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root' or one of {_names(sorted(node_names))}")
         share = _num(f"{w}.job_share", u.get("job_share", 0.0), lo=0.0)
         if share > 0 and kind != "poisson":
             raise _err(f"{w}.job_share = {share:g}: only with [traffic] kind = 'poisson' (kind is {_q(kind)})")
@@ -617,7 +611,7 @@ def load_cluster_preset(name: str) -> ClusterScenario:
     """Load a shipped cluster scenario by name."""
     names = cluster_preset_names()
     if name not in names:
-        raise _err(f"--preset {_q(name)}: unknown cluster preset; choose one of {', '.join(names)}")
+        raise _err(f"--preset {_q(name)}: unknown cluster preset; choose one of {_names(names, 12)}")
     text = _presets().joinpath(name + ".toml").read_text(encoding="utf-8")
     return cluster_from_dict(tomllib.loads(text), name=name)
 

@@ -73,6 +73,7 @@ from flows.traffic import SIZE_LAWS, ArrivalTrace, SizeLaw, read_arrival_trace
 from flows.validate import check_keys as _check_keys
 from flows.validate import err as _err
 from flows.validate import number as _num
+from flows.validate import name_list as _names
 from flows.validate import quote as _q
 from flows.validate import read_toml
 from flows.validate import whole as _int
@@ -394,17 +395,17 @@ def _size_law(where: str, c: Mapping[str, Any]) -> tuple[float, SizeLaw | None]:
     if "mean_packets" in c:
         raise _err(f"{where}: give either mean_packets or size = {{law = ...}}, not both")
     if not isinstance(size, Mapping):
-        raise _err(f"{where}.size = {size!r}: must be a table, e.g. size = {{law = \"pareto\", alpha = 1.5, "
+        raise _err(f"{where}.size = {_q(size)}: must be a table, e.g. size = {{law = \"pareto\", alpha = 1.5, "
                    "mean = 20000}")
     law = size.get("law")
     if law not in SIZE_LAWS:
-        raise _err(f"{where}.size.law = {law!r}: unknown; choose one of {', '.join(SIZE_LAWS)}")
+        raise _err(f"{where}.size.law = {_q(law)}: unknown; choose one of {', '.join(SIZE_LAWS)}")
     keys = {"geometric": ("law", "mean"), "pareto": ("law", "alpha", "mean"),
             "lognormal": ("law", "sigma", "mean"), "deterministic": ("law", "packets")}[law]
     _check_keys(f"{where}.size", size, keys)
     for k in keys:
         if k not in size:
-            raise _err(f"{where}.size.{k}: missing; law = {law!r} takes {', '.join(keys[1:])}")
+            raise _err(f"{where}.size.{k}: missing; law = {_q(law)} takes {', '.join(keys[1:])}")
     if law == "deterministic":
         n = _int(f"{where}.size.packets", size["packets"], lo=1)
         return float(n), SizeLaw("deterministic", float(n))
@@ -414,14 +415,14 @@ def _size_law(where: str, c: Mapping[str, Any]) -> tuple[float, SizeLaw | None]:
     if law == "pareto":
         alpha = _num(f"{where}.size.alpha", size["alpha"])
         if alpha <= 1.0:
-            raise _err(f"{where}.size.alpha = {size['alpha']!r}: must be > 1 (alpha <= 1 has no finite mean)")
+            raise _err(f"{where}.size.alpha = {_q(size['alpha'])}: must be > 1 (alpha <= 1 has no finite mean)")
         if mean < alpha / (alpha - 1.0):
-            raise _err(f"{where}.size.mean = {size['mean']!r}: must be >= alpha / (alpha - 1) = "
+            raise _err(f"{where}.size.mean = {_q(size['mean'])}: must be >= alpha / (alpha - 1) = "
                        f"{alpha / (alpha - 1.0):g} so that the smallest flow is at least 1 packet")
         return mean, SizeLaw("pareto", mean, alpha=alpha)
     sigma = _num(f"{where}.size.sigma", size["sigma"], lo=0.0, lo_open=True)
     if mean <= 1.0:
-        raise _err(f"{where}.size.mean = {size['mean']!r}: must be > 1 (a lognormal law: 1 + lognormal packets)")
+        raise _err(f"{where}.size.mean = {_q(size['mean'])}: must be > 1 (a lognormal law: 1 + lognormal packets)")
     return mean, SizeLaw("lognormal", mean, sigma=sigma)
 
 
@@ -434,7 +435,7 @@ def _arrival_trace(t: Mapping[str, Any], base_dir: Path | None, raw: list[dict],
     if tp is None:
         return None
     if not isinstance(tp, str) or not tp:
-        raise _err(f"traffic.trace = {tp!r}: must be the path of a CSV file (time,class,packets)")
+        raise _err(f"traffic.trace = {_q(tp)}: must be the path of a CSV file (time,class,packets)")
     if "load" in t:
         raise _err("traffic.load: cannot scale a trace; drop load (the trace fixes the arrivals)")
     if not raw:
@@ -491,7 +492,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         raise _err(f"router.virtual_time = {_q(vt)}: choose 'started' ([BR]) or 'in-service' ([DRFQ])")
     fqr = r.get("fq_resource")
     if fqr is not None and fqr not in res:
-        raise _err(f"router.fq_resource = {_q(fqr)}: must be one of the resources {list(res)}")
+        raise _err(f"router.fq_resource = {_q(fqr)}: must be one of the resources {_names(res, 8)}")
     if sched == "fq-single" and fqr is None:
         fqr = res[-1]
     idle_reset = r.get("idle_reset", False)
@@ -548,7 +549,8 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
 
     def _cost(where: str, v: Any) -> tuple[float, ...]:
         if v is None:
-            raise _err(f"{where}.cost: missing; give the processing time per packet at each of {list(res)}")
+            raise _err(f"{where}.cost: missing; give the processing time per packet at each of the {len(res)} "
+                       f"resources ({_names(res)})")
         return _vec(f"{where}.cost", v, J)
 
     flows_in = d.get("flow", [])
@@ -798,7 +800,7 @@ def load_preset(name: str) -> Scenario:
     """Load a shipped scenario by name (``mrfq presets`` lists them)."""
     names = preset_names()
     if name not in names:
-        raise _err(f"--preset {name!r}: unknown; choose one of {', '.join(names)}")
+        raise _err(f"--preset {_q(name)}: unknown; choose one of {_names(names, 12)}")
     text = _res.files("flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
     return from_dict(tomllib.loads(text), name=name, base_dir=Path(str(_res.files("flows.presets"))))
 

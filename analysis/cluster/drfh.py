@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 REFINE = ("maxmin", "none")
 #: relative tolerance for "cannot grow beyond the level"
@@ -91,7 +91,7 @@ def drfh(capacity, demand, weight=None, tasks_max=None, *, refine: str = "maxmin
     from scipy.optimize import linprog
 
     if refine not in REFINE:
-        raise MrfqError(f"refine = {refine!r}: must be one of {', '.join(REFINE)}")
+        raise MrfqError(f"refine = {quote(refine)}: must be one of {', '.join(REFINE)}")
     C, Dem, W, N = _check(capacity, demand, weight, tasks_max)
     S, R = C.shape
     U = Dem.shape[0]

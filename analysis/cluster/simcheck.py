@@ -20,7 +20,7 @@ import numpy as np
 
 from analysis.cluster.objectives import CLUSTER_OBJECTIVES, ClusterAllocation
 from flows.cluster import ClusterScenario
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 from fq.cluster.registry import get as get_allocator
 from fq.cluster.state import Tree
 
@@ -28,7 +28,7 @@ from fq.cluster.state import Tree
 def fluid_allocation(sc: ClusterScenario, objective: str) -> ClusterAllocation:
     """The fluid ``objective`` (a ``CLUSTER_OBJECTIVES`` name) for the scenario's users, all backlogged."""
     if objective not in CLUSTER_OBJECTIVES:
-        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(CLUSTER_OBJECTIVES)}")
+        raise MrfqError(f"objective = {quote(objective)}: unknown; choose one of {', '.join(CLUSTER_OBJECTIVES)}")
     fn = CLUSTER_OBJECTIVES[objective][2]
     return fn(sc.capacity(), sc.demand(), sc.weights(), tree=Tree(*sc.tree_arrays()))
 
@@ -55,11 +55,11 @@ def compare(sc: ClusterScenario, run, objective: str | None = None) -> SimVsFlui
     the fluid allocation of the allocator's objective (or ``objective``)."""
     for i, u in enumerate(sc.users):
         if not u.backlogged or u.start > 0 or np.isfinite(u.stop):
-            raise MrfqError(f"user[{i}] ({u.name!r}): the fluid comparison needs every user backlogged "
+            raise MrfqError(f"user[{i}] ({quote(u.name)}): the fluid comparison needs every user backlogged "
                             "for the whole run (backlogged = true, start = 0, no stop)")
     obj = objective or get_allocator(run.allocator).objective
     if obj is None:
-        raise MrfqError(f"allocator {run.allocator!r} approximates no fluid objective; pass objective=")
+        raise MrfqError(f"allocator {quote(run.allocator)} approximates no fluid objective; pass objective=")
     fl = fluid_allocation(sc, obj)
     return SimVsFluid(run.allocator, obj, tuple(sc.user_names()), np.asarray(run.share_mean),
                       np.asarray(fl.dominant_share))
