@@ -27,7 +27,7 @@ extensions = [
     "sphinx.ext.napoleon",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
-exclude_patterns = ["_build", "examples/*.md", "refusals-new-rows.md"]
+exclude_patterns = ["_build", "examples/*.md"]
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
