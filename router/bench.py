@@ -556,7 +556,8 @@ def run(args) -> int:
     workloads = selected_workloads(args.only, max_flows, quick_default=args.max_flows is None)
     root = Path(__file__).resolve().parent.parent
     if args.c_source is not None and not Path(args.c_source).is_file():
-        raise MrfqError(f"--c-source {shorten(args.c_source)}: no such file (the yardstick's mrfq_ref.c)")
+        what = "not a regular file" if Path(args.c_source).exists() else "no such file"
+        raise MrfqError(f"--c-source {shorten(args.c_source)}: {what} (the yardstick's mrfq_ref.c)")
     src = Path(args.c_source) if args.c_source else root.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
     binary = None
     c_note = ""

@@ -483,6 +483,7 @@ def test_paths_that_are_not_regular_files_are_refused(capsys, tmp_path):
     p = tmp_path / "s.toml"
     p.write_text(TRACE_SCENARIO, encoding="utf-8")
     refused(capsys, ["run", str(p)], f"traffic.trace = '{tmp_path / 't.csv'}': a directory, not a regular file")
+    refused(capsys, ["bench", "--c-source", str(tmp_path)], ": not a regular file (the yardstick's mrfq_ref.c)")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
@@ -703,3 +704,36 @@ def test_a_store_whose_checkpoint_stopped_on_a_full_disk_reopens(tmp_path):
     (lone / "r.sqlite").write_bytes(bytes(head))
     with pytest.raises(MrfqError, match=r"a truncated or damaged SQLite file"):
         ResultStore(lone / "r.sqlite")
+
+
+def test_run_trace_on_a_full_disk_is_refused_and_keeps_the_old_file(capsys, tmp_path, monkeypatch):
+    """``run --trace`` whose file system is full: one line, exit 2, the file already there unchanged
+    (the write goes to a temporary file, removed on the error)."""
+    import errno
+
+    import flows.cli_args
+
+    real = os.fdopen
+
+    class Full:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def write(self, s):
+            self.n += 1
+            if self.n > 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(s)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(flows.cli_args.os, "fdopen", lambda *a, **k: Full(real(*a, **k)))
+    out = tmp_path / "t.csv"
+    out.write_text("keep\n")
+    refused(capsys, ["run", "--preset", "oracle-rates", "--duration", "2000", "--trace", str(out)],
+            "--trace '" + str(out)[:20])
+    assert out.read_text() == "keep\n" and sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
