@@ -26,7 +26,7 @@ def _binom_ok(hits: int, n: int, p: float, z: float = 5.0) -> bool:
 def test_same_seed_same_day_bit_for_bit(tmp_path):
     a = gd.google_day(7, n_servers=50, n_users=9, horizon=1800.0)
     b = gd.google_day(7, n_servers=50, n_users=9, horizon=1800.0)
-    for k in ("servers", "demand", "share", "time", "user", "tasks", "duration"):
+    for k in ("servers", "demand", "share", "time", "user", "tasks", "duration", "start", "length"):
         assert np.array_equal(getattr(a, k), getattr(b, k)), k
     assert a.rate == b.rate and a.n_jobs > 50
     (tmp_path / "a").mkdir()
@@ -109,6 +109,17 @@ def test_users_activity_is_zipf_and_the_rate_gives_the_offered_load():
     assert np.abs(freq - w.share).max() < 0.02
     assert w.offered_load().max() == pytest.approx(1.2, rel=0.05)   # light tails: the mean converges
     assert np.all(np.diff(w.time) > 0) and w.time[-1] < 20000.0
+
+
+def test_users_submit_only_in_their_sessions():
+    w = gd.google_day(11, n_servers=100, n_users=40, horizon=5000.0)
+    assert np.all(w.length >= 0.1 * 5000.0) and np.all(w.start >= 0) and np.all(w.start + w.length <= 5000.0)
+    for u in range(40):
+        t = w.time[w.user == u]
+        assert np.all((t >= w.start[u]) & (t < w.start[u] + w.length[u]))
+    # the windows' lengths are uniform in [0.1, 1] x horizon
+    _, length = gd.draw_sessions(np.random.default_rng(4), gd.DayParams(n_users=100_000, horizon=1.0))
+    assert np.quantile(length, [0.25, 0.5, 0.75]) == pytest.approx([0.325, 0.55, 0.775], abs=0.005)
 
 
 def test_bad_params_are_refused():

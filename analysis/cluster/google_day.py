@@ -31,18 +31,28 @@ tasks per job              a single task with probability ``p_single`` (0.5);   
                            capped at ``t_max`` = 5,000
 per-task demand            one vector per user (the simulator's model: a user     ours
                            runs identical tasks); CPU and memory log-normal,
-                           medians ``cpu_median`` = 0.025 and ``mem_median`` =
-                           0.02 of the largest server, log-sd ``cpu_sigma`` =
-                           0.8 and ``mem_sigma`` = 0.9, correlation ``rho`` =
-                           0.5 of the logs, clipped to [0.001, 0.5]
+                           median ``cpu_median`` = 0.025 of the largest server
+                           (ours), ``mem_median`` = 0.013, log-sd ``cpu_sigma``
+                           = 0.8 and ``mem_sigma`` = 0.9, correlation ``rho`` =
+                           0.5 of the logs (ours), clipped to [0.001, 0.5].
+                           ``mem_median`` makes the mean memory demand 0.57 x
+                           the mean CPU demand: the ratio [DRFH] Table II       [DRFH] Table II
+                           implies for the slot scheduler at 14 slots (memory /
+                           CPU utilisation 28.0 / 43.9, times the Table-I pool's
+                           memory / CPU 0.4706 / 0.5292)
 task duration              one per job (all its tasks): log-normal, median        ours
                            ``dur_median`` = 300 s, log-sd ``dur_sigma`` = 1.5,
                            clipped to [``dur_min``, ``dur_max``] = [10 s, 6 h]
-job arrivals               Poisson over the day, rate set so that the offered     ours
-                           work is ``load`` (1.5) x the pooled capacity of the
-                           busiest resource ([DRFH] §VI shrinks a 12K-server
-                           day onto 2,000 servers "so that fairness becomes
-                           relevant": an overloaded system)
+job arrivals               per user, Poisson in a session window of the day;      ours
+                           the total rate is set so that the offered work is
+                           ``load`` (1.5) x the pooled capacity of the busiest
+                           resource ([DRFH] §VI shrinks a 12K-server day onto
+                           2,000 servers "so that fairness becomes relevant":
+                           an overloaded system)
+user sessions              user u submits only in [a_u, a_u + L_u): L_u uniform  ours
+                           in [``session_min``, 1] x horizon (``session_min`` =
+                           0.1), a_u uniform in [0, horizon - L_u]; its expected
+                           job count stays share_u x rate x horizon
 =========================  =====================================================  ==========
 
 The qualitative facts these choices follow are [Reiss]'s (abstract): heterogeneity in the
@@ -54,8 +64,8 @@ Pareto tail of index 1.1 (infinite variance below the cap), durations and demand
 log-normal with log-sd 0.8-1.5.
 
 Randomness: ``numpy.random.SeedSequence(seed)`` spawns one child per stream, in this order:
-servers, user demands, user activity (job shares and their order), arrival times, the user of
-each job, tasks per job, durations.  Same seed, same workload, bit for bit (the CSV writes
+servers, user demands, user activity (job shares and their order), arrivals (each user's job
+count and times), sessions (each user's window), tasks per job, durations.  Same seed, same workload, bit for bit (the CSV writes
 every float with ``repr``, which round-trips).
 """
 
@@ -81,7 +91,7 @@ TABLE_II = {10: (0.351, 0.234), 12: (0.422, 0.274), 14: (0.439, 0.280), 16: (0.4
 #: job-size classes (tasks per job) for Fig. 6b: five classes, as in [DRFH] Fig. 6b (bounds ours)
 SIZE_CLASSES = ((1, 1), (2, 10), (11, 100), (101, 1000), (1001, 10**9))
 #: the order of the SeedSequence children
-STREAMS = ("servers", "demands", "activity", "arrivals", "users", "tasks", "durations")
+STREAMS = ("servers", "demands", "activity", "arrivals", "sessions", "tasks", "durations")
 
 
 @dataclass(frozen=True)
@@ -98,7 +108,7 @@ class DayParams:
     t_alpha: float = 1.1
     t_max: int = 5000
     cpu_median: float = 0.025
-    mem_median: float = 0.02
+    mem_median: float = 0.013
     cpu_sigma: float = 0.8
     mem_sigma: float = 0.9
     rho: float = 0.5
@@ -108,6 +118,7 @@ class DayParams:
     dur_sigma: float = 1.5
     dur_min: float = 10.0
     dur_max: float = 21600.0
+    session_min: float = 0.1
 
     def __post_init__(self):
         for f in fields(self):
@@ -116,8 +127,8 @@ class DayParams:
                 raise ValueError(f"DayParams.{f.name} = {v!r}: must be a finite number >= 0")
         if self.n_servers < 1 or self.n_users < 1 or self.horizon <= 0 or self.load <= 0:
             raise ValueError("DayParams: n_servers, n_users, horizon and load must be positive")
-        if not 0 <= self.p_single <= 1 or not -1 < self.rho < 1:
-            raise ValueError("DayParams: p_single must be in [0, 1] and rho in (-1, 1)")
+        if not 0 <= self.p_single <= 1 or not -1 < self.rho < 1 or not 0 < self.session_min <= 1:
+            raise ValueError("DayParams: p_single must be in [0, 1], rho in (-1, 1) and session_min in (0, 1]")
         if self.t_alpha <= 0 or self.t_max < 1 or self.dur_min <= 0 or self.dur_max < self.dur_min:
             raise ValueError("DayParams: t_alpha > 0, t_max >= 1 and 0 < dur_min <= dur_max are needed")
         if not 0 < self.demand_lo <= self.demand_hi <= 1:
@@ -131,7 +142,8 @@ class Workload:
     servers[S, 2]    capacity (CPU, memory) of every server, in draw order
     demand[U, 2]     per-task demand of every user; share[U] its share of the job arrivals
     time[K], user[K], tasks[K], duration[K]   the jobs, by arrival time (duration: of each task)
-    rate             the Poisson job arrival rate (jobs per second)
+    rate             the Poisson job arrival rate (jobs per second, all users, as if all-day)
+    start[U], length[U]   each user's session window
     """
 
     params: DayParams
@@ -144,6 +156,8 @@ class Workload:
     tasks: np.ndarray
     duration: np.ndarray
     rate: float
+    start: np.ndarray
+    length: np.ndarray
 
     @property
     def n_jobs(self) -> int:
@@ -265,6 +279,13 @@ def draw_durations(rng: np.random.Generator, n: int, p: DayParams) -> np.ndarray
     return np.clip(p.dur_median * np.exp(p.dur_sigma * rng.standard_normal(n)), p.dur_min, p.dur_max)
 
 
+def draw_sessions(rng: np.random.Generator, p: DayParams) -> tuple[np.ndarray, np.ndarray]:
+    """Each user's session (start, length): length uniform in [session_min, 1] x horizon, start
+    uniform in [0, horizon - length]."""
+    length = p.horizon * rng.uniform(p.session_min, 1.0, size=p.n_users)
+    return (p.horizon - length) * rng.random(p.n_users), length
+
+
 def mean_clipped_lognormal(median: float, sigma: float, lo: float, hi: float) -> float:
     """E[min(max(X, lo), hi)] for X log-normal with that median and log-sd (exact)."""
     from scipy.stats import norm
@@ -291,18 +312,18 @@ def google_day(seed: int = 1, params: DayParams | None = None, **changes) -> Wor
     e_dur = mean_clipped_lognormal(p.dur_median, p.dur_sigma, p.dur_min, p.dur_max)
     per_job = e_tasks * e_dur * (share @ demand) / servers.sum(axis=0)
     rate = p.load / float(per_job.max())
+    start, length = draw_sessions(np.random.default_rng(ss["sessions"]), p)
     arr = np.random.default_rng(ss["arrivals"])
-    n_guess = int(rate * p.horizon + 10 * math.sqrt(rate * p.horizon) + 10)
-    time = np.cumsum(arr.standard_exponential(n_guess) / rate)
-    while time[-1] < p.horizon:
-        time = np.concatenate([time, time[-1] + np.cumsum(arr.standard_exponential(n_guess) / rate)])
-    time = time[time < p.horizon]
+    count = arr.poisson(share * rate * p.horizon)
+    time = np.concatenate([start[u] + length[u] * np.sort(arr.random(count[u])) for u in range(p.n_users)])
+    user = np.repeat(np.arange(p.n_users, dtype=np.int64), count)
+    order = np.argsort(time, kind="stable")
+    time, user = time[order], user[order]
     K = time.shape[0]
-    user = np.random.default_rng(ss["users"]).choice(p.n_users, size=K, p=share).astype(np.int64)
     tasks = draw_tasks(np.random.default_rng(ss["tasks"]), K, p)
     duration = draw_durations(np.random.default_rng(ss["durations"]), K, p)
     return Workload(params=p, seed=seed, servers=servers, demand=demand, share=share, time=time, user=user,
-                    tasks=tasks, duration=duration, rate=rate)
+                    tasks=tasks, duration=duration, rate=rate, start=start, length=length)
 
 
 def trace_scenario_from_csv(trace: str | Path, demands: dict[str, tuple[float, float]], servers: np.ndarray, *,
@@ -419,7 +440,8 @@ def plot_fig4(t: np.ndarray, shares: dict[str, np.ndarray], fluid_rows: list[tup
         for u in range(s.shape[1]):
             ax.plot(t, s[:, u], styles[k % 2], color=f"C{u}", label=f"user {u + 1}, {label}")
     for j, (t0, t1, u, g) in enumerate(fluid_rows):
-        ax.hlines(g, t0, t1, colors="k", linestyles="dashed", linewidth=0.8, label="fluid DRFH" if j == 0 else None)
+        ax.hlines(g, t0, t1, colors="k", linestyles="dashed", linewidth=0.8,
+                  label="fluid DRFH (divisible tasks)" if j == 0 else None)
     for g in (0.62, 0.44, 0.26):
         ax.axhline(g, color="0.8", linewidth=0.6, zorder=0)
     ax.set_xlabel("time (s)")
