@@ -113,10 +113,15 @@ def test_users_activity_is_zipf_and_the_rate_gives_the_offered_load():
 
 def test_users_submit_only_in_their_sessions():
     w = gd.google_day(11, n_servers=100, n_users=40, horizon=5000.0)
-    assert np.all(w.length >= 0.1 * 5000.0) and np.all(w.start >= 0) and np.all(w.start + w.length <= 5000.0)
+    assert np.all(w.length >= 0.1 * 5000.0) and np.all(w.length <= 5000.0)
+    assert np.all(w.start >= 0) and np.all(w.start < 5000.0)
     for u in range(40):
         t = w.time[w.user == u]
-        assert np.all((t >= w.start[u]) & (t < w.start[u] + w.length[u]))
+        assert np.all(np.fmod(t - w.start[u] + 5000.0, 5000.0) < w.length[u])   # inside the window, mod the day
+    assert w.time.min() >= 0 and w.time.max() < 5000.0 and np.all(np.diff(w.time) > 0)
+    # stationary: as many jobs in the first as in the last tenth of the day (within noise)
+    first, last = np.sum(w.time < 500.0), np.sum(w.time >= 4500.0)
+    assert abs(first - last) < 5 * math.sqrt(first + last)
     # the windows' lengths are uniform in [0.1, 1] x horizon
     _, length = gd.draw_sessions(np.random.default_rng(4), gd.DayParams(n_users=100_000, horizon=1.0))
     assert np.quantile(length, [0.25, 0.5, 0.75]) == pytest.approx([0.325, 0.55, 0.775], abs=0.005)

@@ -49,10 +49,12 @@ job arrivals               per user, Poisson in a session window of the day;    
                            resource ([DRFH] §VI shrinks a 12K-server day onto
                            2,000 servers "so that fairness becomes relevant":
                            an overloaded system)
-user sessions              user u submits only in [a_u, a_u + L_u): L_u uniform  ours
-                           in [``session_min``, 1] x horizon (``session_min`` =
-                           0.1), a_u uniform in [0, horizon - L_u]; its expected
-                           job count stays share_u x rate x horizon
+user sessions              user u submits only in [a_u, a_u + L_u) modulo the     ours
+                           horizon (a day is periodic, so the number of users
+                           active is stationary): L_u uniform in
+                           [``session_min``, 1] x horizon (``session_min`` =
+                           0.1), a_u uniform in [0, horizon); its expected job
+                           count stays share_u x rate x horizon
 =========================  =====================================================  ==========
 
 The qualitative facts these choices follow are [Reiss]'s (abstract): heterogeneity in the
@@ -281,9 +283,9 @@ def draw_durations(rng: np.random.Generator, n: int, p: DayParams) -> np.ndarray
 
 def draw_sessions(rng: np.random.Generator, p: DayParams) -> tuple[np.ndarray, np.ndarray]:
     """Each user's session (start, length): length uniform in [session_min, 1] x horizon, start
-    uniform in [0, horizon - length]."""
+    uniform in [0, horizon); the window wraps around the end of the horizon."""
     length = p.horizon * rng.uniform(p.session_min, 1.0, size=p.n_users)
-    return (p.horizon - length) * rng.random(p.n_users), length
+    return p.horizon * rng.random(p.n_users), length
 
 
 def mean_clipped_lognormal(median: float, sigma: float, lo: float, hi: float) -> float:
@@ -315,7 +317,8 @@ def google_day(seed: int = 1, params: DayParams | None = None, **changes) -> Wor
     start, length = draw_sessions(np.random.default_rng(ss["sessions"]), p)
     arr = np.random.default_rng(ss["arrivals"])
     count = arr.poisson(share * rate * p.horizon)
-    time = np.concatenate([start[u] + length[u] * np.sort(arr.random(count[u])) for u in range(p.n_users)])
+    time = np.concatenate([np.fmod(start[u] + length[u] * arr.random(count[u]), p.horizon)
+                           for u in range(p.n_users)])
     user = np.repeat(np.arange(p.n_users, dtype=np.int64), count)
     order = np.argsort(time, kind="stable")
     time, user = time[order], user[order]
