@@ -179,7 +179,7 @@ def main(argv=None) -> int:
     ap.add_argument("--servers", type=int, default=None, help="default: 200 (reduced) / 2000 (full)")
     ap.add_argument("--users", type=int, default=None, help="default: 20 (reduced) / 100 (full)")
     ap.add_argument("--hours", type=float, default=None, help="simulated hours; default 2 (reduced) / 24 (full)")
-    ap.add_argument("--load", type=float, default=1.5, help="offered work / pooled capacity of the busiest resource")
+    ap.add_argument("--load", type=float, default=2.0, help="offered work / pooled capacity of the busiest resource")
     ap.add_argument("--warmup", type=float, default=0.2, help="fraction of the run before the averages start")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--slots", default="10,12,14,16,20", help="slots per maximum server (Table II)")
