@@ -119,7 +119,7 @@ def _todo(slots) -> list:
 
 
 def run_table2(args, sc, cache: dict) -> dict:
-    slots = [int(x) for x in args.slots.split(",") if x.strip()]
+    slots = [int(x) for x in args.slots.split(",")]
     runs = simulate_all(sc, _todo(slots), cache)
     rows, series = [], {}
     for label, r in runs.items():
@@ -196,6 +196,16 @@ def main(argv=None) -> int:
             return 2
     if args.hours is not None and not args.hours > 0 or not args.load > 0 or not 0 <= args.warmup < 1:
         print("error: --hours and --load must be > 0 and --warmup in [0, 1)", file=sys.stderr)
+        return 2
+    if args.seed < 0 or args.fig4_seed < 0:
+        print("error: --seed and --fig4-seed must be >= 0", file=sys.stderr)
+        return 2
+    try:
+        if any(int(x) < 1 for x in args.slots.split(",")):
+            raise ValueError
+    except ValueError:
+        print(f"error: --slots = {args.slots!r}: give whole numbers >= 1 separated by commas, e.g. 10,14,20",
+              file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     try:

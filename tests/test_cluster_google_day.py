@@ -200,8 +200,10 @@ def test_script_table2_and_fig6_tiny(tmp_path, capsys):
 
 def test_script_bad_input_one_line_exit_2(tmp_path, capsys):
     mod = _script()
-    assert mod.main(["table2", "--servers", "0"]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    for bad in (["--servers", "0"], ["--slots", "14,x"], ["--slots", "0"], ["--seed", "-1"], ["--load", "0"]):
+        assert mod.main(["table2", *bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: --"), bad
     d = cluster_from_dict({"resources": ["cpu"], "server": [{"capacity": [1]}], "user": [{"demand": [0.5]}]})
     assert d.traffic.kind == "none"
     (tmp_path / "b.toml").write_text('resources = ["cpu"]\n[[server]]\ncapacity = [1]\n[[user]]\ndemand = [0.5]\n')
