@@ -160,10 +160,17 @@ def test_reduction_by_size_classes():
     assert red[4][2] == 75.0
 
 
-def test_fig4_seed_matches_the_papers_pool():
-    sc = ds.fig4_scenario(gd.FIG4_SEED, duration=300.0, samples=30)
+def test_fig4_seed_matches_the_papers_pool_and_the_preset_is_that_scenario():
+    sc = ds.fig4_scenario(gd.FIG4_SEED, duration=1400.0, samples=140)
     T = sc.capacity().sum(axis=0)
     assert T[0] == pytest.approx(52.75) and T[1] == pytest.approx(51.32, abs=0.1)
+    from flows.cluster import load_cluster_preset
+
+    pre = load_cluster_preset("drfh-fig4")
+    assert np.array_equal(pre.capacity(), sc.capacity()) and np.array_equal(pre.demand(), sc.demand())
+    assert [(u.start, u.stop, u.duration, u.backlogged) for u in pre.users] == \
+        [(u.start, u.stop, u.duration, u.backlogged) for u in sc.users]
+    assert pre.run == sc.run
 
 
 # ---- the script, tiny --------------------------------------------------------------------------------
