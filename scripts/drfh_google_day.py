@@ -7,6 +7,7 @@ Subcommands (each prints its table and saves its figures in --out):
            fluid DRFH allocation and the paper's 40 %/62 %, 44 %, 26 %)       -> drfh-fig4.png
   table2   demanded CPU / memory utilisation of Slots (10-20 per maximum server), First-Fit and
            Best-Fit DRFH on the Google-like day                     -> drfh-table2.png, drfh-fig5.png
+           (--slot-rule one: a task runs in one slot or, if larger than a slot, never)
   fig6     job completion times (Best-Fit vs Slots 14) and the task completion ratio per user
                                                                      -> drfh-fig6.png, drfh-fig8.png
   all      the three, sharing the day's runs
@@ -100,12 +101,13 @@ def day_scenario(args):
     return sc, w
 
 
-def simulate_all(sc, todo, cache: dict) -> dict:
+def simulate_all(sc, todo, cache: dict, slot_rule: str = "ceil") -> dict:
     out = {}
     for label, name, opts in todo:
         if label not in cache:
             t0 = time.perf_counter()
-            cache[label] = simulate(sc, allocator=name, options=opts)
+            run_sc = gd.one_slot_scenario(sc, opts["n_slots"]) if name == "slots" and slot_rule == "one" else sc
+            cache[label] = simulate(run_sc, allocator=name, options=opts)
             r = cache[label]
             print(f"  ran {label:16} {int(r.launched.sum()):>9} tasks in {time.perf_counter() - t0:6.1f} s "
                   f"({r.tasks_per_second:,.0f} tasks/s)")
@@ -120,7 +122,7 @@ def _todo(slots) -> list:
 
 def run_table2(args, sc, cache: dict) -> dict:
     slots = [int(x) for x in args.slots.split(",")]
-    runs = simulate_all(sc, _todo(slots), cache)
+    runs = simulate_all(sc, _todo(slots), cache, args.slot_rule)
     rows, series = [], {}
     for label, r in runs.items():
         mean, s = gd.demand_util(sc, r)
@@ -129,7 +131,8 @@ def run_table2(args, sc, cache: dict) -> dict:
         rows.append({"allocator": label, "cpu": float(mean[0]), "mem": float(mean[1]), "paper_cpu": paper[0],
                      "paper_mem": paper[1], "jobs_done": int(r.job_user.shape[0])})
         series[label] = s
-    print(f"\nTable II: demanded utilisation over [{sc.run.warmup:g}, {sc.run.duration:g}] s")
+    print(f"\nTable II: demanded utilisation over [{sc.run.warmup:g}, {sc.run.duration:g}] s "
+          f"(slot rule: {args.slot_rule})")
     print(f"{'allocator':16} {'CPU':>7} {'mem':>7} {'paper CPU':>9} {'paper mem':>9} {'jobs done':>9}")
     for r in rows:
         print(f"{r['allocator']:16} {_pct(r['cpu']):>7} {_pct(r['mem']):>7} {_pct(r['paper_cpu']):>9} "
@@ -146,7 +149,8 @@ def run_table2(args, sc, cache: dict) -> dict:
 
 def run_fig6(args, sc, cache: dict) -> dict:
     slot_label = f"Slots ({SLOTS_FIG6}/max)"
-    runs = simulate_all(sc, [t for t in _todo([SLOTS_FIG6]) if t[0] in (slot_label, "Best-Fit DRFH")], cache)
+    runs = simulate_all(sc, [t for t in _todo([SLOTS_FIG6]) if t[0] in (slot_label, "Best-Fit DRFH")], cache,
+                        args.slot_rule)
     bf, sl = runs["Best-Fit DRFH"], runs[slot_label]
     tk, cb, cs = ds.matched_completions(sc, bf, sl)
     red = gd.reduction_by_size(tk, cb, cs)
@@ -183,6 +187,9 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=float, default=0.2, help="fraction of the run before the averages start")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--slots", default="10,12,14,16,20", help="slots per maximum server (Table II)")
+    ap.add_argument("--slot-rule", choices=("ceil", "one"), default="ceil",
+                    help="ceil: a task takes ceil(demand / slot) slots (the slots allocator); one: a task runs in "
+                         "one slot or, if larger, never")
     ap.add_argument("--scenario", default=None, help="a cluster scenario TOML with [traffic] kind = 'trace'")
     ap.add_argument("--trace-dir", default=None, help="where to write google-day.csv/.toml (default: a temp dir)")
     ap.add_argument("--fig4-seed", type=int, default=gd.FIG4_SEED)

@@ -151,6 +151,18 @@ def test_completion_ratio_counts_finished_tasks_exactly(tmp_path):
     assert gd.completion_ratio(sc.replace_run(duration=100.0), full)[1].tolist() == [1.0]
 
 
+def test_one_slot_scenario_drops_exactly_the_users_larger_than_a_slot(tmp_path):
+    w = gd.google_day(2, n_servers=40, n_users=12, horizon=1200.0)
+    sc = w.scenario(tmp_path, samples=20)
+    for n in (10, 20):
+        one = gd.one_slot_scenario(sc, n)
+        big = np.any(w.demand > 1.0 / n, axis=1)          # the largest server is (1, 1)
+        assert [r for r in sc.trace_rows if not big[r[1]]] == list(one.trace_rows)
+        r = simulate(one, allocator="slots", options={"n_slots": n})
+        assert np.all(r.launched[big] == 0) and r.launched[~big].sum() > 0
+    assert 0 < np.sum(np.any(w.demand > 1.0 / 20, axis=1)) < 12
+
+
 def test_reduction_by_size_classes():
     tasks = np.array([1, 1, 5, 50, 2000])
     red = gd.reduction_by_size(tasks, np.array([10.0, 10, 5, 50, 100]), np.array([10.0, 10, 10, 100, 400]))
@@ -195,6 +207,8 @@ def test_script_table2_and_fig6_tiny(tmp_path, capsys):
     assert mod.main(["table2", *args]) == 0
     out = capsys.readouterr().out
     assert "Slots (10/max)" in out and "Best-Fit DRFH" in out and "35.1%" in out   # the paper's column
+    assert mod.main(["table2", *args, "--slot-rule", "one"]) == 0
+    assert "(slot rule: one)" in capsys.readouterr().out
     assert mod.main(["fig6", *args]) == 0
     out = capsys.readouterr().out
     assert "Fig. 6" in out and "Fig. 8" in out and ">1000" in out

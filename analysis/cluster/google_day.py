@@ -75,6 +75,7 @@ every float with ``repr``, which round-trips).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -329,6 +330,17 @@ def google_day(seed: int = 1, params: DayParams | None = None, **changes) -> Wor
     duration = draw_durations(np.random.default_rng(ss["durations"]), K, p)
     return Workload(params=p, seed=seed, servers=servers, demand=demand, share=share, time=time, user=user,
                     tasks=tasks, duration=duration, rate=rate, start=start, length=length)
+
+
+def one_slot_scenario(sc: ClusterScenario, n_slots: int) -> ClusterScenario:
+    """The scenario a slot scheduler sees when a task runs in *one* slot or not at all: the jobs of
+    the users whose task exceeds one slot (the largest server / ``n_slots``, component-wise) in some
+    resource are dropped (they never run; they still count as submitted in :func:`completion_ratio`,
+    which reads the scenario it is given).  mrfq's ``slots`` allocator gives such a task
+    ``ceil(demand / slot)`` slots instead (``fq/cluster/slots.py``)."""
+    slot = sc.capacity().max(axis=0) / n_slots
+    ok = np.all(sc.demand() <= slot * (1 + 1e-12), axis=1)
+    return dataclasses.replace(sc, trace_rows=tuple(r for r in sc.trace_rows if ok[r[1]]))
 
 
 def trace_scenario_from_csv(trace: str | Path, demands: dict[str, tuple[float, float]], servers: np.ndarray, *,
