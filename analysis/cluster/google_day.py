@@ -16,8 +16,8 @@ Where every number comes from (``[DRFH]``, ``[Reiss]``, ``[GCD]`` = the trace's 
 quantity                   value                                                  source
 =========================  =====================================================  ==========
 server mix                 Table I: ten (CPU, memory) configurations, counts      [DRFH] Table I
-                           6732, 3863, ..., 1 of 12,583 machines, normalised to   (= [Reiss]
-                           the largest server (1, 1); drawn i.i.d. in that        Table 1)
+                           6732, 3863, ..., 1 of 12,583 machines, normalised to   (citing
+                           the largest server (1, 1); drawn i.i.d. in that        [Reiss], [GCD])
                            proportion, listed in draw order
 cluster, trace span        about 12.5k machines, 29 days                          [GCD], [DRFH] §VI
 simulated system           2,000 servers, 24 hours                                [DRFH] §VI
@@ -64,13 +64,13 @@ machines (Table I), in task durations and in the resources tasks need, and a wor
 "driven by many short jobs"; the laws and their parameters above are ours (the trace's
 per-job distributions were not at hand to fit), and :mod:`tests.test_cluster_google_day`
 checks the generator against exactly these laws.  Heavy tails: the tasks per job have a
-Pareto tail of index 1.1 (infinite variance below the cap), durations and demands are
+Pareto tail of index 1.1 (infinite variance without the cap), durations and demands are
 log-normal with log-sd 0.8-1.5.
 
 Randomness: ``numpy.random.SeedSequence(seed)`` spawns one child per stream, in this order:
 servers, user demands, user activity (job shares and their order), arrivals (each user's job
-count and times), sessions (each user's window), tasks per job, durations.  Same seed, same workload, bit for bit (the CSV writes
-every float with ``repr``, which round-trips).
+count and times), sessions (each user's window), tasks per job, durations.  Same seed, same
+workload, bit for bit (the CSV writes every float with ``repr``, which round-trips).
 """
 
 from __future__ import annotations
