@@ -82,6 +82,9 @@ def day_scenario(args):
         if sc.traffic.kind != "trace":
             raise MrfqError(f"--scenario {args.scenario}: [traffic] kind must be 'trace' (a job CSV), "
                             f"not {sc.traffic.kind!r}")
+        if sc.n_resources != 2:
+            raise MrfqError(f"--scenario {args.scenario}: has {sc.n_resources} resources; the study needs two "
+                            "(CPU, memory), as in the paper")
         T = sc.run.duration
         sc = sc.replace_run(samples=int(min(100_000, math.ceil(T))))
         print(f"Google-like day: scenario {args.scenario} ({sc.capacity().shape[0]} servers, {sc.n_users} users, "
@@ -92,12 +95,18 @@ def day_scenario(args):
     users = args.users or size["users"]
     T = 3600.0 * (args.hours or size["hours"])
     w = gd.google_day(args.seed, n_servers=servers, n_users=users, horizon=T, load=args.load)
-    out = args.trace_dir or tempfile.mkdtemp(prefix="drfh-day-")
-    sc = w.scenario(out, duration=T, warmup=args.warmup * T, samples=int(min(100_000, math.ceil(T))))
+    run = {"duration": T, "warmup": args.warmup * T, "samples": int(min(100_000, math.ceil(T)))}
+    if args.trace_dir:
+        sc = w.scenario(args.trace_dir, **run)
+        kept = f"trace in {args.trace_dir}"
+    else:                       # the scenario holds the trace's rows: the files are not needed after loading
+        with tempfile.TemporaryDirectory(prefix="drfh-day-") as out:
+            sc = w.scenario(out, **run)
+        kept = "trace not kept (--trace-dir DIR keeps it)"
     load = w.offered_load()
     print(f"Google-like day: {servers} Table-I servers, {users} users, {w.n_jobs} jobs / {int(w.tasks.sum())} tasks "
           f"in {T / 3600:g} h (seed {args.seed}); offered load {load[0]:.2f} CPU, {load[1]:.2f} mem "
-          f"(target {args.load:g} on the busiest); trace in {out}")
+          f"(target {args.load:g} on the busiest); {kept}")
     return sc, w
 
 

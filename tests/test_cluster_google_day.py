@@ -209,9 +209,9 @@ def test_script_table2_and_fig6_tiny(tmp_path, capsys):
     assert "Slots (10/max)" in out and "Best-Fit DRFH" in out and "35.1%" in out   # the paper's column
     assert mod.main(["table2", *args, "--slot-rule", "one"]) == 0
     assert "(slot rule: one)" in capsys.readouterr().out
-    assert mod.main(["fig6", *args]) == 0
+    assert mod.main(["fig6", *args[:-2]]) == 0                      # no --trace-dir: nothing left behind
     out = capsys.readouterr().out
-    assert "Fig. 6" in out and "Fig. 8" in out and ">1000" in out
+    assert "Fig. 6" in out and "Fig. 8" in out and ">1000" in out and "trace not kept" in out
     assert {p.name for p in tmp_path.glob("*.png")} == {"drfh-table2.png", "drfh-fig5.png", "drfh-fig6.png",
                                                         "drfh-fig8.png"}
     assert (tmp_path / "day" / "google-day.csv").exists() and (tmp_path / "day" / "google-day.toml").exists()
@@ -231,3 +231,9 @@ def test_script_bad_input_one_line_exit_2(tmp_path, capsys):
     assert mod.main(["fig6", "--scenario", str(tmp_path / "b.toml"), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "kind must be 'trace'" in err
+    (tmp_path / "j.csv").write_text("time,user,tasks\n0,u1,2\n")
+    (tmp_path / "c.toml").write_text('resources = ["cpu"]\n[[server]]\ncapacity = [1]\n[[user]]\nname = "u1"\n'
+                                     'demand = [0.5]\n[traffic]\nkind = "trace"\ntrace = "j.csv"\n')
+    assert mod.main(["table2", "--scenario", str(tmp_path / "c.toml"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has 1 resources; the study needs two" in err
