@@ -25,12 +25,17 @@ from fq.cluster.registry import get as get_allocator
 from fq.cluster.state import Tree
 
 
-def fluid_allocation(sc: ClusterScenario, objective: str) -> ClusterAllocation:
-    """The fluid ``objective`` (a ``CLUSTER_OBJECTIVES`` name) for the scenario's users, all backlogged."""
+def fluid_allocation(sc: ClusterScenario, objective: str, *, per_server: bool = False) -> ClusterAllocation:
+    """The fluid ``objective`` (a ``CLUSTER_OBJECTIVES`` name) for the scenario's users, all backlogged.
+
+    The servers go in as types (identical capacity vectors merged, ``ClusterScenario.server_types``);
+    ``per_server``: DRFH also splits each type's allocation over its servers (``U x servers`` numbers)."""
     if objective not in CLUSTER_OBJECTIVES:
         raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(CLUSTER_OBJECTIVES)}")
     fn = CLUSTER_OBJECTIVES[objective][2]
-    return fn(sc.capacity(), sc.demand(), sc.weights(), tree=Tree(*sc.tree_arrays()))
+    cap, count = sc.server_types()
+    kw = {"per_server": per_server} if objective == "drfh" else {}
+    return fn(cap, sc.demand(), sc.weights(), tree=Tree(*sc.tree_arrays()), count=count, **kw)
 
 
 @dataclass(frozen=True)
