@@ -21,7 +21,6 @@ import numpy as np
 from analysis.cluster.objectives import CLUSTER_OBJECTIVES, ClusterAllocation
 from flows.cluster import ClusterScenario
 from flows.errors import MrfqError
-from fq.cluster.registry import get as get_allocator
 from fq.cluster.state import Tree
 
 
@@ -62,6 +61,8 @@ def compare(sc: ClusterScenario, run, objective: str | None = None) -> SimVsFlui
         if not u.backlogged or u.start > 0 or np.isfinite(u.stop):
             raise MrfqError(f"user[{i}] ({u.name!r}): the fluid comparison needs every user backlogged "
                             "for the whole run (backlogged = true, start = 0, no stop)")
+    from fq.cluster.registry import get as get_allocator  # here: alloc imports this module and needs no mechanism
+
     obj = objective or get_allocator(run.allocator).objective
     if obj is None:
         raise MrfqError(f"allocator {run.allocator!r} approximates no fluid objective; pass objective=")
