@@ -212,3 +212,15 @@ def test_alloc_cli_gives_types_and_the_split_only_when_asked(capsys, tmp_path):
     d2 = json.loads(capsys.readouterr().out)["objectives"]["drfh"]
     assert len(d2["per_server_tasks"][0]) == 20010 and d2["tasks"] == pytest.approx(d["tasks"], rel=1e-9)
     assert np.sum(d2["per_server_tasks"], axis=1) == pytest.approx(d["tasks"], rel=1e-9)
+
+
+def test_user_and_server_counts_are_bounded_at_the_gate():
+    from flows.cluster import MAX_SERVERS, MAX_USERS
+
+    base = {"resources": ["cpu"], "server": [{"capacity": [4.0]}]}
+    users = [{"name": f"u{i}", "demand": [1.0]} for i in range(MAX_USERS + 1)]
+    with pytest.raises(ScenarioError, match=rf"^user: {MAX_USERS + 1:,} tables; at most {MAX_USERS:,}$"):
+        cluster_from_dict({**base, "user": users})
+    servers = [{"capacity": [4.0], "count": MAX_SERVERS // 2}] * 2 + [{"capacity": [1.0]}]
+    with pytest.raises(ScenarioError, match=rf"^server\[\*\]\.count: {MAX_SERVERS + 1:,} servers in all"):
+        cluster_from_dict({**base, "server": servers, "user": users[:1]})
