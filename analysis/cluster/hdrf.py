@@ -17,7 +17,13 @@ weighted dominant shares, a leaf stops when a resource it needs saturates (or wh
 * ``lam`` rises (bisection) until a resource saturates or a leaf reaches its cap; those leaves
   stop; repeat until no leaf can grow.  A node already above the level keeps what it has
   (``max(target, current share)``), so the usage is continuous in ``lam`` except where a free
-  growth stretch (below) is jumped.
+  growth stretch is jumped;
+* a *free growth stretch*: when a node's dominant resource (over ``Y``) is used by none of its
+  growing descendants, its share stays put while they grow, so ``mu`` is not unique there; the
+  lowest is taken (the node's usage jumps to the stretch's end once its target passes its share).
+  When the root's level stalls at such a stretch (the jump would overfill a resource), the phase
+  walks it at that level, a fraction ``theta`` of every such stretch together, until a resource
+  fills or a leaf reaches its cap.
 
 **Water-filling in polynomial time.**  Within a phase every ``U_n`` is piecewise linear in the
 node's target (with jumps at free growth stretches): a leaf's is ``max(tau, s_u) a_u``; an
@@ -285,7 +291,7 @@ def _build(kids: list[tuple[_Pl, float]], B: np.ndarray, Y: np.ndarray) -> _Node
     return nd
 
 
-def _usage_fn(nd: _Node, cs: float, cur: np.ndarray) -> _Pl:
+def _usage_fn(nd: _Node, cs: float) -> _Pl:
     """The node's usage as a function of its target, ``F(mu(max(tau, cs)))``."""
     pts = np.unique(np.concatenate([nd.hl, nd.hr, [cs]]))
     pts = pts[pts >= cs]
@@ -386,7 +392,7 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
                     hit = (idx < xm.shape[0]) & (xm[np.minimum(idx, xm.shape[0] - 1)] == nd.M)
                     nd.brk[c] = np.where(hit, idx, -1)
             nodes[n] = nd
-            fns[n] = _usage_fn(nd, float(cs[n]), cur[n])
+            fns[n] = _usage_fn(nd, float(cs[n]))
         roots = [c for c in kids[0] if grow[c]]
         lam0 = min(cs[c] / w[c] for c in roots)
         hi = max(2.0 * lam0, 1.0 / min(w[c] for c in roots))
