@@ -162,7 +162,8 @@ def main() -> None:
             r = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", case, "--root", args.root],
                                timeout=args.timeout,
                                capture_output=True, text=True)
-            print(r.stdout.strip() or r.stderr.strip().splitlines()[-1], flush=True)
+            last = (r.stdout.strip() or r.stderr.strip()).splitlines()
+            print(last[-1] if last else f"{case:<20} died with exit code {r.returncode} and no output", flush=True)
         except subprocess.TimeoutExpired:
             print(f"{case:<20} killed after {args.timeout:g} s", flush=True)
 
