@@ -485,8 +485,10 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             depth[q] = depth[p] + 1
             p = q
             if depth[q] >= MAX_DEPTH:
-                raise _err(f"node[{i}] ({_q(n.name)}): the tree is more than {MAX_DEPTH} levels deep below it "
-                           f"(through {_q(q)}); at most {MAX_DEPTH} levels from the root to a user")
+                k = next(j for j, m in enumerate(nodes) if m.name == q)
+                raise _err(f"node[{k}] ({_q(q)}): {depth[q]} levels below the root; the tree may be at most "
+                           f"{MAX_DEPTH} levels deep (a user at most {MAX_DEPTH} edges below the root, so a node "
+                           f"at most {MAX_DEPTH - 1}); flatten the hierarchy")
 
     tr = _table("traffic", d.get("traffic"))
     _check_keys("traffic", tr, _TRAFFIC)

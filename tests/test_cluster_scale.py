@@ -187,14 +187,15 @@ def _scenario(depth: int) -> dict:
 def test_tree_depth_is_bounded_at_the_gate():
     sc = cluster_from_dict(_scenario(MAX_DEPTH - 1))  # users at MAX_DEPTH edges below the root
     assert max(len(sc.nodes), 0) == MAX_DEPTH - 1
-    with pytest.raises(ScenarioError, match=rf"the tree is more than {MAX_DEPTH} levels deep below it"):
+    with pytest.raises(ScenarioError, match=rf"^node\[0\] \('n{MAX_DEPTH - 1}'\): {MAX_DEPTH} levels below the root; "
+                                            rf"the tree may be at most {MAX_DEPTH} levels deep"):
         cluster_from_dict(_scenario(MAX_DEPTH))
     with pytest.raises(ScenarioError, match=r"^node\[\d+\]\.parent = 'n\d+': the tree has a cycle through"):
         d = _scenario(3)
         d["node"][-1]["parent"] = "n2"  # n0 under n2: n0 -> n2 -> n1 -> n0
         cluster_from_dict(d)
     d = _scenario(10_000)  # at the node limit: refused in one line, fast, no recursion
-    with pytest.raises(ScenarioError, match="levels deep"):
+    with pytest.raises(ScenarioError, match=rf"^node\[\d+\] \('n{MAX_DEPTH - 1}'\): {MAX_DEPTH} levels below"):
         cluster_from_dict(d)
 
 
