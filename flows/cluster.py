@@ -105,6 +105,7 @@ MAX_SEED = 2**62
 MAX_SAMPLES = 100_000           # points of the share-over-time output
 MAX_SERVERS = 100_000           # servers, counting copies
 MAX_USERS = 10_000              # [[user]] tables, and as many [[node]] tables
+MAX_DEPTH = 64                  # levels of the H-DRF tree: a user at most this many edges below the root
 MAX_NAME = 100                  # characters in a server, node, user or resource name
 MAX_TASKS = 2_000_000           # task launches a run may need (the simulator: 2,000-7,000 tasks/s)
 MAX_FILE_BYTES = 10 * 2**20     # a cluster scenario file
@@ -256,6 +257,21 @@ class ClusterScenario:
         rows = [s.capacity for s in self.servers for _ in range(s.count)]
         return np.array(rows, dtype=np.float64).reshape(len(rows), self.n_resources)
 
+    def server_types(self) -> tuple[np.ndarray, np.ndarray]:
+        """The servers as types: ``(capacity[K, R], count[K])``, one row per distinct capacity vector (``[[server]]``
+        tables with the same capacity merged), in order of first appearance; ``count`` sums their copies."""
+        index: dict[tuple[float, ...], int] = {}
+        caps: list[tuple[float, ...]] = []
+        counts: list[int] = []
+        for s in self.servers:
+            k = index.setdefault(s.capacity, len(caps))
+            if k == len(caps):
+                caps.append(s.capacity)
+                counts.append(0)
+            counts[k] += s.count
+        return (np.array(caps, dtype=np.float64).reshape(len(caps), self.n_resources),
+                np.array(counts, dtype=np.int64))
+
     def server_names(self) -> list[str]:
         return [s.name if s.count == 1 else f"{s.name}#{k}" for s in self.servers for k in range(s.count)]
 
@@ -374,10 +390,13 @@ def _read_trace(path: Path, users: list[str]) -> tuple[tuple[float, int, int, fl
     return tuple(rows)
 
 
-def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path | None = None) -> ClusterScenario:
+def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path | None = None,
+                      simulate: bool = True) -> ClusterScenario:
     """Validate a parsed TOML document (or an equivalent dict) into a :class:`ClusterScenario`.
 
-    ``base`` is the folder a relative ``traffic.trace`` path is resolved against.
+    ``base`` is the folder a relative ``traffic.trace`` path is resolved against.  ``simulate=False``
+    (the fluid allocations, ``mrfq cluster alloc``): what only the task simulator needs is not checked,
+    i.e. the trace file is not read and the run's task launches are not bounded (``MAX_TASKS``).
     """
     if not isinstance(d, Mapping):
         raise _err("cluster scenario: must be a table")
@@ -447,13 +466,23 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             raise _err(f"node[{i}].parent = {_q(n.parent)}: not a [[node]]; use 'root' or one of "
                        f"{_names(sorted(node_names))}")
     parent_of = {n.name: n.parent for n in nodes}
-    for i, n in enumerate(nodes):  # no cycles
-        seen, p = {n.name}, n.parent
-        while p != ROOT:
-            if p in seen:
+    depth = {ROOT: 0}  # edges below the root; every node's walk stops at the first node of known depth
+    for i, n in enumerate(nodes):  # no cycles, at most MAX_DEPTH - 1 levels of nodes (their users one more)
+        path, on_path, p = [], set(), n.name
+        while p not in depth:
+            if p in on_path:
                 raise _err(f"node[{i}].parent = {_q(n.parent)}: the tree has a cycle through {_q(p)}")
-            seen.add(p)
+            on_path.add(p)
+            path.append(p)
             p = parent_of[p]
+        for q in reversed(path):
+            depth[q] = depth[p] + 1
+            p = q
+            if depth[q] >= MAX_DEPTH:
+                k = next(j for j, m in enumerate(nodes) if m.name == q)
+                raise _err(f"node[{k}] ({_q(q)}): {depth[q]} levels below the root; the tree may be at most "
+                           f"{MAX_DEPTH} levels deep (a user at most {MAX_DEPTH} edges below the root, so a node "
+                           f"at most {MAX_DEPTH - 1}); flatten the hierarchy")
 
     tr = _table("traffic", d.get("traffic"))
     _check_keys("traffic", tr, _TRAFFIC)
@@ -533,7 +562,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             raise _err(f"node[{i}] ({_q(n.name)}): has no children; every internal node needs a user below it")
 
     rows: tuple = ()
-    if kind == "trace":
+    if kind == "trace" and simulate:
         p = Path(trace)
         if not p.is_absolute() and base is not None:
             p = base / p
@@ -552,7 +581,8 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
     sc = ClusterScenario(resources=tuple(res), servers=tuple(servers), users=tuple(users), nodes=tuple(nodes),
                          traffic=TrafficSpec(kind=kind, rate=rate, trace=trace), run=run, name=nm,
                          description=desc, trace_rows=rows)
-    _check_work(sc)
+    if simulate:
+        _check_work(sc)
     return sc
 
 
@@ -590,12 +620,12 @@ def _check_work(sc: ClusterScenario) -> None:
                    "run.duration, lower traffic.rate or lengthen the task durations")
 
 
-def load_cluster(path: str | Path) -> ClusterScenario:
-    """Read and validate a cluster scenario TOML file."""
+def load_cluster(path: str | Path, *, simulate: bool = True) -> ClusterScenario:
+    """Read and validate a cluster scenario TOML file (``simulate``: as :func:`cluster_from_dict`)."""
     p = Path(path)
     d = read_toml(p, what="cluster scenario", max_bytes=MAX_FILE_BYTES,
                   missing_hint="or use --preset NAME; see `mrfq cluster presets`")
-    return cluster_from_dict(d, name=p.stem, base=p.parent)
+    return cluster_from_dict(d, name=p.stem, base=p.parent, simulate=simulate)
 
 
 def _presets():
@@ -607,13 +637,13 @@ def cluster_preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in _presets().iterdir() if p.name.endswith(".toml"))
 
 
-def load_cluster_preset(name: str) -> ClusterScenario:
-    """Load a shipped cluster scenario by name."""
+def load_cluster_preset(name: str, *, simulate: bool = True) -> ClusterScenario:
+    """Load a shipped cluster scenario by name (``simulate``: as :func:`cluster_from_dict`)."""
     names = cluster_preset_names()
     if name not in names:
         raise _err(f"--preset {_q(name)}: unknown cluster preset; choose one of {_names(names, 12)}")
     text = _presets().joinpath(name + ".toml").read_text(encoding="utf-8")
-    return cluster_from_dict(tomllib.loads(text), name=name)
+    return cluster_from_dict(tomllib.loads(text), name=name, simulate=simulate)
 
 
 # ---------------------------------------------------------------------------

@@ -55,9 +55,17 @@ CASES = [
 ]
 
 
+#: refused by the simulator only: the fluid allocations launch no task
+SIM_ONLY = [c for c in CASES if "task launches" in c[1]]
+
+
+REFUSED = [pytest.param(text, needle, command, id=f"{command}-cluster{i}")
+           for command in ("sim", "alloc") for i, (text, needle) in enumerate(CASES)
+           if command == "sim" or (text, needle) not in SIM_ONLY]
+
+
 @pytest.mark.nojit
-@pytest.mark.parametrize("text,needle", CASES, ids=[f"cluster{i}" for i in range(len(CASES))])
-@pytest.mark.parametrize("command", ["sim", "alloc"])
+@pytest.mark.parametrize("text,needle,command", REFUSED)
 def test_cluster_files_are_refused_in_one_shortened_line(capsys, tmp_path, text, needle, command):
     p = tmp_path / "c.toml"
     p.write_text(text, encoding="utf-8")
@@ -67,6 +75,22 @@ def test_cluster_files_are_refused_in_one_shortened_line(capsys, tmp_path, text,
     assert code == 2 and out == "", err
     assert err.startswith("mrfq: error: ") and err.count("\n") == 1 and len(err) < 600, err[:300]
     assert needle in err, err
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("text,needle", SIM_ONLY, ids=[f"launches{i}" for i in range(len(SIM_ONLY))])
+def test_alloc_ignores_the_launch_bound(capsys, tmp_path, text, needle):
+    """``alloc`` checks what the fluid allocations read: a run too long to simulate is no reason to refuse."""
+    import json
+
+    p = tmp_path / "c.toml"
+    p.write_text(text, encoding="utf-8")
+    code = main(["alloc", str(p), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "", err
+    assert json.loads(out)["objectives"]["drf"]["tasks"][0] > 0
+    with pytest.raises(ScenarioError, match=needle.replace("+", r"\+")):
+        load_cluster(p)
 
 
 @pytest.mark.nojit
