@@ -396,7 +396,7 @@ class _Source:
             return np.zeros(0)
         law = self.law
         if law.law == "cbr":
-            out = self.start + np.arange(self.k, self.k + n, dtype=np.float64) * (1.0 / law.rate)
+            out = self.start + np.arange(self.k, self.k + n, dtype=np.float64) / law.rate
             self.k += n
         elif law.law == "poisson":
             gaps = self.g_gap.exponential(1.0 / law.rate, size=n)

@@ -146,9 +146,9 @@ def test_sources_are_common_random_numbers():
 # ---------------------------------------------------------------------------
 # the histograms
 @settings(deadline=None, max_examples=300)
-@given(x=st.floats(min_value=2.0 ** -20, max_value=1e6, allow_nan=False))
+@given(x=st.floats(min_value=2.0 ** -10, max_value=1e6, allow_nan=False))
 def test_bucket_holds_the_value_within_the_bound(x):
-    base, NB = delays.layout(0.25, 1e6)   # resolved from 0.25 x 2^-8 < 2^-20 ... 1e6
+    base, NB = delays.layout(0.25, 1e6)   # resolved from 0.25 x 2^-8 = 2^-10 to 1e6
     lo, hi = delays.bucket_edges(base, NB)
     i = delays.bucket_py(x, base, NB)
     assert 0 < i < NB - 1
@@ -249,22 +249,24 @@ def test_engine_equals_reference_on_a_sized_packet_trace(tmp_path):
                  {"name": "g", "cost": [1.0, 0.25]}]}, base_dir=tmp_path)
     r = check(sc)
     v = r.flows[0]
-    assert v.drops == 1 and v.offered == 4 and v.packets == 3 and v.completion_time is not None
+    # offered and drops count arrivals after warm-up (t > 0.5): the rows at 1.0 (dropped) and 3.25
+    assert v.drops == 1 and v.offered == 2 and v.packets == 3 and v.completion_time == 10.578
     # v's link times are its sizes / 1000: 0.1 then 1.5 (its third packet found the buffer full)
-    assert [(b - a) for a, b, j, u, _ in trace_tuples(r.trace) if u == 0 and j == 1] == [0.1, 1.5, 0.064]
+    assert [round(b - a, 9) for a, b, j, u, _ in trace_tuples(r.trace) if u == 0 and j == 1] == [0.1, 1.5, 0.064]
 
 
 def test_drops_by_hand():
     """One resource, cost 1, CBR every 0.25 from 0, buffer 2: packet k arrives at k / 4; the one in
-    service and one waiting fill the buffer, so of every four arrivals one is served, three are
-    dropped: arrivals at 0 (served [0, 1]), 0.25 (waits, served [1, 2]), 0.5 and 0.75 dropped, 1.0
-    (joins behind 0.25), ..."""
+    service and one waiting fill the buffer: arrivals at 0 (served [0, 1]), 0.25 (waits, served
+    [1, 2]), 0.5 and 0.75 dropped, 1.0 (the departure at 1.0 comes first: joins behind 0.25), 1.25
+    to 1.75 dropped, 2.0 accepted, ...: 12 of the 41 arrivals in [0, 10] accepted, the 40 after
+    t = 0 offered, 29 dropped; departures at 1, 2, ..., 10."""
     sc = flows.from_dict({"resources": ["r"], "run": {"duration": 10.0},
                           "flow": [{"name": "c", "cost": [1.0], "arrival": {"law": "cbr", "rate": 4.0},
                                     "buffer": 2}]})
     r = check(sc)
     f = r.flows[0]
-    assert f.offered == 40 and f.packets == 9 and f.drops == 40 - 11
+    assert f.offered == 40 and f.packets == 10 and f.drops == 29
     assert r.departures.rows()[:3] == [(1.0, 1.0, 0, 1), (2.0, 1.75, 0, 2), (3.0, 2.0, 0, 3)]
 
 
@@ -295,7 +297,7 @@ def test_json_delay_and_drops(capsys, tmp_path):
     assert soj_v == v["packets"]   # every packet that left after warm-up, once
     code, out, err = run_cli(capsys, "run", str(p))
     assert code == 0 and "p999" in out and "drops" in out
-    line = next(s for s in out.splitlines() if s.startswith("v "))
+    line = [s for s in out.splitlines() if s.startswith("v ")][-1]   # the delay table's
     assert f"{v['drops']:,} (" in line
 
 
