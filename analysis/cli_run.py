@@ -107,7 +107,7 @@ def format_delays(r) -> list[str]:
     for k, c in enumerate(r.scenario.classes):
         groups.append((c.name, np.array([dh.n_static_rows + k]), "-"))
     for name, rows, d in groups:
-        s = summary(dh.hist[rows, J].sum(axis=0), lo, hi, float(dh.dmax[rows, J].max()), dh.dsum[rows].sum(axis=0),
+        s = summary(dh.hist[rows, J].sum(axis=0), lo, hi, float(dh.dmax[rows].max()), dh.dsum[rows].sum(axis=0),
                     dh.dcnt[rows].sum(axis=0), conf)
         ci = f"[{_g(s['ci'][0])}, {_g(s['ci'][1])}]"
         lines.append(f"{name:<12} {s['packets']:>10,} {_g(s['mean']):>9} {ci:>21} {_g(s['p50']):>9} "

@@ -65,15 +65,22 @@ def row_delays(dh, confidence: float = 0.95) -> list[dict]:
     """The sojourn summary of every row of ``dh`` (a router.run.DelayHistograms)."""
     lo, hi = dh.edges
     J = dh.hist.shape[1] - 1
-    return [summary(dh.hist[r, J], lo, hi, dh.dmax[r, J], dh.dsum[r], dh.dcnt[r], confidence)
+    return [summary(dh.hist[r, J], lo, hi, dh.dmax[r], dh.dsum[r], dh.dcnt[r], confidence)
             for r in range(len(dh.rows))]
 
 
 def wait_summaries(dh, resources) -> list[dict]:
-    """Per row, ``{resource: summary of the wait there}`` (means from the buckets' midpoints)."""
+    """Per row, ``{resource: summary of the wait there}`` (means from the buckets' midpoints; the
+    max is the upper edge of the highest non-empty bucket: the engine keeps no exact wait maximum)."""
     lo, hi = dh.edges
-    return [{name: summary(dh.hist[r, j], lo, hi, dh.dmax[r, j]) for j, name in enumerate(resources)}
-            for r in range(len(dh.rows))]
+    out = []
+    for r in range(len(dh.rows)):
+        row = {}
+        for j, name in enumerate(resources):
+            nz = np.flatnonzero(dh.hist[r, j])
+            row[name] = summary(dh.hist[r, j], lo, hi, float(hi[nz[-1]]) if len(nz) else math.nan)
+        out.append(row)
+    return out
 
 
 def write_csv(f, dh, resources) -> int:

@@ -66,6 +66,14 @@ def bucket(x, base, NB):
     return i
 
 
+@jit(inline="always")
+def bucket_low(x, base):
+    """:func:`bucket` of a delay ``x`` known to be below the top bucket's lower edge (every delay
+    of a run is at most its duration, and the buckets reach twice that): no upper clamp."""
+    i = (f2i(x) >> SHIFT) - base
+    return i if i > 0 else 0
+
+
 def bucket_py(x: float, base: int, NB: int) -> int:
     """:func:`bucket` in plain Python (the SimPy reference's twin)."""
     i = (int(np.float64(x).view(np.int64)) >> SHIFT) - base

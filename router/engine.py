@@ -103,7 +103,7 @@ class KernelResult(NamedTuple):
     offered: np.ndarray           # [n_static] open-loop packet arrivals after warm-up
     drops: np.ndarray             # [n_static] of which dropped
     hist: np.ndarray              # [HR, J + 1, NB] delay histograms (router/delays.py)
-    dmax: np.ndarray              # [HR, J + 1] largest delay of each
+    dmax: np.ndarray              # [HR] largest sojourn of each row
     dsum: np.ndarray              # [HR, B] sojourn sums per batch
     dcnt: np.ndarray              # [HR, B] and counts
     hbase: int                    # bucket layout (router.delays.bucket_edges)
@@ -207,6 +207,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         ft.slot_i[I_CLASS:n_static * N_ICOLS:N_ICOLS] = np.where(
             traffic.table_buffer[traffic.static_spec[:n_static]] > 0, STATIC_OPEN, STATIC_WINDOWED)
         ft.slot_f[F_WEIGHT:n_static * NFC:NFC] = specs.weight[traffic.static_spec[:n_static]]
+    ft.hrow[:n_static] = traffic.hist_row[:n_static]
     carry.ci[C_NEXT_UID] = n_static
     carry.cf[C_NEXT_STATIC] = traffic.table_start[traffic.static_spec[traffic.static_order[0]]] if n_static > 0 else INF
     # the first chunk of flow arrivals (at most FIRST_CHUNK: see there); the cursor
@@ -332,7 +333,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         loop_services=int(ci[C_SERVICES]) - loop_s0 if timing else 0, loop_cpu=loop_cpu, loop_wall=loop_wall,
         state_bytes=int(state_bytes),
         offered=acc.offered[:n_static].copy(), drops=acc.drops[:n_static].copy(),
-        hist=acc.hist.reshape(HR, J + 1, NB), dmax=acc.dmax.reshape(HR, J + 1), dsum=acc.dsum.reshape(HR, B),
+        hist=acc.hist.reshape(HR, J + 1, NB), dmax=acc.dmax, dsum=acc.dsum.reshape(HR, B),
         dcnt=acc.dcnt.reshape(HR, B), hbase=int(hbase),
         dep_time=dep_times[:, 0].copy(), dep_arrived=dep_times[:, 1].copy(), dep_flow=dep_ids[:, 0].copy(),
         dep_seq=dep_ids[:, 1].copy(),

@@ -169,6 +169,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             next_uid += 1
             sp_row = tf.class_spec[k]
             slot_i[s * N_ICOLS + I_CLASS] = k
+            ft.hrow[s] = P.HS + k
             slot_f[s * NFC + F_WEIGHT] = sp.weight[tf.class_spec[k]]
             acc.class_arrived[k] += 1
             add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)

@@ -56,7 +56,7 @@ import numpy as np
 
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router import heap
-from router.delays import bucket
+from router.delays import bucket_low
 from router.flowtable import (
     DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
 )
@@ -157,16 +157,10 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
 
 
 @jit(inline="always")
-def _record(acc, P, tf, slot_i, J, s, j, d):
-    """Add delay ``d`` of a packet of the flow in row s to histogram j of its row (the wait at
-    resource j < J, the sojourn for j = J; router/delays.py); returns the row."""
-    k = slot_i[s * N_ICOLS + I_CLASS]
-    hr = tf.hist_row[s] if k < 0 else P.HS + k
-    h = hr * (J + 1) + j
-    acc.hist[h * P.NB + bucket(d, P.hbase, P.NB)] += 1
-    if d > acc.dmax[h]:
-        acc.dmax[h] = d
-    return hr
+def _record(acc, P, hr, J, j, d):
+    """Add delay ``d`` of a packet of histogram row hr to its histogram j (the wait at resource
+    j < J, the sojourn for j = J; router/delays.py)."""
+    acc.hist[(hr * (J + 1) + j) * P.NB + bucket_low(d, P.hbase)] += 1
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
@@ -201,7 +195,7 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     ri[RI_BUSY_SLOT * J + j] = s
     ri[RI_BUSY_SEQ * J + j] = seq
     if t > P.rec_from:  # its wait at j
-        _record(acc, P, tf, ft.slot_i, J, s, j, t - pkt[pb + W - 1])
+        _record(acc, P, ft.hrow[s], J, j, t - pkt[pb + W - 1])
     end = t + cst[cb + j]
     service_end[j] = end
     # busy time inside [warmup, T] (conditional expressions: numba compiles the builtin
@@ -339,7 +333,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur)
                 if t > rec_from:  # its sojourn (depart has moved bcur to t's batch)
                     d = t - pkt[pb + W - 2]
-                    hr = _record(acc, P, tf, slot_i, J, s, J, d)
+                    hr = ft.hrow[s]
+                    _record(acc, P, hr, J, J, d)
+                    if d > acc.dmax[hr]:
+                        acc.dmax[hr] = d
                     acc.dsum[hr * P.B + bcur] += d
                     acc.dcnt[hr * P.B + bcur] += 1.0
                 if trace_cap > 0 and ci[C_DEP_N] < trace_cap:

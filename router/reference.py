@@ -256,7 +256,7 @@ class ReferenceRouter:
         rows = self.n_static_rows + len(sc.classes)
         B = sc.run.batches
         self.hist = np.zeros((rows, J + 1, self.NB), np.int64)
-        self.dmax = np.zeros((rows, J + 1))
+        self.dmax = np.zeros(rows)
         self.dsum = np.zeros((rows, B))
         self.dcnt = np.zeros((rows, B))
         self.b_start = batch_starts(self.warmup, self.T, B)
@@ -495,10 +495,12 @@ class ReferenceRouter:
                 self.class_completed[f.klass] += 1
 
     def _record(self, f: Flow, j: int, d: float) -> int:
-        """Delay d of a packet of f into histogram j (a wait at j < J, the sojourn at J); returns the row."""
+        """Delay d of a packet of f into histogram j (a wait at j < J, the sojourn at J, whose maximum
+        is kept too); returns the row."""
         row = self.flow_row[f.uid] if f.klass is None else self.n_static_rows + f.klass
         self.hist[row, j, bucket_py(d, self.hbase, self.NB)] += 1
-        self.dmax[row, j] = max(self.dmax[row, j], d)
+        if j == self.J:
+            self.dmax[row] = max(self.dmax[row], d)
         return row
 
     # ---- run -------------------------------------------------------------------

@@ -170,7 +170,7 @@ class DelayHistograms:
     n_static_rows: int
     flow_row: np.ndarray           # [n_static] row of each static flow
     hist: np.ndarray               # [rows, J + 1, NB] counts
-    dmax: np.ndarray               # [rows, J + 1] largest value
+    dmax: np.ndarray               # [rows] largest sojourn (exact)
     dsum: np.ndarray               # [rows, B] sojourn sums per batch (by departure)
     dcnt: np.ndarray               # [rows, B] sojourn counts per batch
     base: int                      # bucket layout (router.delays.bucket_edges(base, NB))

@@ -146,6 +146,7 @@ class FlowTable(NamedTuple):
     pkt: np.ndarray      # [C * NR * W] float64 packet records (the scheduler's tags)
     cst: np.ndarray      # [C * NR * CW] float64 per-packet cost records (Params.pc = 1), else [1] unused
     free: np.ndarray     # [C] free rows (a stack)
+    hrow: np.ndarray     # [C] delay histogram row of the flow in each row (static: Traffic.hist_row; class k: HS + k)
 
 
 class Resources(NamedTuple):
@@ -180,7 +181,7 @@ class Accumulators(NamedTuple):
     offered: np.ndarray        # [n_static] open-loop packet arrivals after warm-up
     drops: np.ndarray          # [n_static] of which dropped (the flow's buffer was full)
     hist: np.ndarray           # [HR * (J + 1) * NB] delay histograms: row, then wait at j (j < J) or sojourn (J)
-    dmax: np.ndarray           # [HR * (J + 1)] largest delay of each histogram
+    dmax: np.ndarray           # [HR] largest sojourn of each row
     dsum: np.ndarray           # [HR * B] sum of sojourns per row and batch (by departure)
     dcnt: np.ndarray           # [HR * B] their number
 
@@ -233,6 +234,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
         pkt=np.zeros(max(C * NR * W, 1), np.float64),
         cst=np.zeros(C * NR * cost_width(J, lay.increments) if pc else 1, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
+        hrow=np.zeros(C, np.int64),
     )
     S = SchedState(flow=np.zeros(max(C * lay.flow, 1)), flow_res=np.zeros(max(C * J * lay.flow_res, 1)),
                    res=np.zeros(max(J * lay.res, 1)), glob=np.zeros(max(lay.glob, 1)))
@@ -247,7 +249,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
                        class_arrived=np.zeros(Kc, np.int64), class_completed=np.zeros(Kc, np.int64),
                        static_done_t=np.full(max(n_static, 1), np.nan),
                        offered=np.zeros(max(n_static, 1), np.int64), drops=np.zeros(max(n_static, 1), np.int64),
-                       hist=np.zeros(HR * (J + 1) * NB, np.int64), dmax=np.zeros(HR * (J + 1)),
+                       hist=np.zeros(HR * (J + 1) * NB, np.int64), dmax=np.zeros(HR),
                        dsum=np.zeros(HR * B), dcnt=np.zeros(HR * B))
     tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64),
                      arr_times=np.zeros(trace_cap), arr_ids=np.zeros(trace_cap * 3, np.int64),
@@ -273,7 +275,7 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, ft.slot_f.shape[0] * 2),
                     qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
                     cst=_grown(ft.cst, ft.cst.shape[0] * 2) if ft.cst.shape[0] > 1 else ft.cst,
-                    free=np.zeros(C2, np.int64))
+                    free=np.zeros(C2, np.int64), hrow=_grown(ft.hrow, C2))
     ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
     ft2.free[C2 - C: C2 - C + n_free] = ft.free[:n_free]
     carry.ci[C_NFREE] = C2 - C + n_free

@@ -377,5 +377,5 @@ def test_no_wait_at_a_faster_deterministic_second_server():
     h = r.delays.hist[0]
     assert h[0].sum() == h[1].sum() > 1000
     assert h[0, 1:].sum() > 0          # waits at the cpu
-    assert h[1, 1:].sum() == 0 and r.delays.dmax[0, 1] == 0.0   # none at the link
-    assert math.isfinite(r.delays.dmax[0, 2])
+    assert h[1, 1:].sum() == 0   # none at the link
+    assert math.isfinite(r.delays.dmax[0])
