@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from flows.errors import MrfqError
+from flows.scenario import MAX_TIME
 from router import heap
 from router.batches import add_area_py, batch_starts
 from router import delays
@@ -191,7 +192,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         hist_rows = (n_static, np.arange(max(n_static, 1), dtype=np.int64))
     HS = int(hist_rows[0])
     HR = HS + max(K, 1)
-    hbase, NB = delays.layout(min_cost, T)
+    # buckets up to the longest run the gate admits (flows.scenario.MAX_TIME): the histograms' size
+    # depends on the smallest per-packet time only, never on the run's length
+    hbase, NB = delays.layout(min_cost, MAX_TIME)
     traffic = traffic._replace(hist_row=np.ascontiguousarray(hist_rows[1], dtype=np.int64))
     pc = needs_packet_costs(specs) if packet_costs is None else bool(packet_costs)
     NFC = n_fcols(J, lay.increments)

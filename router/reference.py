@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from flows.scenario import Scenario
+from flows.scenario import MAX_TIME, Scenario
 from fq.registry import resolve
 from flows.traffic import ArrivalStream, PacketStream, cost_key
 from router.batches import batch_starts
@@ -252,7 +252,7 @@ class ReferenceRouter:
         n = len(self.static)
         self.flow_row = list(range(n)) if n <= PER_FLOW_MAX else spec.tolist()
         self.n_static_rows = n if n <= PER_FLOW_MAX else len(sc.flows)
-        self.hbase, self.NB = delay_layout(sc.min_packet_time(), self.T)
+        self.hbase, self.NB = delay_layout(sc.min_packet_time(), MAX_TIME)   # as router.engine
         rows = self.n_static_rows + len(sc.classes)
         B = sc.run.batches
         self.hist = np.zeros((rows, J + 1, self.NB), np.int64)
