@@ -32,6 +32,8 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     load = 0.8                           # optional: scale class rates from their `share`
     trace = "arrivals.csv"               # optional: arrivals from a CSV (time,class,packets), path
                                          # relative to this file; then no rate/share/size per class
+    packet_trace = "packets.csv"         # optional: packet arrivals (time,flow[,size]) of the flows
+                                         # with arrival = {law = "trace"}
     [[flow]]                             # a static flow
     name = "a"
     cost = [0.6667, 1.0]
@@ -39,6 +41,9 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     start = 0.0
     packets = 0                          # 0 = backlogged forever
     count = 1                            # > 1: this many identical flows, named a.0, a.1, ...
+    arrival = {law = "poisson", rate = 0.5}  # optional: an open-loop source instead of the window
+                                         # (cbr: rate; onoff: rate, on, off; trace: the packet_trace)
+    buffer = 1000                        # an open-loop flow's packets inside the router (tail drop)
     [[class]]                            # Poisson flow arrivals, geometric sizes
     name = "c1"
     cost = [0.25, 1.0]

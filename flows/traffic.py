@@ -16,8 +16,11 @@ Random streams (the spawn tree of a scenario's ``run.seed``)::
     │   │                                    cdf[k-1] <= u < cdf[k], cdf[k] = sum_{i<=k} lambda_i / Lambda
     │   └── child 0.2: sizes                 two uniforms (u1, u2) per arrival, turned into packets
     │                                        by the class's size law (:class:`SizeLaw`)
-    └── child 1: packet-size hash key        ``cost_key``, one uint32 for the counter-based hash of
-                                             (flow, packet) that picks per-packet sizes (router.engine)
+    ├── child 1: packet-size hash key        ``cost_key``, one uint32 for the counter-based hash of
+    │                                        (flow, packet) that picks per-packet sizes (router.engine)
+    └── child 2: open-loop packet sources    child i: static flow i's source (:class:`PacketLaw`)
+        ├── child 2.i.0: gaps                exponential(1 / rate) (poisson, onoff; cbr draws none)
+        └── child 2.i.1: on/off periods      exponential(on), exponential(off), alternately (onoff)
 
 Each stream is consumed at a fixed rate per arrival (one exponential, one
 uniform, two uniforms), whatever the class or the size law, so the ``n``-th
