@@ -1,0 +1,497 @@
+"""The compiled task-level cluster simulator: the event loop of ``router/cluster.py`` in numba.
+
+The plain-Python simulator (:func:`router.cluster.simulate` with ``engine="reference"``) is the
+oracle: this engine launches the same tasks on the same servers at the same instants (the tests
+compare whole launch traces on every preset and on random small scenarios) and returns the same
+:class:`~router.cluster.ClusterRun`.
+
+Allocators: ``drf`` and ``drfh-first-fit`` (First-Fit), ``drfh-best-fit`` (Best-Fit, [DRFH] §V-B
+eq. (9)) and ``slots`` ([DRFH] §VI), with all their options; the picks are the kernels of
+:mod:`fq.cluster.kernels`.  Every other allocator runs on the reference simulator.
+
+Structure (the wrapper + kernel pattern of the packet engine): :func:`simulate_compiled` draws the
+jobs (``flows.cluster.draw_jobs``), sorts the static events (job arrivals, backlog starts and
+stops) in the reference's heap order, allocates every array and calls :func:`_run`, an ``@jit``
+kernel over arrays only.  The kernel keeps
+
+* the running tasks in a binary heap of finish events keyed ``(time, launch number)``: the
+  reference's ``(time, kind, seq)`` order, since finishes (kind 0) come first at an instant and
+  their ``seq`` grows with the launches;
+* per user: running tasks, pending tasks, the fairness key (weighted dominant share, or slots
+  held per weight), the FIFO of its jobs as a pointer into its arrival-ordered job list;
+* per server: free capacity and the number of running tasks (an idle server's free vector is
+  reset to its capacity, as in :meth:`ClusterState.finish`), indexed by a segment tree of
+  component-wise max / min free capacity (:func:`fq.cluster.kernels.build_tree`).
+
+The kernel returns to the wrapper (which then resumes it where it stopped: the whole state lives
+in the arrays) when a backlogged user's pre-drawn durations run out (the wrapper draws the next
+block from the user's own generator: one standard exponential per task, the reference's
+numbers), or when the heap or the launch trace is full.
+
+One instant, as in the reference: (1) the finishes at ``t`` in launch order, (2) the static events
+at ``t`` in file order, (3) picks until none; the piecewise-constant shares, running tasks and
+utilisation are integrated over ``[warmup, duration]`` and over the sample bins with the
+reference's arithmetic (the utilisation's sum over users is a plain loop where the reference
+calls a matrix product: it may differ in the last bit).
+"""
+
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+
+from flows.cluster import ClusterScenario, backlog_streams, draw_jobs
+from fq._jit import jit
+from fq.cluster import kernels as K
+from fq.cluster import registry
+from fq.cluster import slots as _slots
+from fq.cluster.state import BACKLOGGED, FIT_TOL
+
+#: allocators this engine runs; the value is the kernel's server rule
+ALG_FIRST_FIT, ALG_BEST_FIT, ALG_SLOTS = 0, 1, 2
+COMPILED = {"drf": ALG_FIRST_FIT, "drfh-first-fit": ALG_FIRST_FIT, "drfh-best-fit": ALG_BEST_FIT,
+            "slots": ALG_SLOTS}
+
+_FINISH, _ARRIVE, _START, _STOP = 0, 1, 2, 3
+#: kernel exit codes
+DONE, NEED_DRAWS, NEED_HEAP, NEED_TRACE = 0, 1, 2, 3
+# integer registers (the loop's scalars, kept across exits)
+_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _CHANGED, _ARG = range(12)
+_NREG = 12
+
+
+@jit(inline="always", error_model="numpy")
+def _heap_push(htime, hseq, hu, hs, hk, n, t, q, u, s, k):
+    """Push a finish event (t, q) with payload (u, s, k) on a heap of n entries."""
+    i = n
+    while i > 0:
+        p = (i - 1) >> 1
+        if htime[p] < t or (htime[p] == t and hseq[p] < q):
+            break
+        htime[i] = htime[p]
+        hseq[i] = hseq[p]
+        hu[i] = hu[p]
+        hs[i] = hs[p]
+        hk[i] = hk[p]
+        i = p
+    htime[i] = t
+    hseq[i] = q
+    hu[i] = u
+    hs[i] = s
+    hk[i] = k
+
+
+@jit(inline="always", error_model="numpy")
+def _heap_pop(htime, hseq, hu, hs, hk, n):
+    """Remove the root of a heap of n entries (the caller read it first)."""
+    n -= 1
+    t = htime[n]
+    q = hseq[n]
+    u = hu[n]
+    s = hs[n]
+    k = hk[n]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and (htime[c + 1] < htime[c] or (htime[c + 1] == htime[c] and hseq[c + 1] < hseq[c])):
+            c += 1
+        if t < htime[c] or (t == htime[c] and q < hseq[c]):
+            break
+        htime[i] = htime[c]
+        hseq[i] = hseq[c]
+        hu[i] = hu[c]
+        hs[i] = hs[c]
+        hk[i] = hk[c]
+        i = c
+    if n > 0:
+        htime[i] = t
+        hseq[i] = q
+        hu[i] = u
+        hs[i] = s
+        hk[i] = k
+
+
+@jit(inline="always", error_model="numpy")
+def _integrate(t0, t1, T, warmup, edges, nbins, b, tot, binned, v, width):
+    """``_Integrator.add`` of router/cluster.py: returns the new bin index."""
+    if t1 > T:
+        t1 = T
+    if t1 <= t0:
+        return b
+    lo = t0 if t0 >= warmup else warmup
+    if t1 > lo:
+        for i in range(width):
+            tot[i] += (t1 - lo) * v[i]
+    if nbins == 0:
+        return b
+    t = t0
+    while t < t1:
+        while b < nbins - 1 and edges[b + 1] <= t:
+            b += 1
+        end = t1
+        if b < nbins - 1 and edges[b + 1] < t1:
+            end = edges[b + 1]
+        for i in range(width):
+            binned[b, i] += (end - t) * v[i]
+        t = end
+    return b
+
+
+@jit(inline="always", error_model="numpy")
+def _user_key(alg, u, nt, demand, total, weight, kslots, R):
+    """[DRF] §4.3 weighted dominant share ``max_r tasks_u d_ur / R_r / w_u`` (slots: slots held per
+    weight), with the reference's operations."""
+    if alg == ALG_SLOTS:
+        return (nt[u] * kslots[u]) / weight[u]
+    x = float(nt[u])
+    m = (x * demand[u, 0]) / total[0]
+    for r in range(1, R):
+        y = (x * demand[u, r]) / total[r]
+        if y > m:
+            m = y
+    return m / weight[u]
+
+
+@jit(nogil=True, error_model="numpy")
+def _run(ireg, freg, T, warmup, alg, stop_mode, record,
+         capacity, free, total, demand, charge, thresh, aa, kref, weight, kslots, dem_frac, charge_frac,
+         tmax, tmin, L, stack, lbs, work,
+         nt, pending, key, blocked_at, backlogged, dmean, dexpo, bbuf, bpos,
+         nrun, dirty, dmark,
+         ev_time, ev_kind, ev_arg,
+         job_time, job_user, job_tasks, job_first, task_dur, ujobs, uptr, qhead, qtask, left,
+         htime, hseq, hu, hs, hk,
+         edges, share_tot, share_bin, tasks_tot, use_tot, use_bin, share_now, tasks_now, use_now,
+         done_user, done_arr, done_fin, done_tasks, launched,
+         tr_time, tr_user, tr_server):
+    """The event loop (router/cluster.py's ``simulate``); returns an exit code (module constants)."""
+    S, R = free.shape
+    U = demand.shape[0]
+    nbins = share_bin.shape[0]
+    nev = ev_time.shape[0]
+    hcap = htime.shape[0]
+    trcap = tr_time.shape[0]
+    B = bbuf.shape[1]
+    in_phase = ireg[_IN_PHASE]
+    phase = ireg[_PHASE]
+    ev = ireg[_EV]
+    hn = ireg[_HN]
+    nl = ireg[_NL]
+    ndone = ireg[_NDONE]
+    b = ireg[_BIN]
+    events = ireg[_EVENTS]
+    picks = ireg[_PICKS]
+    ndirty = ireg[_NDIRTY]
+    changed = ireg[_CHANGED]
+    now = freg[0]
+    code = DONE
+    while True:
+        if in_phase == 0:
+            t = np.inf
+            if hn > 0:
+                t = htime[0]
+            if ev < nev and ev_time[ev] < t:
+                t = ev_time[ev]
+            if not t < T:
+                break
+            b0 = b
+            b = _integrate(now, t, T, warmup, edges, nbins, b0, share_tot, share_bin, share_now, U)
+            _integrate(now, t, T, warmup, edges, 0, 0, tasks_tot, share_bin, tasks_now, U)
+            _integrate(now, t, T, warmup, edges, nbins, b0, use_tot, use_bin, use_now, R)
+            now = t
+            phase += 1
+            ndirty = 0
+            while hn > 0 and htime[0] == t:  # (1) finishes, in launch order
+                u = hu[0]
+                s = hs[0]
+                k = hk[0]
+                _heap_pop(htime, hseq, hu, hs, hk, hn)
+                hn -= 1
+                events += 1
+                nrun[s] -= 1
+                for r in range(R):
+                    free[s, r] += charge[u, r]
+                if nrun[s] == 0:
+                    for r in range(R):
+                        free[s, r] = capacity[s, r]
+                K.tree_update(tmax, tmin, free, s, L, R)
+                nt[u] -= 1
+                key[u] = _user_key(alg, u, nt, demand, total, weight, kslots, R)
+                changed = 1
+                if dmark[s] != phase:
+                    dmark[s] = phase
+                    dirty[ndirty] = s
+                    ndirty += 1
+                if k >= 0:
+                    left[k] -= 1
+                    if left[k] == 0:
+                        done_user[ndone] = u
+                        done_arr[ndone] = job_time[k]
+                        done_fin[ndone] = t
+                        done_tasks[ndone] = job_tasks[k]
+                        ndone += 1
+            while ev < nev and ev_time[ev] == t:  # (2) arrivals, starts, stops in file order
+                kind = ev_kind[ev]
+                a = ev_arg[ev]
+                ev += 1
+                events += 1
+                if kind == _ARRIVE:
+                    u = job_user[a]
+                    left[a] = job_tasks[a]
+                    pending[u] += job_tasks[a]
+                elif kind == _START:
+                    pending[a] = BACKLOGGED
+                else:
+                    pending[a] = 0
+            in_phase = 1
+        # (3) picks until none
+        while True:
+            picks += 1
+            # the allocator's pick: the user of least key with a fitting server ([DRF] Algorithm 1)
+            cu = -1
+            cs = -1
+            while True:
+                bu = -1
+                for u in range(U):
+                    if pending[u] > 0 and blocked_at[u] != phase:
+                        if bu < 0 or key[u] < key[bu]:
+                            bu = u
+                if bu < 0:
+                    break
+                if blocked_at[bu] == phase - 1:
+                    s = K.dirty_search(free, thresh, total, aa, kref, bu, alg == ALG_BEST_FIT, dirty, ndirty, R,
+                                       work)
+                elif alg == ALG_BEST_FIT:
+                    s = K.best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, bu, S, L, R, stack, lbs, work)
+                else:
+                    s = K.first_fit_tree(tmax, thresh, bu, L, R, stack)
+                if s >= 0:
+                    cu = bu
+                    cs = s
+                    break
+                blocked_at[bu] = phase
+                if stop_mode:
+                    break
+            if cu < 0:
+                break
+            u = cu
+            s = cs
+            # its duration: the next task of the user's oldest job, or the user's next backlog draw
+            if backlogged[u]:
+                if bpos[u] == B:
+                    ireg[_ARG] = u
+                    code = NEED_DRAWS
+                    picks -= 1
+                    break
+                e = bbuf[u, bpos[u]]
+                d = e * dmean[u] if dexpo[u] else dmean[u]
+                k = -1
+            else:
+                k = ujobs[uptr[u] + qhead[u]]
+                d = task_dur[job_first[k] + qtask[u]]
+            if hn == hcap:
+                code = NEED_HEAP
+                picks -= 1
+                break
+            if record and nl == trcap:
+                code = NEED_TRACE
+                picks -= 1
+                break
+            if backlogged[u]:
+                bpos[u] += 1
+            else:
+                qtask[u] += 1
+                if qtask[u] == job_tasks[k]:
+                    qhead[u] += 1
+                    qtask[u] = 0
+            # the launch (ClusterState.launch)
+            for r in range(R):
+                free[s, r] -= charge[u, r]
+            nrun[s] += 1
+            K.tree_update(tmax, tmin, free, s, L, R)
+            nt[u] += 1
+            if pending[u] != BACKLOGGED:
+                pending[u] -= 1
+            key[u] = _user_key(alg, u, nt, demand, total, weight, kslots, R)
+            launched[u] += 1
+            if record:
+                tr_time[nl] = now
+                tr_user[nl] = u
+                tr_server[nl] = s
+            _heap_push(htime, hseq, hu, hs, hk, hn, now + d, nl, u, s, k)
+            hn += 1
+            nl += 1
+            changed = 1
+        if code != DONE:
+            break
+        if changed:
+            for u in range(U):
+                x = float(nt[u])
+                tasks_now[u] = x
+                m = x * dem_frac[u, 0]
+                for r in range(1, R):
+                    y = x * dem_frac[u, r]
+                    if y > m:
+                        m = y
+                share_now[u] = m
+            for r in range(R):
+                acc = 0.0
+                for u in range(U):
+                    acc += tasks_now[u] * charge_frac[u, r]
+                use_now[r] = acc
+            changed = 0
+        in_phase = 0
+    if code == DONE:
+        b0 = b
+        b = _integrate(now, T, T, warmup, edges, nbins, b0, share_tot, share_bin, share_now, U)
+        _integrate(now, T, T, warmup, edges, 0, 0, tasks_tot, share_bin, tasks_now, U)
+        _integrate(now, T, T, warmup, edges, nbins, b0, use_tot, use_bin, use_now, R)
+    ireg[_IN_PHASE] = in_phase
+    ireg[_PHASE] = phase
+    ireg[_EV] = ev
+    ireg[_HN] = hn
+    ireg[_NL] = nl
+    ireg[_NDONE] = ndone
+    ireg[_BIN] = b
+    ireg[_EVENTS] = events
+    ireg[_PICKS] = picks
+    ireg[_NDIRTY] = ndirty
+    ireg[_CHANGED] = changed
+    freg[0] = now
+    return code
+
+
+def supported(allocator: str) -> bool:
+    """True when the compiled engine runs ``allocator`` (else the reference simulator does)."""
+    return allocator in COMPILED
+
+
+def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = None):
+    """Run a validated scenario (``run`` fields already applied) on the compiled engine.
+
+    ``opts`` are the allocator's options, already validated by :func:`fq.cluster.registry.bind`;
+    ``trace``, when a list, receives every launch as ``(time, user, server)``.
+    """
+    from router.cluster import ClusterRun, make_state
+
+    name = sc.run.allocator
+    alg = COMPILED[name]
+    T = sc.run.duration
+    state = make_state(sc)
+    registry.bind(name, state, **opts)  # validates the options; the slot scheduler's prepare sets charge
+    if alg == ALG_SLOTS:
+        slot = _slots.slot_size(state.capacity, opts.get("n_slots", 14))
+        kslots = _slots.slots_per_task(state.demand, slot, opts.get("task_slots", "ceil")).astype(np.int64)
+    else:
+        kslots = np.ones(state.n_users, dtype=np.int64)
+    stop_mode = opts.get("blocked", "skip") == "stop"
+    ref = opts.get("fitness_ref", "first")
+    U, R = state.demand.shape
+    S = state.capacity.shape[0]
+    total = state.total
+    charge = np.ascontiguousarray(state.charge, dtype=np.float64)
+    thresh = np.ascontiguousarray(charge - FIT_TOL * total)
+    Dn = state.demand / total
+    kref = np.array([0 if ref == "first" and Dn[u, 0] > 0 else int(np.argmax(Dn[u])) for u in range(U)],
+                    dtype=np.int64)
+    aa = np.ascontiguousarray(np.stack([Dn[u] / Dn[u, kref[u]] for u in range(U)]) if U else Dn)
+    inv_total = 1.0 / total
+    dem_frac = np.ascontiguousarray(state.demand * inv_total)
+    charge_frac = np.ascontiguousarray(charge * inv_total)
+    free = state.free.copy()
+    tmax, tmin, L = K.build_tree(free)
+
+    jobs = draw_jobs(sc, T)
+    brng = backlog_streams(sc)
+    users = sc.users
+    backlogged = np.array([u.backlogged for u in users], dtype=np.bool_)
+    dmean = np.array([u.duration for u in users], dtype=np.float64)
+    dexpo = np.array([u.duration_law == "exponential" for u in users], dtype=np.bool_)
+    B = int(max(16, min(4096, 2 ** 21 // max(1, U))))
+    bbuf = np.zeros((U, B))
+    bpos = np.full(U, B, dtype=np.int64)
+
+    # static events in the reference's heap order (time, kind, seq)
+    rows = [(float(jobs.time[k]), _ARRIVE, k, k) for k in range(jobs.n_jobs)]
+    seq = jobs.n_jobs
+    for u, spec in enumerate(users):
+        if spec.backlogged:
+            rows.append((spec.start, _START, seq, u))
+            seq += 1
+            if spec.stop < T:
+                rows.append((spec.stop, _STOP, seq, u))
+                seq += 1
+    rows.sort()
+    ev_time = np.array([r[0] for r in rows], dtype=np.float64)
+    ev_kind = np.array([r[1] for r in rows], dtype=np.int64)
+    ev_arg = np.array([r[3] for r in rows], dtype=np.int64)
+    order = np.argsort(jobs.user, kind="stable")
+    ujobs = np.ascontiguousarray(order, dtype=np.int64)
+    uptr = np.zeros(U + 1, dtype=np.int64)
+    np.cumsum(np.bincount(jobs.user, minlength=U), out=uptr[1:])
+
+    hcap = 1024
+    heap = [np.zeros(hcap), np.zeros(hcap, np.int64), np.zeros(hcap, np.int64), np.zeros(hcap, np.int64),
+            np.zeros(hcap, np.int64)]
+    record = trace is not None
+    trcap = 1024 if record else 0
+    tr = [np.zeros(trcap), np.zeros(trcap, np.int64), np.zeros(trcap, np.int64)]
+    nb = sc.run.samples
+    edges = np.linspace(0.0, T, nb + 1)
+    Kj = jobs.n_jobs
+    ireg = np.zeros(_NREG, dtype=np.int64)
+    ireg[_PHASE] = 1  # blocked_at starts at 0: never the previous instant of the first one
+    freg = np.zeros(1)
+    arrays = dict(
+        nt=np.zeros(U, np.int64), pending=np.zeros(U, np.int64), key=np.zeros(U), blocked_at=np.zeros(U, np.int64),
+        nrun=np.zeros(S, np.int64), dirty=np.zeros(S, np.int64), dmark=np.zeros(S, np.int64),
+        left=np.zeros(Kj, np.int64), qhead=np.zeros(U, np.int64), qtask=np.zeros(U, np.int64),
+        share_tot=np.zeros(U), share_bin=np.zeros((nb, U)), tasks_tot=np.zeros(U), use_tot=np.zeros(R),
+        use_bin=np.zeros((nb, R)), share_now=np.zeros(U), tasks_now=np.zeros(U), use_now=np.zeros(R),
+        done_user=np.zeros(Kj, np.int64), done_arr=np.zeros(Kj), done_fin=np.zeros(Kj),
+        done_tasks=np.zeros(Kj, np.int64), launched=np.zeros(U, np.int64))
+    a = arrays
+    stack = np.zeros(4 * 64, np.int64)
+    lbs = np.zeros(4 * 64)
+    work = np.zeros(max(R, 8))
+    wall0 = _time.perf_counter()
+    while True:
+        code = _run(ireg, freg, T, sc.run.warmup, alg, stop_mode, record,
+                    state.capacity, free, total, state.demand, charge, thresh, aa, kref, state.weight, kslots,
+                    dem_frac, charge_frac, tmax, tmin, L, stack, lbs, work,
+                    a["nt"], a["pending"], a["key"], a["blocked_at"], backlogged, dmean, dexpo, bbuf, bpos,
+                    a["nrun"], a["dirty"], a["dmark"], ev_time, ev_kind, ev_arg,
+                    jobs.time, jobs.user, jobs.tasks, jobs.first, jobs.task_duration, ujobs, uptr,
+                    a["qhead"], a["qtask"], a["left"], *heap,
+                    edges, a["share_tot"], a["share_bin"], a["tasks_tot"], a["use_tot"], a["use_bin"],
+                    a["share_now"], a["tasks_now"], a["use_now"],
+                    a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"], *tr)
+        if code == DONE:
+            break
+        if code == NEED_DRAWS:
+            u = int(ireg[_ARG])
+            bbuf[u] = brng[u].standard_exponential(B)
+            bpos[u] = 0
+        elif code == NEED_HEAP:
+            heap = [np.concatenate((h, np.zeros_like(h))) for h in heap]
+        else:
+            tr = [np.concatenate((x, np.zeros_like(x))) for x in tr]
+    wall = _time.perf_counter() - wall0
+    nl = int(ireg[_NL])
+    if record:
+        trace.extend(zip(tr[0][:nl].tolist(), tr[1][:nl].tolist(), tr[2][:nl].tolist()))
+    nd = int(ireg[_NDONE])
+    span = T - sc.run.warmup
+    width = np.diff(edges)
+    return ClusterRun(
+        allocator=name, users=tuple(sc.user_names()), resources=sc.resources,
+        share_mean=a["share_tot"] / span, tasks_mean=a["tasks_tot"] / span, utilisation=a["use_tot"] / span,
+        sample_time=0.5 * (edges[:-1] + edges[1:]),
+        share_time=a["share_bin"] / width[:, None], util_time=a["use_bin"] / width[:, None],
+        job_user=a["done_user"][:nd].copy(), job_arrival=a["done_arr"][:nd].copy(),
+        job_finish=a["done_fin"][:nd].copy(), job_tasks=a["done_tasks"][:nd].copy(),
+        launched=a["launched"], events=int(ireg[_EVENTS]), picks=int(ireg[_PICKS]), wall=wall,
+        jobs_arrived=int(np.count_nonzero(jobs.time < T)), options=dict(opts), engine="compiled")
