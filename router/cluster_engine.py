@@ -57,8 +57,11 @@ _FINISH, _ARRIVE, _START, _STOP = 0, 1, 2, 3
 #: kernel exit codes
 DONE, NEED_DRAWS, NEED_HEAP, NEED_TRACE = 0, 1, 2, 3
 # integer registers (the loop's scalars, kept across exits)
-_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _CHANGED, _ARG = range(12)
-_NREG = 12
+_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _CHANGED, _ARG, _LPOS, _NFULL = range(14)
+_NREG = 14
+#: Best-Fit candidates kept per user, and the ring of changed servers they are brought up to date from
+CAND_M = 16
+LOG_SIZE = 1 << 16
 
 
 @jit(inline="always", error_model="numpy")
@@ -166,6 +169,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
          htime, hseq, hu, hs, hk,
          edges, share_tot, share_bin, tasks_tot, use_tot, use_bin, share_now, tasks_now, use_now,
          done_user, done_arr, done_fin, done_tasks, launched,
+         cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log,
          tr_time, tr_user, tr_server):
     """The event loop (router/cluster.py's ``simulate``); returns an exit code (module constants)."""
     S, R = free.shape
@@ -186,6 +190,9 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
     picks = ireg[_PICKS]
     ndirty = ireg[_NDIRTY]
     changed = ireg[_CHANGED]
+    lpos = ireg[_LPOS]
+    M = cand_h.shape[1]
+    G = log.shape[0]
     now = freg[0]
     code = DONE
     while True:
@@ -218,6 +225,8 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                     for r in range(R):
                         free[s, r] = capacity[s, r]
                 K.tree_update(tmax, tmin, free, s, L, R)
+                log[lpos % G] = s
+                lpos += 1
                 nt[u] -= 1
                 key[u] = _user_key(alg, u, nt, demand, total, weight, kslots, R)
                 changed = 1
@@ -261,12 +270,23 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                             bu = u
                 if bu < 0:
                     break
-                if blocked_at[bu] == phase - 1:
+                if alg == ALG_BEST_FIT and cachable[bu]:
+                    if cand_pos[bu] < 0 or not K.cand_sync(free, thresh, total, aa, kref, bu, R, work, cand_h, cand_s,
+                                                          cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos) \
+                            or (cand_n[bu] == 0 and cand_ts[bu] >= 0):
+                        ireg[_NFULL] += 1
+                        K.best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, bu, L, R, stack, lbs, work,
+                                        cand_h, cand_s, cand_n, cand_th, cand_ts, M)
+                        cand_pos[bu] = lpos
+                    s = cand_s[bu, 0] if cand_n[bu] > 0 else -1
+                elif blocked_at[bu] == phase - 1:
                     s = K.dirty_search(free, thresh, total, aa, kref, bu, alg == ALG_BEST_FIT, dirty, ndirty, R,
                                        work)
                 elif alg == ALG_BEST_FIT:
+                    ireg[_NFULL] += 1
                     s = K.best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, bu, S, L, R, stack, lbs, work)
                 else:
+                    ireg[_NFULL] += 1
                     s = K.first_fit_tree(tmax, thresh, bu, L, R, stack)
                 if s >= 0:
                     cu = bu
@@ -312,6 +332,8 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                 free[s, r] -= charge[u, r]
             nrun[s] += 1
             K.tree_update(tmax, tmin, free, s, L, R)
+            log[lpos % G] = s
+            lpos += 1
             nt[u] += 1
             if pending[u] != BACKLOGGED:
                 pending[u] -= 1
@@ -360,6 +382,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
     ireg[_PICKS] = picks
     ireg[_NDIRTY] = ndirty
     ireg[_CHANGED] = changed
+    ireg[_LPOS] = lpos
     freg[0] = now
     return code
 
@@ -369,11 +392,12 @@ def supported(allocator: str) -> bool:
     return allocator in COMPILED
 
 
-def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = None):
+def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = None, stats: dict | None = None):
     """Run a validated scenario (``run`` fields already applied) on the compiled engine.
 
     ``opts`` are the allocator's options, already validated by :func:`fq.cluster.registry.bind`;
-    ``trace``, when a list, receives every launch as ``(time, user, server)``.
+    ``trace``, when a list, receives every launch as ``(time, user, server)``; ``stats``, when a
+    dict, receives ``full_searches``: the picks that searched the whole server tree.
     """
     from router.cluster import ClusterRun, make_state
 
@@ -454,6 +478,14 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
         done_user=np.zeros(Kj, np.int64), done_arr=np.zeros(Kj), done_fin=np.zeros(Kj),
         done_tasks=np.zeros(Kj, np.int64), launched=np.zeros(U, np.int64))
     a = arrays
+    M = CAND_M if alg == ALG_BEST_FIT else 1
+    cand_h, cand_s = np.zeros((U, M)), np.zeros((U, M), np.int64)
+    a.update(cand_n=np.zeros(U, np.int64), cand_th=np.zeros(U), cand_ts=np.zeros(U, np.int64),
+             cand_pos=np.full(U, -1, np.int64))
+    # a user's H is finite on every server that fits it when the normalising resource's threshold is
+    # positive: only then the candidate lists (numpy's NaN-first argmin needs the scan otherwise)
+    cachable = np.array([thresh[u, kref[u]] > 0 for u in range(U)], dtype=np.bool_)
+    log = np.zeros(LOG_SIZE if alg == ALG_BEST_FIT else 1, np.int64)
     stack = np.zeros(4 * 64, np.int64)
     lbs = np.zeros(4 * 64)
     work = np.zeros(max(R, 8))
@@ -468,7 +500,8 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
                     a["qhead"], a["qtask"], a["left"], *heap,
                     edges, a["share_tot"], a["share_bin"], a["tasks_tot"], a["use_tot"], a["use_bin"],
                     a["share_now"], a["tasks_now"], a["use_now"],
-                    a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"], *tr)
+                    a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"],
+                    cand_h, cand_s, a["cand_n"], a["cand_th"], a["cand_ts"], a["cand_pos"], cachable, log, *tr)
         if code == DONE:
             break
         if code == NEED_DRAWS:
@@ -481,6 +514,9 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
             tr = [np.concatenate((x, np.zeros_like(x))) for x in tr]
     wall = _time.perf_counter() - wall0
     nl = int(ireg[_NL])
+    opts_out = dict(opts)
+    if stats is not None:
+        stats["full_searches"] = int(ireg[_NFULL])
     if record:
         trace.extend(zip(tr[0][:nl].tolist(), tr[1][:nl].tolist(), tr[2][:nl].tolist()))
     nd = int(ireg[_NDONE])
@@ -494,4 +530,4 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
         job_user=a["done_user"][:nd].copy(), job_arrival=a["done_arr"][:nd].copy(),
         job_finish=a["done_fin"][:nd].copy(), job_tasks=a["done_tasks"][:nd].copy(),
         launched=a["launched"], events=int(ireg[_EVENTS]), picks=int(ireg[_PICKS]), wall=wall,
-        jobs_arrived=int(np.count_nonzero(jobs.time < T)), options=dict(opts), engine="compiled")
+        jobs_arrived=int(np.count_nonzero(jobs.time < T)), options=opts_out, engine="compiled")

@@ -302,3 +302,131 @@ def build_tree(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
         tmin[lo:2 * lo] = np.minimum(tmin[2 * lo:4 * lo:2], tmin[2 * lo + 1:4 * lo:2])
         lo //= 2
     return tmax.reshape(-1), tmin.reshape(-1), L
+
+
+# ---------------------------------------------------------------------------
+# Best-Fit candidate lists: each user keeps its M best servers between picks
+@jit(inline="always", error_model="numpy")
+def _key_less(h, s, bh, bs):
+    """(h, s) < (bh, bs): least H, then least server index (H finite here)."""
+    return h < bh or (h == bh and s < bs)
+
+
+@jit(inline="always", error_model="numpy")
+def cand_insert(ch, cs, cn, u, h, s, M):
+    """Insert (h, s) into user u's sorted list of ``cn[u]`` candidates; drops the last beyond M and
+    returns True when it did."""
+    i = cn[u]
+    while i > 0 and _key_less(h, s, ch[u, i - 1], cs[u, i - 1]):
+        if i < M:
+            ch[u, i] = ch[u, i - 1]
+            cs[u, i] = cs[u, i - 1]
+        i -= 1
+    if i < M:
+        ch[u, i] = h
+        cs[u, i] = s
+        if cn[u] < M:
+            cn[u] += 1
+            return False
+        return True
+    return True
+
+
+@jit(inline="always", error_model="numpy")
+def cand_remove(cs, ch, cn, u, s):
+    """Remove server s from user u's list if it is there."""
+    n = cn[u]
+    j = -1
+    for i in range(n):
+        if cs[u, i] == s:
+            j = i
+            break
+    if j < 0:
+        return
+    for i in range(j, n - 1):
+        ch[u, i] = ch[u, i + 1]
+        cs[u, i] = cs[u, i + 1]
+    cn[u] = n - 1
+
+
+@jit(inline="always", error_model="numpy")
+def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M):
+    """Branch and bound for user u's M best fitting servers (keys (H, index)), into its list;
+    ``thh[u], ths[u]``: every fitting server outside the list has a larger key (+inf: none)."""
+    cn[u] = 0
+    thh[u] = np.inf
+    ths[u] = -1
+    if not fits_node(tmax, thresh, u, 1, R):
+        return
+    stack[0] = 1
+    lbs[0] = 0.0
+    top = 1
+    while top > 0:
+        top -= 1
+        n = stack[top]
+        lb = lbs[top]
+        if cn[u] == M:
+            bh = ch[u, M - 1]
+            if lb > bh:
+                continue
+            if lb == bh:
+                first = n
+                while first < L:
+                    first = 2 * first
+                if first - L > cs[u, M - 1]:
+                    continue
+        if n >= L:
+            s = n - L
+            h = fitness(free, total, aa, kref, u, s, R, work)
+            if cn[u] < M or _key_less(h, s, ch[u, M - 1], cs[u, M - 1]):
+                cand_insert(ch, cs, cn, u, h, s, M)
+            continue
+        c0 = 2 * n
+        c1 = c0 + 1
+        f0 = fits_node(tmax, thresh, u, c0, R)
+        f1 = fits_node(tmax, thresh, u, c1, R)
+        if f0 and f1:
+            l0 = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c0, R, work)
+            l1 = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c1, R, work)
+            if l1 < l0:
+                stack[top] = c0
+                lbs[top] = l0
+                stack[top + 1] = c1
+                lbs[top + 1] = l1
+            else:
+                stack[top] = c1
+                lbs[top] = l1
+                stack[top + 1] = c0
+                lbs[top + 1] = l0
+            top += 2
+        elif f0:
+            stack[top] = c0
+            lbs[top] = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c0, R, work)
+            top += 1
+        elif f1:
+            stack[top] = c1
+            lbs[top] = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c1, R, work)
+            top += 1
+    if cn[u] == M:
+        thh[u] = ch[u, M - 1]
+        ths[u] = cs[u, M - 1]
+
+
+@jit(inline="always", error_model="numpy")
+def cand_sync(free, thresh, total, aa, kref, u, R, work, ch, cs, cn, thh, ths, M, log, G, lpos, upos):
+    """Bring user u's list up to date with the servers changed since its last look (``log``, a ring
+    of G server indices written up to ``lpos``).  Returns False when the ring has wrapped (the list
+    is then unknown)."""
+    if lpos - upos[u] > G:
+        return False
+    for p in range(upos[u], lpos):
+        x = log[p % G]
+        cand_remove(cs, ch, cn, u, x)
+        if fits_server(free, thresh, u, x, R):
+            h = fitness(free, total, aa, kref, u, x, R, work)
+            if ths[u] < 0 or _key_less(h, x, thh[u], ths[u]) or (x == ths[u] and h == thh[u]):
+                if cand_insert(ch, cs, cn, u, h, x, M):
+                    thh[u] = ch[u, M - 1]
+                    ths[u] = cs[u, M - 1]
+    upos[u] = lpos
+    return True
