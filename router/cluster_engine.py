@@ -57,8 +57,8 @@ _FINISH, _ARRIVE, _START, _STOP = 0, 1, 2, 3
 #: kernel exit codes
 DONE, NEED_DRAWS, NEED_HEAP, NEED_TRACE = 0, 1, 2, 3
 # integer registers (the loop's scalars, kept across exits)
-_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _CHANGED, _ARG, _LPOS, _NFULL = range(14)
-_NREG = 14
+_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _CHANGED, _ARG, _LPOS, _NFULL, _NLIVE = range(15)
+_NREG = 15
 #: Best-Fit candidates kept per user, and the ring of changed servers they are brought up to date from
 CAND_M = 16
 LOG_SIZE = 1 << 16
@@ -169,7 +169,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
          htime, hseq, hu, hs, hk,
          edges, share_tot, share_bin, tasks_tot, use_tot, use_bin, share_now, tasks_now, use_now,
          done_user, done_arr, done_fin, done_tasks, launched,
-         cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log,
+         cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log, live, q0,
          tr_time, tr_user, tr_server):
     """The event loop (router/cluster.py's ``simulate``); returns an exit code (module constants)."""
     S, R = free.shape
@@ -191,6 +191,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
     ndirty = ireg[_NDIRTY]
     changed = ireg[_CHANGED]
     lpos = ireg[_LPOS]
+    nlive = ireg[_NLIVE]
     M = cand_h.shape[1]
     G = log.shape[0]
     now = freg[0]
@@ -225,6 +226,8 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                     for r in range(R):
                         free[s, r] = capacity[s, r]
                 K.tree_update(tmax, tmin, free, s, L, R)
+                if alg == ALG_BEST_FIT:
+                    K.shape_update(q0, free, total, s, R)
                 log[lpos % G] = s
                 lpos += 1
                 nt[u] -= 1
@@ -255,6 +258,26 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                     pending[a] = BACKLOGGED
                 else:
                     pending[a] = 0
+            # the users that may launch now: pending ones; a user that fitted nowhere at the previous
+            # instant and fits none of the servers freed since is left out (skip mode)
+            nlive = 0
+            for u in range(U):
+                if pending[u] <= 0:
+                    continue
+                if not stop_mode:
+                    if alg == ALG_BEST_FIT and cachable[u]:
+                        if cand_pos[u] >= 0 and K.cand_sync(free, thresh, total, aa, kref, u, R, work, cand_h, cand_s,
+                                                            cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos, q0) \
+                                and cand_n[u] == 0 and cand_ts[u] < 0:
+                            blocked_at[u] = phase
+                            continue
+                    elif blocked_at[u] == phase - 1:
+                        if K.dirty_search(free, thresh, total, aa, kref, u, alg == ALG_BEST_FIT, dirty, ndirty, R,
+                                          work, q0) < 0:
+                            blocked_at[u] = phase
+                            continue
+                live[nlive] = u
+                nlive += 1
             in_phase = 1
         # (3) picks until none
         while True:
@@ -262,39 +285,45 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
             # the allocator's pick: the user of least key with a fitting server ([DRF] Algorithm 1)
             cu = -1
             cs = -1
+            cbi = -1
             while True:
                 bu = -1
-                for u in range(U):
-                    if pending[u] > 0 and blocked_at[u] != phase:
-                        if bu < 0 or key[u] < key[bu]:
-                            bu = u
-                if bu < 0:
+                bi = -1
+                for i in range(nlive):
+                    u = live[i]
+                    if bu < 0 or key[u] < key[bu] or (key[u] == key[bu] and u < bu):
+                        bu = u
+                        bi = i
+                if bu < 0 or blocked_at[bu] == phase:
                     break
                 if alg == ALG_BEST_FIT and cachable[bu]:
                     if cand_pos[bu] < 0 or not K.cand_sync(free, thresh, total, aa, kref, bu, R, work, cand_h, cand_s,
-                                                          cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos) \
+                                                          cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos, q0) \
                             or (cand_n[bu] == 0 and cand_ts[bu] >= 0):
                         ireg[_NFULL] += 1
                         K.best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, bu, L, R, stack, lbs, work,
-                                        cand_h, cand_s, cand_n, cand_th, cand_ts, M)
+                                        cand_h, cand_s, cand_n, cand_th, cand_ts, M, q0)
                         cand_pos[bu] = lpos
                     s = cand_s[bu, 0] if cand_n[bu] > 0 else -1
                 elif blocked_at[bu] == phase - 1:
                     s = K.dirty_search(free, thresh, total, aa, kref, bu, alg == ALG_BEST_FIT, dirty, ndirty, R,
-                                       work)
+                                       work, q0)
                 elif alg == ALG_BEST_FIT:
                     ireg[_NFULL] += 1
-                    s = K.best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, bu, S, L, R, stack, lbs, work)
+                    s = K.best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, bu, S, L, R, stack, lbs, work, q0)
                 else:
                     ireg[_NFULL] += 1
                     s = K.first_fit_tree(tmax, thresh, bu, L, R, stack)
                 if s >= 0:
                     cu = bu
                     cs = s
+                    cbi = bi
                     break
                 blocked_at[bu] = phase
                 if stop_mode:
                     break
+                nlive -= 1
+                live[bi] = live[nlive]
             if cu < 0:
                 break
             u = cu
@@ -332,11 +361,16 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                 free[s, r] -= charge[u, r]
             nrun[s] += 1
             K.tree_update(tmax, tmin, free, s, L, R)
+            if alg == ALG_BEST_FIT:
+                K.shape_update(q0, free, total, s, R)
             log[lpos % G] = s
             lpos += 1
             nt[u] += 1
             if pending[u] != BACKLOGGED:
                 pending[u] -= 1
+                if pending[u] == 0:
+                    nlive -= 1
+                    live[cbi] = live[nlive]
             key[u] = _user_key(alg, u, nt, demand, total, weight, kslots, R)
             launched[u] += 1
             if record:
@@ -383,6 +417,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
     ireg[_NDIRTY] = ndirty
     ireg[_CHANGED] = changed
     ireg[_LPOS] = lpos
+    ireg[_NLIVE] = nlive
     freg[0] = now
     return code
 
@@ -481,11 +516,14 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     M = CAND_M if alg == ALG_BEST_FIT else 1
     cand_h, cand_s = np.zeros((U, M)), np.zeros((U, M), np.int64)
     a.update(cand_n=np.zeros(U, np.int64), cand_th=np.zeros(U), cand_ts=np.zeros(U, np.int64),
-             cand_pos=np.full(U, -1, np.int64))
+             cand_pos=np.full(U, -1, np.int64), live=np.zeros(U, np.int64))
     # a user's H is finite on every server that fits it when the normalising resource's threshold is
     # positive: only then the candidate lists (numpy's NaN-first argmin needs the scan otherwise)
     cachable = np.array([thresh[u, kref[u]] > 0 for u in range(U)], dtype=np.bool_)
     log = np.zeros(LOG_SIZE if alg == ALG_BEST_FIT else 1, np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = free / total
+        q0 = np.ascontiguousarray(c / c[:, 0:1])
     stack = np.zeros(4 * 64, np.int64)
     lbs = np.zeros(4 * 64)
     work = np.zeros(max(R, 8))
@@ -501,7 +539,8 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
                     edges, a["share_tot"], a["share_bin"], a["tasks_tot"], a["use_tot"], a["use_bin"],
                     a["share_now"], a["tasks_now"], a["use_now"],
                     a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"],
-                    cand_h, cand_s, a["cand_n"], a["cand_th"], a["cand_ts"], a["cand_pos"], cachable, log, *tr)
+                    cand_h, cand_s, a["cand_n"], a["cand_th"], a["cand_ts"], a["cand_pos"], cachable, log, a["live"],
+                    q0, *tr)
         if code == DONE:
             break
         if code == NEED_DRAWS:

@@ -177,8 +177,11 @@ def test_best_fit_bound_never_prunes_the_reference_choice():
         kref = np.array([0])
         aa = (D / D[0]).reshape(1, R)
         tmax, tmin, L = K.build_tree(st_.free)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = st_.free / total
+            q0 = c / c[:, 0:1]
         got = K.best_fit_tree(st_.free, tmax, tmin, thresh, total, aa, kref, 0, S, L, R,
-                              np.zeros(256, np.int64), np.zeros(256), np.zeros(max(R, 8)))
+                              np.zeros(256, np.int64), np.zeros(256), np.zeros(max(R, 8)), q0)
         ok = np.flatnonzero(st_.fits(0))
         want = int(ok[int(np.argmin(fitness(st_, 0, ok)))]) if ok.size else -1
         assert got == want, trial

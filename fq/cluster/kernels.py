@@ -119,14 +119,28 @@ def tree_update(tmax, tmin, free, s, L, R):
 
 
 @jit(inline="always", error_model="numpy")
-def fitness(free, total, aa, kref, u, s, R, work):
+def fitness(free, total, aa, kref, u, s, R, work, q0):
     """[DRFH] eq. (9) ``H(u, s)``, operation for operation as :func:`fq.cluster.drfh.fitness`
-    (``aa[u] = D_u / D_uk`` precomputed by numpy)."""
+    (``aa[u] = D_u / D_uk`` precomputed by numpy; ``q0[s] = c_s / c_s0``, kept by
+    :func:`shape_update`, serves the users normalised by resource 0 without a division)."""
     k = kref[u]
-    ck = free[s, k] / total[k]
-    for r in range(R):
-        work[r] = abs(aa[u, r] - (free[s, r] / total[r]) / ck)
+    if k == 0:
+        for r in range(R):
+            work[r] = abs(aa[u, r] - q0[s, r])
+    else:
+        ck = free[s, k] / total[k]
+        for r in range(R):
+            work[r] = abs(aa[u, r] - (free[s, r] / total[r]) / ck)
     return pairwise_sum(work, R)
+
+
+@jit(inline="always", error_model="numpy")
+def shape_update(q0, free, total, s, R):
+    """``q0[s, r] = (free[s, r] / total[r]) / (free[s, 0] / total[0])``: server s's free shape
+    normalised by resource 0, the operations of eq. (9)."""
+    ck = free[s, 0] / total[0]
+    for r in range(R):
+        q0[s, r] = (free[s, r] / total[r]) / ck
 
 
 @jit(inline="always", error_model="numpy")
@@ -193,13 +207,13 @@ def _lower_bound(tmax, tmin, thresh, total, aa, kref, u, n, R, work):
 
 
 @jit(inline="always", error_model="numpy")
-def best_fit_scan(free, thresh, total, aa, kref, u, S, R, work):
+def best_fit_scan(free, thresh, total, aa, kref, u, S, R, work, q0):
     """Every server, numpy's argmin rule (the fallback when H may be NaN)."""
     bs = -1
     bh = 0.0
     for s in range(S):
         if fits_server(free, thresh, u, s, R):
-            h = fitness(free, total, aa, kref, u, s, R, work)
+            h = fitness(free, total, aa, kref, u, s, R, work, q0)
             if _better(h, s, bh, bs):
                 bh = h
                 bs = s
@@ -207,10 +221,10 @@ def best_fit_scan(free, thresh, total, aa, kref, u, S, R, work):
 
 
 @jit(inline="always", error_model="numpy")
-def best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, u, S, L, R, stack, lbs, work):
+def best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, u, S, L, R, stack, lbs, work, q0):
     """The fitting server of least H (ties: lowest index), or -1: branch and bound on the tree."""
     if not thresh[u, kref[u]] > 0.0:
-        return best_fit_scan(free, thresh, total, aa, kref, u, S, R, work)
+        return best_fit_scan(free, thresh, total, aa, kref, u, S, R, work, q0)
     if not fits_node(tmax, thresh, u, 1, R):
         return -1
     bs = -1
@@ -233,7 +247,7 @@ def best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, u, S, L, R, stack, 
                     continue
         if n >= L:
             s = n - L
-            h = fitness(free, total, aa, kref, u, s, R, work)
+            h = fitness(free, total, aa, kref, u, s, R, work, q0)
             if bs < 0 or h < bh or (h == bh and s < bs):
                 bh = h
                 bs = s
@@ -268,7 +282,7 @@ def best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, u, S, L, R, stack, 
 
 
 @jit(inline="always", error_model="numpy")
-def dirty_search(free, thresh, total, aa, kref, u, best, dirty, ndirty, R, work):
+def dirty_search(free, thresh, total, aa, kref, u, best, dirty, ndirty, R, work, q0):
     """The server for a user that fitted nowhere at the previous instant: only the servers freed
     since (``dirty[:ndirty]``) can fit; First-Fit takes the least index, Best-Fit the least H."""
     bs = -1
@@ -277,7 +291,7 @@ def dirty_search(free, thresh, total, aa, kref, u, best, dirty, ndirty, R, work)
         s = dirty[i]
         if fits_server(free, thresh, u, s, R):
             if best:
-                h = fitness(free, total, aa, kref, u, s, R, work)
+                h = fitness(free, total, aa, kref, u, s, R, work, q0)
                 if _better(h, s, bh, bs):
                     bh = h
                     bs = s
@@ -350,7 +364,7 @@ def cand_remove(cs, ch, cn, u, s):
 
 
 @jit(inline="always", error_model="numpy")
-def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M):
+def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M, q0):
     """Branch and bound for user u's M best fitting servers (keys (H, index)), into its list;
     ``thh[u], ths[u]``: every fitting server outside the list has a larger key (+inf: none)."""
     cn[u] = 0
@@ -377,7 +391,7 @@ def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs
                     continue
         if n >= L:
             s = n - L
-            h = fitness(free, total, aa, kref, u, s, R, work)
+            h = fitness(free, total, aa, kref, u, s, R, work, q0)
             if cn[u] < M or _key_less(h, s, ch[u, M - 1], cs[u, M - 1]):
                 cand_insert(ch, cs, cn, u, h, s, M)
             continue
@@ -413,7 +427,7 @@ def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs
 
 
 @jit(inline="always", error_model="numpy")
-def cand_sync(free, thresh, total, aa, kref, u, R, work, ch, cs, cn, thh, ths, M, log, G, lpos, upos):
+def cand_sync(free, thresh, total, aa, kref, u, R, work, ch, cs, cn, thh, ths, M, log, G, lpos, upos, q0):
     """Bring user u's list up to date with the servers changed since its last look (``log``, a ring
     of G server indices written up to ``lpos``).  Returns False when the ring has wrapped (the list
     is then unknown)."""
@@ -423,7 +437,7 @@ def cand_sync(free, thresh, total, aa, kref, u, R, work, ch, cs, cn, thh, ths, M
         x = log[p % G]
         cand_remove(cs, ch, cn, u, x)
         if fits_server(free, thresh, u, x, R):
-            h = fitness(free, total, aa, kref, u, x, R, work)
+            h = fitness(free, total, aa, kref, u, x, R, work, q0)
             if ths[u] < 0 or _key_less(h, x, thh[u], ths[u]) or (x == ths[u] and h == thh[u]):
                 if cand_insert(ch, cs, cn, u, h, x, M):
                     thh[u] = ch[u, M - 1]
