@@ -65,56 +65,59 @@ LOG_SIZE = 1 << 16
 
 
 @jit(inline="always", error_model="numpy")
-def _heap_push(htime, hseq, hu, hs, hk, n, t, q, u, s, k):
-    """Push a finish event (t, q) with payload (u, s, k) on a heap of n entries."""
+def _heap_push(hp, n, t, q, u, s, k):
+    """Push a finish event (t, q) with payload (u, s, k) on a heap of n records.
+
+    A record is one row of the float64 array ``hp``: (time, launch number, user, server, job), the
+    integers exact below 2^53, so that a level of the heap is one cache line, not five."""
     i = n
     while i > 0:
         p = (i - 1) >> 1
-        if htime[p] < t or (htime[p] == t and hseq[p] < q):
+        if hp[p, 0] < t or (hp[p, 0] == t and hp[p, 1] < q):
             break
-        htime[i] = htime[p]
-        hseq[i] = hseq[p]
-        hu[i] = hu[p]
-        hs[i] = hs[p]
-        hk[i] = hk[p]
+        hp[i, 0] = hp[p, 0]
+        hp[i, 1] = hp[p, 1]
+        hp[i, 2] = hp[p, 2]
+        hp[i, 3] = hp[p, 3]
+        hp[i, 4] = hp[p, 4]
         i = p
-    htime[i] = t
-    hseq[i] = q
-    hu[i] = u
-    hs[i] = s
-    hk[i] = k
+    hp[i, 0] = t
+    hp[i, 1] = q
+    hp[i, 2] = u
+    hp[i, 3] = s
+    hp[i, 4] = k
 
 
 @jit(inline="always", error_model="numpy")
-def _heap_pop(htime, hseq, hu, hs, hk, n):
-    """Remove the root of a heap of n entries (the caller read it first)."""
+def _heap_pop(hp, n):
+    """Remove the root of a heap of n records (the caller read it first)."""
     n -= 1
-    t = htime[n]
-    q = hseq[n]
-    u = hu[n]
-    s = hs[n]
-    k = hk[n]
+    t = hp[n, 0]
+    q = hp[n, 1]
+    u = hp[n, 2]
+    s = hp[n, 3]
+    k = hp[n, 4]
     i = 0
     while True:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and (htime[c + 1] < htime[c] or (htime[c + 1] == htime[c] and hseq[c + 1] < hseq[c])):
+        if c + 1 < n and (hp[c + 1, 0] < hp[c, 0] or (hp[c + 1, 0] == hp[c, 0] and hp[c + 1, 1] < hp[c, 1])):
             c += 1
-        if t < htime[c] or (t == htime[c] and q < hseq[c]):
+        if t < hp[c, 0] or (t == hp[c, 0] and q < hp[c, 1]):
             break
-        htime[i] = htime[c]
-        hseq[i] = hseq[c]
-        hu[i] = hu[c]
-        hs[i] = hs[c]
-        hk[i] = hk[c]
+        hp[i, 0] = hp[c, 0]
+        hp[i, 1] = hp[c, 1]
+        hp[i, 2] = hp[c, 2]
+        hp[i, 3] = hp[c, 3]
+        hp[i, 4] = hp[c, 4]
         i = c
     if n > 0:
-        htime[i] = t
-        hseq[i] = q
-        hu[i] = u
-        hs[i] = s
-        hk[i] = k
+        hp[i, 0] = t
+        hp[i, 1] = q
+        hp[i, 2] = u
+        hp[i, 3] = s
+        hp[i, 4] = k
 
 
 @jit(inline="always", error_model="numpy")
@@ -166,7 +169,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
          nrun, dirty, dmark,
          ev_time, ev_kind, ev_arg,
          job_time, job_user, job_tasks, job_first, task_dur, ujobs, uptr, qhead, qtask, left,
-         htime, hseq, hu, hs, hk,
+         hp,
          edges, share_tot, share_bin, tasks_tot, use_tot, use_bin, share_now, tasks_now, use_now,
          done_user, done_arr, done_fin, done_tasks, launched,
          cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log, live, q0,
@@ -176,7 +179,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
     U = demand.shape[0]
     nbins = share_bin.shape[0]
     nev = ev_time.shape[0]
-    hcap = htime.shape[0]
+    hcap = hp.shape[0]
     trcap = tr_time.shape[0]
     B = bbuf.shape[1]
     in_phase = ireg[_IN_PHASE]
@@ -200,7 +203,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
         if in_phase == 0:
             t = np.inf
             if hn > 0:
-                t = htime[0]
+                t = hp[0, 0]
             if ev < nev and ev_time[ev] < t:
                 t = ev_time[ev]
             if not t < T:
@@ -212,11 +215,11 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
             now = t
             phase += 1
             ndirty = 0
-            while hn > 0 and htime[0] == t:  # (1) finishes, in launch order
-                u = hu[0]
-                s = hs[0]
-                k = hk[0]
-                _heap_pop(htime, hseq, hu, hs, hk, hn)
+            while hn > 0 and hp[0, 0] == t:  # (1) finishes, in launch order
+                u = int(hp[0, 2])
+                s = int(hp[0, 3])
+                k = int(hp[0, 4])
+                _heap_pop(hp, hn)
                 hn -= 1
                 events += 1
                 nrun[s] -= 1
@@ -377,7 +380,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                 tr_time[nl] = now
                 tr_user[nl] = u
                 tr_server[nl] = s
-            _heap_push(htime, hseq, hu, hs, hk, hn, now + d, nl, u, s, k)
+            _heap_push(hp, hn, now + d, nl, u, s, k)
             hn += 1
             nl += 1
             changed = 1
@@ -493,8 +496,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     np.cumsum(np.bincount(jobs.user, minlength=U), out=uptr[1:])
 
     hcap = 1024
-    heap = [np.zeros(hcap), np.zeros(hcap, np.int64), np.zeros(hcap, np.int64), np.zeros(hcap, np.int64),
-            np.zeros(hcap, np.int64)]
+    heap = [np.zeros((hcap, 8))]  # records of 5 numbers, padded to 64 bytes
     record = trace is not None
     trcap = 1024 if record else 0
     tr = [np.zeros(trcap), np.zeros(trcap, np.int64), np.zeros(trcap, np.int64)]
@@ -548,7 +550,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
             bbuf[u] = brng[u].standard_exponential(B)
             bpos[u] = 0
         elif code == NEED_HEAP:
-            heap = [np.concatenate((h, np.zeros_like(h))) for h in heap]
+            heap = [np.concatenate((heap[0], np.zeros_like(heap[0])))]
         else:
             tr = [np.concatenate((x, np.zeros_like(x))) for x in tr]
     wall = _time.perf_counter() - wall0
