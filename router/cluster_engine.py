@@ -267,18 +267,10 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
             for u in range(U):
                 if pending[u] <= 0:
                     continue
-                if not stop_mode:
-                    if alg == ALG_BEST_FIT and cachable[u]:
-                        if cand_pos[u] >= 0 and K.cand_sync(free, thresh, total, aa, kref, u, R, work, cand_h, cand_s,
-                                                            cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos, q0) \
-                                and cand_n[u] == 0 and cand_ts[u] < 0:
-                            blocked_at[u] = phase
-                            continue
-                    elif blocked_at[u] == phase - 1:
-                        if K.dirty_search(free, thresh, total, aa, kref, u, alg == ALG_BEST_FIT, dirty, ndirty, R,
-                                          work, q0) < 0:
-                            blocked_at[u] = phase
-                            continue
+                if not stop_mode and blocked_at[u] == phase - 1:
+                    if K.dirty_search(free, thresh, total, aa, kref, u, False, dirty, ndirty, R, work, q0) < 0:
+                        blocked_at[u] = phase
+                        continue
                 live[nlive] = u
                 nlive += 1
             in_phase = 1
@@ -299,7 +291,10 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                         bi = i
                 if bu < 0 or blocked_at[bu] == phase:
                     break
-                if alg == ALG_BEST_FIT and cachable[bu]:
+                if blocked_at[bu] == phase - 1:
+                    s = K.dirty_search(free, thresh, total, aa, kref, bu, alg == ALG_BEST_FIT, dirty, ndirty, R,
+                                       work, q0)
+                elif alg == ALG_BEST_FIT and cachable[bu]:
                     if cand_pos[bu] < 0 or not K.cand_sync(free, thresh, total, aa, kref, bu, R, work, cand_h, cand_s,
                                                           cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos, q0) \
                             or (cand_n[bu] == 0 and cand_ts[bu] >= 0):
@@ -308,9 +303,6 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                                         cand_h, cand_s, cand_n, cand_th, cand_ts, M, q0)
                         cand_pos[bu] = lpos
                     s = cand_s[bu, 0] if cand_n[bu] > 0 else -1
-                elif blocked_at[bu] == phase - 1:
-                    s = K.dirty_search(free, thresh, total, aa, kref, bu, alg == ALG_BEST_FIT, dirty, ndirty, R,
-                                       work, q0)
                 elif alg == ALG_BEST_FIT:
                     ireg[_NFULL] += 1
                     s = K.best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, bu, S, L, R, stack, lbs, work, q0)
