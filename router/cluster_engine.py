@@ -60,7 +60,7 @@ DONE, NEED_DRAWS, NEED_HEAP, NEED_TRACE = 0, 1, 2, 3
 _IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _CHANGED, _ARG, _LPOS, _NFULL, _NLIVE = range(15)
 _NREG = 15
 #: Best-Fit candidates kept per user, and the ring of changed servers they are brought up to date from
-CAND_M = 16
+CAND_M = 256
 LOG_SIZE = 1 << 16
 
 
@@ -422,12 +422,14 @@ def supported(allocator: str) -> bool:
     return allocator in COMPILED
 
 
-def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = None, stats: dict | None = None):
+def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = None, stats: dict | None = None,
+                      cand_m: int = CAND_M):
     """Run a validated scenario (``run`` fields already applied) on the compiled engine.
 
     ``opts`` are the allocator's options, already validated by :func:`fq.cluster.registry.bind`;
     ``trace``, when a list, receives every launch as ``(time, user, server)``; ``stats``, when a
-    dict, receives ``full_searches``: the picks that searched the whole server tree.
+    dict, receives ``full_searches``: the picks that searched the whole server tree; ``cand_m``:
+    Best-Fit candidates kept per user (the tests shrink it to exercise incomplete lists).
     """
     from router.cluster import ClusterRun, make_state
 
@@ -507,7 +509,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
         done_user=np.zeros(Kj, np.int64), done_arr=np.zeros(Kj), done_fin=np.zeros(Kj),
         done_tasks=np.zeros(Kj, np.int64), launched=np.zeros(U, np.int64))
     a = arrays
-    M = CAND_M if alg == ALG_BEST_FIT else 1
+    M = cand_m if alg == ALG_BEST_FIT else 1
     cand_h, cand_s = np.zeros((U, M)), np.zeros((U, M), np.int64)
     a.update(cand_n=np.zeros(U, np.int64), cand_th=np.zeros(U), cand_ts=np.zeros(U, np.int64),
              cand_pos=np.full(U, -1, np.int64), live=np.zeros(U, np.int64))

@@ -15,7 +15,7 @@ from flows.cluster import cluster_from_dict, cluster_preset_names, load_cluster_
 from flows.errors import MrfqError
 from fq.cluster import kernels as K
 from router.cluster import simulate
-from router.cluster_engine import COMPILED, supported
+from router.cluster_engine import COMPILED, simulate_compiled, supported
 
 #: (allocator, options) pairs of the compiled engine: every server rule and option value
 CASES = [("drf", {}), ("drf", {"blocked": "stop"}), ("drfh-first-fit", {}),
@@ -134,6 +134,12 @@ def test_many_servers_and_a_long_run_against_the_reference():
         a, b, ta, tb = _both(sc, allocator, options)
         assert len(ta) > 2000
         _assert_same(a, b, ta, tb)
+        if allocator == "drfh-best-fit":  # short candidate lists: incomplete, refilled by new searches
+            for m in (1, 3):
+                tc, st = [], {}
+                c = simulate_compiled(sc.replace_run(allocator=allocator), options, trace=tc, stats=st, cand_m=m)
+                assert st["full_searches"] > 0
+                _assert_same(a, c, ta, tc)
 
 
 def test_pairwise_sum_is_numpys():
