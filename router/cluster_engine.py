@@ -65,11 +65,11 @@ LOG_SIZE = 1 << 16
 
 
 @jit(inline="always", error_model="numpy")
-def _heap_push(hp, n, t, q, u, s, k):
-    """Push a finish event (t, q) with payload (u, s, k) on a heap of n records.
+def _heap_push(hp, n, t, q, us, k):
+    """Push a finish event (t, q) with payload (us = user * S + server, k = job) on a heap of n records.
 
-    A record is one row of the float64 array ``hp``: (time, launch number, user, server, job), the
-    integers exact below 2^53, so that a level of the heap is one cache line, not five."""
+    A record is one row of the float64 array ``hp``, (time, launch number, us, k), the integers
+    exact below 2^53: 32 bytes, two records per cache line."""
     i = n
     while i > 0:
         p = (i - 1) >> 1
@@ -79,13 +79,11 @@ def _heap_push(hp, n, t, q, u, s, k):
         hp[i, 1] = hp[p, 1]
         hp[i, 2] = hp[p, 2]
         hp[i, 3] = hp[p, 3]
-        hp[i, 4] = hp[p, 4]
         i = p
     hp[i, 0] = t
     hp[i, 1] = q
-    hp[i, 2] = u
-    hp[i, 3] = s
-    hp[i, 4] = k
+    hp[i, 2] = us
+    hp[i, 3] = k
 
 
 @jit(inline="always", error_model="numpy")
@@ -94,9 +92,8 @@ def _heap_pop(hp, n):
     n -= 1
     t = hp[n, 0]
     q = hp[n, 1]
-    u = hp[n, 2]
-    s = hp[n, 3]
-    k = hp[n, 4]
+    us = hp[n, 2]
+    k = hp[n, 3]
     i = 0
     while True:
         c = 2 * i + 1
@@ -110,14 +107,12 @@ def _heap_pop(hp, n):
         hp[i, 1] = hp[c, 1]
         hp[i, 2] = hp[c, 2]
         hp[i, 3] = hp[c, 3]
-        hp[i, 4] = hp[c, 4]
         i = c
     if n > 0:
         hp[i, 0] = t
         hp[i, 1] = q
-        hp[i, 2] = u
-        hp[i, 3] = s
-        hp[i, 4] = k
+        hp[i, 2] = us
+        hp[i, 3] = k
 
 
 @jit(inline="always", error_model="numpy")
@@ -216,9 +211,10 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
             phase += 1
             ndirty = 0
             while hn > 0 and hp[0, 0] == t:  # (1) finishes, in launch order
-                u = int(hp[0, 2])
-                s = int(hp[0, 3])
-                k = int(hp[0, 4])
+                us = int(hp[0, 2])
+                u = us // S
+                s = us - u * S
+                k = int(hp[0, 3])
                 _heap_pop(hp, hn)
                 hn -= 1
                 events += 1
@@ -372,7 +368,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                 tr_time[nl] = now
                 tr_user[nl] = u
                 tr_server[nl] = s
-            _heap_push(hp, hn, now + d, nl, u, s, k)
+            _heap_push(hp, hn, now + d, nl, u * S + s, k)
             hn += 1
             nl += 1
             changed = 1
@@ -490,7 +486,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     np.cumsum(np.bincount(jobs.user, minlength=U), out=uptr[1:])
 
     hcap = 1024
-    heap = [np.zeros((hcap, 8))]  # records of 5 numbers, padded to 64 bytes
+    heap = [np.zeros((hcap, 4))]
     record = trace is not None
     trcap = 1024 if record else 0
     tr = [np.zeros(trcap), np.zeros(trcap, np.int64), np.zeros(trcap, np.int64)]

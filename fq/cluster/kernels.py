@@ -32,6 +32,15 @@ search falls back to a scan of every server with numpy's rule.
 Blocked users: a user found to fit nowhere at instant ``p`` is stamped ``blocked_at[u] = p``.  At the
 next instant it can only fit on a server freed in between (the ``dirty`` list: launches only take
 capacity), so its search scans that list instead of the tree.
+
+Best-Fit candidate lists (:func:`best_fit_topm`, :func:`cand_sync`): each user keeps its ``M`` best
+fitting servers, sorted by the key ``(H, index)``, and a threshold such that every fitting server
+outside the list has a larger key (``+inf`` when the list holds every fitting server).  Every
+change of a server's free vector is written to a ring; before a pick the user re-keys the servers
+changed since its last look (a server leaves the list, or enters it when its key is below the
+threshold; an overflow lowers the threshold to the new last key), so the list's head is the exact
+Best-Fit choice.  Only an empty list with a finite threshold (or a wrapped ring) needs a new search
+of the tree.
 """
 
 from __future__ import annotations
