@@ -86,6 +86,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-launches", type=float, default=3e4, help="target launches per reference row")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference engine")
     a = ap.parse_args(argv)
+    from flows.cluster import MAX_TASKS, expected_tasks
+
     sizes = [int(x) for x in a.sizes.split(",")]
     allocs = a.allocators.split(",")
     wls = a.workloads.split(",")
@@ -105,6 +107,9 @@ def main(argv=None) -> int:
                     # at least 2 time units for the compiled engine; the reference may stop after the
                     # first fill of the cluster (every backlogged user launches at t = 0)
                     dur = max(2.0 if eng == "compiled" else 0.01, round(2.0 * target / max(k, 1), 2))
+                    # the gate's estimate (every backlogged user alone on the servers) caps the horizon
+                    per_unit = expected_tasks(scenario(n, a.users, wl, al, 1.0))
+                    dur = min(dur, round(0.99 * MAX_TASKS / per_unit, 2))
                     sc = scenario(n, a.users, wl, al, dur)
                     k, cpu = measure(sc, eng)
                     print(f"{wl:<11}{n:>8}{al:>16}{eng:>10}{k:>11,}{cpu:>9.2f}{k / cpu:>16,.0f}", flush=True)
