@@ -5,11 +5,12 @@ handler ``handler(args) -> int`` that raises :class:`flows.errors.MrfqError` on 
 dispatcher prints one line and exits 2) and never calls ``sys.exit``:
 
     mrfq cluster sim FILE|--preset NAME [--allocator NAME] [--option K=V ...] [--seed N]
-                     [--duration T] [--json] [--plot PATH]
+                     [--duration T] [--engine compiled|reference] [--json] [--plot PATH]
     mrfq cluster alloc FILE|--preset NAME [--objective drf|drfh|h-drf|asset|ceei|all] [--json] [--per-server]
     mrfq cluster presets
 
-``sim`` runs ``router.cluster.simulate`` and prints per-user time-averaged dominant shares
+``sim`` runs ``router.cluster.simulate`` (the compiled engine by default; ``--engine reference``
+selects the plain-Python one, which also runs the allocators without kernels) and prints per-user time-averaged dominant shares
 (with the fluid value of the allocator's objective when every user is backlogged), running
 tasks, mean job completion times, per-resource utilisation and the speed; ``--plot`` draws the
 dominant shares over time.  ``alloc`` prints the fluid allocations of ``CLUSTER_OBJECTIVES``; it checks
@@ -46,6 +47,9 @@ def register(subparsers) -> None:
                    help="an allocator option, e.g. server=best-fit or rescale=false (repeat)")
     s.add_argument("--seed", metavar="N", help="override run.seed")
     s.add_argument("--duration", metavar="T", help="override run.duration")
+    s.add_argument("--engine", default="compiled", metavar="NAME",
+                   help="compiled (default: numba; drf, drfh-first-fit, drfh-best-fit and slots, the other "
+                        "allocators run on the reference) or reference (plain Python, the test oracle)")
     s.add_argument("--json", action="store_true", help="print one JSON object (with the share time series)")
     s.add_argument("--plot", metavar="PATH", help="draw the dominant shares over time (PNG)")
     s.set_defaults(func=sim_handler)
@@ -117,7 +121,12 @@ def sim_handler(args) -> int:
 
         if args.allocator not in ALLOCATOR_NAMES:
             raise MrfqError(f"--allocator {quote(args.allocator)}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
-    run = simulate(sc, allocator=args.allocator, seed=seed, duration=duration, options=parse_options(args.option))
+    from router.cluster import ENGINES
+
+    if args.engine not in ENGINES:
+        raise MrfqError(f"--engine {quote(args.engine)}: unknown; choose one of {', '.join(ENGINES)}")
+    run = simulate(sc, allocator=args.allocator, seed=seed, duration=duration, options=parse_options(args.option),
+                   engine=args.engine)
     try:
         fluid = compare(sc, run)
     except MrfqError:
@@ -128,7 +137,7 @@ def sim_handler(args) -> int:
         fig = plot_shares(run, fluid, title=f"{sc.name}: {run.allocator}")
         save_figure(fig, args.plot)
     if args.json:
-        d = {"scenario": sc.name, **run.to_dict(), "tasks_per_second": run.tasks_per_second}
+        d = {"scenario": sc.name, **run.to_dict(), "engine": run.engine, "tasks_per_second": run.tasks_per_second}
         if fluid is not None:
             d["fluid"] = {"objective": fluid.objective, "dominant_share": fluid.fluid.tolist()}
         print(dumps_strict(d))
@@ -151,7 +160,7 @@ def sim_handler(args) -> int:
         print(row)
     print("utilisation: " + ", ".join(f"{r} {x:.3f}" for r, x in zip(run.resources, run.utilisation)))
     print(f"{int(run.launched.sum())} tasks launched, {run.events} events, "
-          f"{run.tasks_per_second:,.0f} tasks/s")
+          f"{run.tasks_per_second:,.0f} tasks/s ({run.engine} engine)")
     return 0
 
 

@@ -107,7 +107,7 @@ MAX_SERVERS = 100_000           # servers, counting copies
 MAX_USERS = 10_000              # [[user]] tables, and as many [[node]] tables
 MAX_DEPTH = 64                  # levels of the H-DRF tree: a user at most this many edges below the root
 MAX_NAME = 100                  # characters in a server, node, user or resource name
-MAX_TASKS = 2_000_000           # task launches a run may need (the simulator: 2,000-7,000 tasks/s)
+MAX_TASKS = 200_000_000         # task launches a run may need (the compiled simulator: about 10^6 per second)
 MAX_FILE_BYTES = 10 * 2**20     # a cluster scenario file
 MAX_TRACE_BYTES = 100 * 2**20   # a job trace CSV
 REL_MIN_DEMAND = 1e-12          # a positive demand is >= this x the pooled capacity of its resource
@@ -661,8 +661,8 @@ def _durations(rng: np.random.Generator, users: tuple[UserSpec, ...], who: np.nd
     """One duration per task of the users ``who`` (one standard exponential drawn per task for
     every law, so the stream stays aligned whatever the laws)."""
     e = rng.standard_exponential(who.shape[0])
-    mean = np.array([users[k].duration for k in who], dtype=np.float64)
-    expo = np.array([users[k].duration_law == "exponential" for k in who], dtype=bool)
+    mean = np.array([u.duration for u in users], dtype=np.float64)[who]
+    expo = np.array([u.duration_law == "exponential" for u in users], dtype=bool)[who]
     return np.where(expo, e * mean, mean)
 
 
@@ -692,8 +692,8 @@ def draw_jobs(sc: ClusterScenario, horizon: float | None = None) -> Jobs:
         K = time.shape[0]
         share = np.array([u.job_share for u in sc.users], dtype=np.float64)
         user = np.random.default_rng(ss["users"]).choice(sc.n_users, size=K, p=share / share.sum()).astype(np.int64)
-        mean = np.array([sc.users[k].tasks_per_job for k in user], dtype=np.float64)
-        geo = np.array([sc.users[k].tasks_law == "geometric" for k in user], dtype=bool)
+        mean = np.array([u.tasks_per_job for u in sc.users], dtype=np.float64)[user]
+        geo = np.array([u.tasks_law == "geometric" for u in sc.users], dtype=bool)[user]
         g = np.random.default_rng(ss["tasks"]).geometric(1.0 / np.maximum(mean, 1.0)) if K else np.zeros(0, np.int64)
         tasks = np.where(geo, g, np.rint(mean)).astype(np.int64)
         who = np.repeat(user, tasks)
