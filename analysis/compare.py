@@ -5,7 +5,7 @@ of the flow-arrival scenario (same seeds for every scheduler: common random
 numbers), and the flow-level Markov model of the matching objective gives the
 fluid value (drfq, drfq-dovetail -> DRF; pf-sfq -> PF; bmf-wfq -> BMF).
 
-Statistics (documented in the README):
+Statistics (documented on the "Packet vs fluid" page of the documentation):
 
 * **Warm-up removal**: each replication starts empty; the first
   ``warmup_fraction`` (10 %) of its simulated time is discarded.

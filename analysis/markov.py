@@ -123,7 +123,7 @@ bounded: it falls quickly with the grading and grows with the load (DRF, default
 grading 0.05: 6e-5 relative on br-balanced at load 0.9, 5e-4 on br-unbalanced at
 0.95; at 0.98 about 0.3 % on br-unbalanced and 3 % on br-balanced, estimated from
 the gradings 0.1 / 0.07 / 0.05 / 0.035; there a 4e8-event simulation of br-balanced
-gives 0.00391 +- 3 % and the graded lattice 0.00402; README tables).
+gives 0.00391 +- 3 % and the graded lattice 0.00402; documentation, Performance).
 
 Simulation.  An event-driven (Gillespie) simulation of the same chain in numba,
 with randomness from a ``numpy.random.Generator`` passed in.  Time averages use
@@ -1692,7 +1692,7 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
     Otherwise it is an approximation whose error shrinks fast with ``grading`` and grows with the
     load; measured on br-balanced (DRF) at load 0.9 against the exact solve: relative gamma
     error 3.1e-3 with grading 0.1, 5.2e-4 with 0.07, 5.6e-5 with 0.05; at 0.98 about 3 % with
-    0.05 (README, "The Markov model near saturation").  The error comes from the bulk of the
+    0.05 (documentation, the Performance page).  The error comes from the bulk of the
     law, where the transverse profile is curved (a lattice graded like sqrt(x) did worse at
     equal node count), so only a finer grading reduces it.
 

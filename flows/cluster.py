@@ -94,7 +94,7 @@ _USER = ("name", "demand", "weight", "parent", "backlogged", "start", "stop", "d
 _TRAFFIC = ("kind", "rate", "trace")
 
 
-#: Documented limits of the gate (README, "what mrfq refuses and why"), as for packet scenarios
+#: Documented limits of the gate (documentation: "What mrfq refuses"), as for packet scenarios
 #: (flows/scenario.py): every number finite and in range, so that nothing fails later with an
 #: overflow, a numpy allocation error or an unbounded run.
 MAX_RESOURCES = 32

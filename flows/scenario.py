@@ -86,7 +86,7 @@ GAMMA_METHODS = ("little", "completions")
 INCREMENTS = ("cost", "packet")
 
 
-#: Documented limits of the gate (README, "what mrfq refuses and why").  Each bounds what
+#: Documented limits of the gate (documentation: "What mrfq refuses").  Each bounds what
 #: the engine can hold (int64 counters, float64 times, memory) so that a scenario that
 #: passes the gate never fails later with an overflow, a numpy allocation error or a hang.
 MAX_RESOURCES = 32                # the loop is compiled once per number of resources

@@ -64,7 +64,7 @@ import flows
 from flows.cli_args import Parser, dumps_strict, int_type, shorten
 from flows.errors import MrfqError
 
-#: documented ranges of the options (README, "what mrfq refuses and why")
+#: documented ranges of the options (documentation: "What mrfq refuses")
 MAX_BENCH_SERVICES = 10**10   # services per timed run (about 15 minutes of one run)
 MAX_BENCH_REPS = 100          # timed pairs per workload
 MAX_BENCH_FLOWS = 2_000_000   # --max-flows
