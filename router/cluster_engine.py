@@ -57,7 +57,7 @@ _FINISH, _ARRIVE, _START, _STOP = 0, 1, 2, 3
 #: kernel exit codes
 DONE, NEED_DRAWS, NEED_HEAP, NEED_TRACE = 0, 1, 2, 3
 # integer registers (the loop's scalars, kept across exits)
-_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _CHANGED, _ARG, _LPOS, _NFULL, _NLIVE = range(15)
+_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _NCHG, _ARG, _LPOS, _NFULL, _NLIVE = range(15)
 _NREG = 15
 #: Best-Fit candidates kept per user, and the ring of changed servers they are brought up to date from
 CAND_M = 256
@@ -142,6 +142,30 @@ def _integrate(t0, t1, T, warmup, edges, nbins, b, tot, binned, v, width):
 
 
 @jit(inline="always", error_model="numpy")
+def _key_lt(key, a, b):
+    """User a before user b in the pick order: (key, index) lexicographic."""
+    return key[a] < key[b] or (key[a] == key[b] and a < b)
+
+
+@jit(inline="always", error_model="numpy")
+def _order_fix(order, pos, key, u, U):
+    """User u's key changed: move it to its place in ``order``, the users sorted by (key, index)."""
+    i = pos[u]
+    while i > 0 and _key_lt(key, u, order[i - 1]):
+        v = order[i - 1]
+        order[i] = v
+        pos[v] = i
+        i -= 1
+    while i < U - 1 and _key_lt(key, order[i + 1], u):
+        v = order[i + 1]
+        order[i] = v
+        pos[v] = i
+        i += 1
+    order[i] = u
+    pos[u] = i
+
+
+@jit(inline="always", error_model="numpy")
 def _user_key(alg, u, nt, demand, total, weight, kslots, R):
     """[DRF] §4.3 weighted dominant share ``max_r tasks_u d_ur / R_r / w_u`` (slots: slots held per
     weight), with the reference's operations."""
@@ -161,7 +185,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
          capacity, free, total, demand, charge, thresh, aa, kref, weight, kslots, dem_frac, charge_frac,
          tmax, tmin, L, stack, lbs, work,
          nt, pending, key, blocked_at, backlogged, dmean, dexpo, bbuf, bpos,
-         nrun, dirty, dmark,
+         nrun, dirty, dmark, order, opos, chg, cmark,
          ev_time, ev_kind, ev_arg,
          job_time, job_user, job_tasks, job_first, task_dur, ujobs, uptr, qhead, qtask, left,
          hp,
@@ -187,7 +211,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
     events = ireg[_EVENTS]
     picks = ireg[_PICKS]
     ndirty = ireg[_NDIRTY]
-    changed = ireg[_CHANGED]
+    nchg = ireg[_NCHG]
     lpos = ireg[_LPOS]
     nlive = ireg[_NLIVE]
     M = cand_h.shape[1]
@@ -231,7 +255,11 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                 lpos += 1
                 nt[u] -= 1
                 key[u] = _user_key(alg, u, nt, demand, total, weight, kslots, R)
-                changed = 1
+                _order_fix(order, opos, key, u, U)
+                if cmark[u] != phase:
+                    cmark[u] = phase
+                    chg[nchg] = u
+                    nchg += 1
                 if dmark[s] != phase:
                     dmark[s] = phase
                     dirty[ndirty] = s
@@ -257,10 +285,12 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                     pending[a] = BACKLOGGED
                 else:
                     pending[a] = 0
-            # the users that may launch now: pending ones; a user that fitted nowhere at the previous
-            # instant and fits none of the servers freed since is left out (skip mode)
+            # the users that may launch now, sorted by (key, index) from the last (live[0]) to the first
+            # (live[nlive - 1]): pending ones; a user that fitted nowhere at the previous instant and
+            # fits none of the servers freed since is left out (skip mode)
             nlive = 0
-            for u in range(U):
+            for j in range(U - 1, -1, -1):
+                u = order[j]
                 if pending[u] <= 0:
                     continue
                 if not stop_mode and blocked_at[u] == phase - 1:
@@ -273,19 +303,15 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
         # (3) picks until none
         while True:
             picks += 1
-            # the allocator's pick: the user of least key with a fitting server ([DRF] Algorithm 1)
+            # the allocator's pick: the user of least key with a fitting server ([DRF] Algorithm 1);
+            # the keys of the listed users change only at their launches, so the list stays sorted
             cu = -1
             cs = -1
-            cbi = -1
             while True:
-                bu = -1
-                bi = -1
-                for i in range(nlive):
-                    u = live[i]
-                    if bu < 0 or key[u] < key[bu] or (key[u] == key[bu] and u < bu):
-                        bu = u
-                        bi = i
-                if bu < 0 or blocked_at[bu] == phase:
+                if nlive == 0:
+                    break
+                bu = live[nlive - 1]
+                if blocked_at[bu] == phase:
                     break
                 if blocked_at[bu] == phase - 1:
                     s = K.dirty_search(free, thresh, total, aa, kref, bu, alg == ALG_BEST_FIT, dirty, ndirty, R,
@@ -308,13 +334,11 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                 if s >= 0:
                     cu = bu
                     cs = s
-                    cbi = bi
                     break
                 blocked_at[bu] = phase
                 if stop_mode:
                     break
                 nlive -= 1
-                live[bi] = live[nlive]
             if cu < 0:
                 break
             u = cu
@@ -357,12 +381,22 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
             log[lpos % G] = s
             lpos += 1
             nt[u] += 1
+            key[u] = _user_key(alg, u, nt, demand, total, weight, kslots, R)
+            _order_fix(order, opos, key, u, U)
+            if cmark[u] != phase:
+                cmark[u] = phase
+                chg[nchg] = u
+                nchg += 1
             if pending[u] != BACKLOGGED:
                 pending[u] -= 1
-                if pending[u] == 0:
-                    nlive -= 1
-                    live[cbi] = live[nlive]
-            key[u] = _user_key(alg, u, nt, demand, total, weight, kslots, R)
+            if pending[u] == 0:
+                nlive -= 1
+            else:  # its key grew: back to its place in the list
+                i = nlive - 1
+                while i > 0 and _key_lt(key, live[i - 1], u):
+                    live[i] = live[i - 1]
+                    i -= 1
+                live[i] = u
             launched[u] += 1
             if record:
                 tr_time[nl] = now
@@ -371,11 +405,11 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
             _heap_push(hp, hn, now + d, nl, u * S + s, k)
             hn += 1
             nl += 1
-            changed = 1
         if code != DONE:
             break
-        if changed:
-            for u in range(U):
+        if nchg > 0:  # the piecewise-constant rates of the users whose running tasks changed
+            for i in range(nchg):
+                u = chg[i]
                 x = float(nt[u])
                 tasks_now[u] = x
                 m = x * dem_frac[u, 0]
@@ -389,7 +423,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                 for u in range(U):
                     acc += tasks_now[u] * charge_frac[u, r]
                 use_now[r] = acc
-            changed = 0
+            nchg = 0
         in_phase = 0
     if code == DONE:
         b0 = b
@@ -406,7 +440,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
     ireg[_EVENTS] = events
     ireg[_PICKS] = picks
     ireg[_NDIRTY] = ndirty
-    ireg[_CHANGED] = changed
+    ireg[_NCHG] = nchg
     ireg[_LPOS] = lpos
     ireg[_NLIVE] = nlive
     freg[0] = now
@@ -498,6 +532,8 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     freg = np.zeros(1)
     arrays = dict(
         nt=np.zeros(U, np.int64), pending=np.zeros(U, np.int64), key=np.zeros(U), blocked_at=np.zeros(U, np.int64),
+        order=np.arange(U, dtype=np.int64), opos=np.arange(U, dtype=np.int64), chg=np.zeros(U, np.int64),
+        cmark=np.zeros(U, np.int64),
         nrun=np.zeros(S, np.int64), dirty=np.zeros(S, np.int64), dmark=np.zeros(S, np.int64),
         left=np.zeros(Kj, np.int64), qhead=np.zeros(U, np.int64), qtask=np.zeros(U, np.int64),
         share_tot=np.zeros(U), share_bin=np.zeros((nb, U)), tasks_tot=np.zeros(U), use_tot=np.zeros(R),
@@ -525,7 +561,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
                     state.capacity, free, total, state.demand, charge, thresh, aa, kref, state.weight, kslots,
                     dem_frac, charge_frac, tmax, tmin, L, stack, lbs, work,
                     a["nt"], a["pending"], a["key"], a["blocked_at"], backlogged, dmean, dexpo, bbuf, bpos,
-                    a["nrun"], a["dirty"], a["dmark"], ev_time, ev_kind, ev_arg,
+                    a["nrun"], a["dirty"], a["dmark"], a["order"], a["opos"], a["chg"], a["cmark"], ev_time, ev_kind, ev_arg,
                     jobs.time, jobs.user, jobs.tasks, jobs.first, jobs.task_duration, ujobs, uptr,
                     a["qhead"], a["qtask"], a["left"], *heap,
                     edges, a["share_tot"], a["share_bin"], a["tasks_tot"], a["use_tot"], a["use_bin"],

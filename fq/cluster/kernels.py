@@ -296,10 +296,17 @@ def dirty_search(free, thresh, total, aa, kref, u, best, dirty, ndirty, R, work,
     since (``dirty[:ndirty]``) can fit; First-Fit takes the least index, Best-Fit the least H."""
     bs = -1
     bh = 0.0
+    known = False  # bh is H(u, bs): computed only once a second server fits
     for i in range(ndirty):
         s = dirty[i]
         if fits_server(free, thresh, u, s, R):
             if best:
+                if bs < 0:
+                    bs = s
+                    continue
+                if not known:
+                    bh = fitness(free, total, aa, kref, u, bs, R, work, q0)
+                    known = True
                 h = fitness(free, total, aa, kref, u, s, R, work, q0)
                 if _better(h, s, bh, bs):
                     bh = h
