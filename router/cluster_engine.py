@@ -57,8 +57,8 @@ _FINISH, _ARRIVE, _START, _STOP = 0, 1, 2, 3
 #: kernel exit codes
 DONE, NEED_DRAWS, NEED_HEAP, NEED_TRACE = 0, 1, 2, 3
 # integer registers (the loop's scalars, kept across exits)
-_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _NCHG, _ARG, _LPOS, _NFULL, _NLIVE = range(15)
-_NREG = 15
+_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _NCHG, _ARG, _LPOS, _NFULL, _NLIVE, _QPOS = range(16)
+_NREG = 16
 #: Best-Fit candidates kept per user, and the ring of changed servers they are brought up to date from
 CAND_M = 256
 LOG_SIZE = 1 << 16
@@ -191,7 +191,7 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
          hp,
          edges, share_tot, share_bin, tasks_tot, use_tot, use_bin, share_now, tasks_now, use_now,
          done_user, done_arr, done_fin, done_tasks, launched,
-         cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log, live, q0,
+         cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log, live, q0, qmn, qmx,
          tr_time, tr_user, tr_server):
     """The event loop (router/cluster.py's ``simulate``); returns an exit code (module constants)."""
     S, R = free.shape
@@ -321,8 +321,9 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                                                           cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos, q0) \
                             or (cand_n[bu] == 0 and cand_ts[bu] >= 0):
                         ireg[_NFULL] += 1
-                        K.best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, bu, L, R, stack, lbs, work,
-                                        cand_h, cand_s, cand_n, cand_th, cand_ts, M, q0)
+                        ireg[_QPOS] = K.shape_tree_sync(qmn, qmx, q0, S, L, R, log, G, lpos, ireg[_QPOS])
+                        K.best_fit_topm(free, tmax, tmin, qmn, qmx, thresh, total, aa, kref, bu, L, R, stack, lbs,
+                                        work, cand_h, cand_s, cand_n, cand_th, cand_ts, M, q0)
                         cand_pos[bu] = lpos
                     s = cand_s[bu, 0] if cand_n[bu] > 0 else -1
                 elif alg == ALG_BEST_FIT:
@@ -552,6 +553,10 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     with np.errstate(divide="ignore", invalid="ignore"):
         c = free / total
         q0 = np.ascontiguousarray(c / c[:, 0:1])
+    # the shape tree (kernels.shape_tree_sync), built at the first search
+    qmn = np.full(2 * L * R if alg == ALG_BEST_FIT else 1, np.inf)
+    qmx = np.full(2 * L * R if alg == ALG_BEST_FIT else 1, -np.inf)
+    ireg[_QPOS] = -1
     stack = np.zeros(4 * 64, np.int64)
     lbs = np.zeros(4 * 64)
     work = np.zeros(max(R, 8))
@@ -568,7 +573,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
                     a["share_now"], a["tasks_now"], a["use_now"],
                     a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"],
                     cand_h, cand_s, a["cand_n"], a["cand_th"], a["cand_ts"], a["cand_pos"], cachable, log, a["live"],
-                    q0, *tr)
+                    q0, qmn, qmx, *tr)
         if code == DONE:
             break
         if code == NEED_DRAWS:

@@ -216,6 +216,100 @@ def _lower_bound(tmax, tmin, thresh, total, aa, kref, u, n, R, work):
 
 
 @jit(inline="always", error_model="numpy")
+def _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, n, R, work):
+    """:func:`_lower_bound`, tightened for a user normalised by resource 0 by the range of the free
+    shapes ``q0`` below node ``n`` (``qmn, qmx``, :func:`shape_tree_sync`): per resource the larger
+    of the two bounds of ``|aa[u, r] - q0[s, r]|``, each at most the term numpy computes (monotone
+    rounding), summed in numpy's order."""
+    k = kref[u]
+    b = n * R
+    lo = tmin[b + k]
+    if thresh[u, k] > lo:
+        lo = thresh[u, k]
+    cklo = lo / total[k]
+    ckhi = tmax[b + k] / total[k]
+    for r in range(R):
+        lo = tmin[b + r]
+        if thresh[u, r] > lo:
+            lo = thresh[u, r]
+        clo = lo / total[r]
+        chi = tmax[b + r] / total[r]
+        q1 = clo / cklo
+        q2 = clo / ckhi
+        qlo = q1 if q1 <= q2 else q2
+        q1 = chi / cklo
+        q2 = chi / ckhi
+        qhi = q1 if q1 >= q2 else q2
+        if k == 0:
+            x = qmn[b + r]
+            if x > qlo:
+                qlo = x
+            x = qmx[b + r]
+            if x < qhi:
+                qhi = x
+        a = aa[u, r]
+        if a < qlo:
+            work[r] = abs(a - qlo)
+        elif a > qhi:
+            work[r] = abs(a - qhi)
+        else:
+            work[r] = 0.0
+    return pairwise_sum(work, R)
+
+
+@jit(inline="always", error_model="numpy")
+def _shape_leaf(qmn, qmx, q0, s, L, R):
+    """Leaf of server s in the shape tree: its ``q0`` row, or an empty range when its free resource 0
+    is not positive (``q0[s, 0]`` is then not 1: such a server fits no user with a positive
+    threshold on resource 0)."""
+    b = (L + s) * R
+    if q0[s, 0] == 1.0:
+        for r in range(R):
+            qmn[b + r] = q0[s, r]
+            qmx[b + r] = q0[s, r]
+    else:
+        for r in range(R):
+            qmn[b + r] = np.inf
+            qmx[b + r] = -np.inf
+
+
+@jit(inline="always", error_model="numpy")
+def _shape_node(qmn, qmx, n, R):
+    b = n * R
+    lft = 2 * n * R
+    rgt = lft + R
+    for r in range(R):
+        a = qmn[lft + r]
+        c = qmn[rgt + r]
+        qmn[b + r] = a if a <= c else c
+        a = qmx[lft + r]
+        c = qmx[rgt + r]
+        qmx[b + r] = a if a >= c else c
+
+
+@jit(inline="always", error_model="numpy")
+def shape_tree_sync(qmn, qmx, q0, S, L, R, log, G, lpos, qpos):
+    """Bring the shape tree (per node the component-wise min / max of ``q0`` over the servers below
+    whose free resource 0 is positive) up to date with the servers changed since ``qpos`` (the
+    ring ``log``), or rebuild it when the ring has wrapped (``qpos < 0`` at the start); returns the
+    new position.  Kept lazily: only Best-Fit's tree searches read it."""
+    if qpos < 0 or lpos - qpos > G:
+        for s in range(S):
+            _shape_leaf(qmn, qmx, q0, s, L, R)
+        for n in range(L - 1, 0, -1):
+            _shape_node(qmn, qmx, n, R)
+        return lpos
+    for p in range(qpos, lpos):
+        s = log[p % G]
+        _shape_leaf(qmn, qmx, q0, s, L, R)
+        n = (L + s) >> 1
+        while n >= 1:
+            _shape_node(qmn, qmx, n, R)
+            n >>= 1
+    return lpos
+
+
+@jit(inline="always", error_model="numpy")
 def best_fit_scan(free, thresh, total, aa, kref, u, S, R, work, q0):
     """Every server, numpy's argmin rule (the fallback when H may be NaN)."""
     bs = -1
@@ -380,9 +474,11 @@ def cand_remove(cs, ch, cn, u, s):
 
 
 @jit(inline="always", error_model="numpy")
-def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M, q0):
+def best_fit_topm(free, tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths,
+                  M, q0):
     """Branch and bound for user u's M best fitting servers (keys (H, index)), into its list;
-    ``thh[u], ths[u]``: every fitting server outside the list has a larger key (+inf: none)."""
+    ``thh[u], ths[u]``: every fitting server outside the list has a larger key (+inf: none).  The
+    bound is :func:`_lower_bound_shape` (``qmn, qmx`` up to date)."""
     cn[u] = 0
     thh[u] = np.inf
     ths[u] = -1
@@ -416,8 +512,8 @@ def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs
         f0 = fits_node(tmax, thresh, u, c0, R)
         f1 = fits_node(tmax, thresh, u, c1, R)
         if f0 and f1:
-            l0 = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c0, R, work)
-            l1 = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c1, R, work)
+            l0 = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c0, R, work)
+            l1 = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c1, R, work)
             if l1 < l0:
                 stack[top] = c0
                 lbs[top] = l0
@@ -431,11 +527,11 @@ def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs
             top += 2
         elif f0:
             stack[top] = c0
-            lbs[top] = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c0, R, work)
+            lbs[top] = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c0, R, work)
             top += 1
         elif f1:
             stack[top] = c1
-            lbs[top] = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c1, R, work)
+            lbs[top] = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c1, R, work)
             top += 1
     if cn[u] == M:
         thh[u] = ch[u, M - 1]
