@@ -106,7 +106,8 @@ def fits_node(tmax, thresh, u, node, R):
 
 @jit(inline="always", error_model="numpy")
 def tree_update(tmax, tmin, free, s, L, R):
-    """Server ``s``'s free vector changed: refresh its leaf and the path to the root."""
+    """Server ``s``'s free vector changed: refresh its leaf and the path up to the first node whose
+    max and min keep their bits (its ancestors then keep theirs)."""
     n = L + s
     b = n * R
     for r in range(R):
@@ -117,13 +118,22 @@ def tree_update(tmax, tmin, free, s, L, R):
         b = n * R
         lft = 2 * n * R
         rgt = lft + R
+        same = True
         for r in range(R):
             a = tmax[lft + r]
             c = tmax[rgt + r]
-            tmax[b + r] = a if a >= c else c
+            x = a if a >= c else c
+            if x != tmax[b + r] or x == 0.0:  # (a zero may change its sign)
+                same = False
+                tmax[b + r] = x
             a = tmin[lft + r]
             c = tmin[rgt + r]
-            tmin[b + r] = a if a <= c else c
+            x = a if a <= c else c
+            if x != tmin[b + r] or x == 0.0:
+                same = False
+                tmin[b + r] = x
+        if same:
+            break
         n >>= 1
 
 
