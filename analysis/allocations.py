@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 #: a resource is saturated when sum_i phi_i a_ij >= 1 - SAT_TOL
 SAT_TOL = 1e-9
@@ -325,7 +325,7 @@ def pf(a, w=None, *, method: str = "auto") -> Allocation:
     A, W = prepare(a, w)
     J = A.shape[1]
     if method not in ("auto", "closed", "interior"):
-        raise MrfqError(f"method = {method!r}: choose auto, closed or interior")
+        raise MrfqError(f"method = {quote(method)}: choose auto, closed or interior")
     if method == "closed" and J > 2:
         raise MrfqError(f"method = 'closed': only for 1 or 2 resources, got {J}")
     if J == 1 and method != "interior":
@@ -526,7 +526,7 @@ def bmf(a, w=None, *, select: str = "maxmin", max_maps: int = 1 << 16) -> Alloca
     """
     A, W = prepare(a, w)
     if select not in BMF_SELECT:
-        raise MrfqError(f"select = {select!r}: choose one of {', '.join(BMF_SELECT)}")
+        raise MrfqError(f"select = {quote(select)}: choose one of {', '.join(BMF_SELECT)}")
     keys, inv, counts = np.unique(np.column_stack([A, W]), axis=0, return_inverse=True,
                                   return_counts=True)
     inv = inv.reshape(-1)

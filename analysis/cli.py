@@ -5,7 +5,9 @@ Each package registers its own subcommands (``analysis.cli_run``: run;
 compare, results; ``analysis.cli_cluster``: cluster); this module only builds the parser and runs the handler
 behind three lines of defence:
 
-* bad input (:class:`flows.errors.MrfqError`) -> one line on stderr, exit 2;
+* bad input (:class:`flows.errors.MrfqError`) -> one line on stderr, exit 2 (no command at
+  all is bad input too: the line names the commands and the usage); a message is cut in the
+  middle to :data:`MAX_LINE` characters should a check ever build a longer one;
 * Ctrl-C -> ``mrfq: interrupted``, exit 130 (long runs return to Python
   between chunks of services, the Markov simulation between chunks of events
   and the exact Markov solve between Krylov chunks, so the interrupt is
@@ -28,6 +30,20 @@ import traceback
 from flows.cli_args import Parser, glue_negative_values
 from flows.errors import MrfqError
 
+#: longest error line printed (values and name lists are shortened where the message is built;
+#: this only guards the line as a whole)
+MAX_LINE = 600
+
+
+def version() -> str:
+    """The installed distribution's version (package metadata), or the source tree's when not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("mrfq")
+    except metadata.PackageNotFoundError:
+        return "0+source (not installed)"
+
 
 def build_parser() -> Parser:
     from analysis import cli_cluster, cli_compare, cli_fluid, cli_run
@@ -36,6 +52,7 @@ def build_parser() -> Parser:
     p = Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
     p.add_argument("--debug", action="store_true",
                    help="on an internal error, print the traceback (may appear anywhere on the command line)")
+    p.add_argument("--version", action="version", version=f"mrfq {version()}")
     sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
     cli_run.register(sub)
     router_cli.register(sub)
@@ -53,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(glue_negative_values(argv))
         if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
+            raise MrfqError(f"missing command; usage: mrfq [--debug] COMMAND [ARGS], COMMAND one of "
+                            f"{', '.join(_commands(parser))} (see mrfq --help)")
         return int(args.func(args) or 0)
     except MrfqError as e:
-        print(f"mrfq: error: {_one_line(str(e))}", file=sys.stderr)
+        print(f"mrfq: error: {_fit(_one_line(str(e)))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
@@ -96,6 +113,23 @@ def _interrupted(e: BaseException) -> bool:
 
 def _one_line(msg: str) -> str:
     return " ".join(msg.split("\n"))
+
+
+def _fit(msg: str, n: int = MAX_LINE) -> str:
+    """``msg`` cut in the middle to about ``n`` characters: the field (its start) and the fix
+    (its end) stay."""
+    if len(msg) <= n:
+        return msg
+    return f"{msg[: n * 2 // 3]} [... {len(msg) - n + n // 10:,} characters ...] {msg[-(n // 3 - n // 10):]}"
+
+
+def _commands(parser) -> list[str]:
+    import argparse
+
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            return list(a.choices)
+    return []
 
 
 if __name__ == "__main__":

@@ -1,18 +1,20 @@
-"""``mrfq cluster``: cluster scenarios (issue 11) — the task simulator and the fluid allocations.
+"""``mrfq cluster``: cluster scenarios — the task simulator and the fluid allocations.
 
 :func:`register` adds one ``cluster`` subcommand with three actions, each setting ``func`` to a
 handler ``handler(args) -> int`` that raises :class:`flows.errors.MrfqError` on bad input (the
 dispatcher prints one line and exits 2) and never calls ``sys.exit``:
 
     mrfq cluster sim FILE|--preset NAME [--allocator NAME] [--option K=V ...] [--seed N]
-                     [--duration T] [--json] [--plot PATH]
-    mrfq cluster alloc FILE|--preset NAME [--objective drf|drfh|h-drf|asset|ceei|all] [--json]
+                     [--duration T] [--engine compiled|reference] [--json] [--plot PATH]
+    mrfq cluster alloc FILE|--preset NAME [--objective drf|drfh|h-drf|asset|ceei|all] [--json] [--per-server]
     mrfq cluster presets
 
-``sim`` runs ``router.cluster.simulate`` and prints per-user time-averaged dominant shares
+``sim`` runs ``router.cluster.simulate`` (the compiled engine by default; ``--engine reference``
+selects the plain-Python one, which also runs the allocators without kernels) and prints per-user time-averaged dominant shares
 (with the fluid value of the allocator's objective when every user is backlogged), running
 tasks, mean job completion times, per-resource utilisation and the speed; ``--plot`` draws the
-dominant shares over time.  ``alloc`` prints the fluid allocations of ``CLUSTER_OBJECTIVES``.
+dominant shares over time.  ``alloc`` prints the fluid allocations of ``CLUSTER_OBJECTIVES``; it checks
+only what they need (not the simulator's task-launch bound, nor the trace file).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import math
 
 from analysis.objectives import CLUSTER
 from flows.cli_args import check_output_path, dumps_strict, parse_int, parse_number, save_figure
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 #: the objectives with a task-level solver, from the one objective table (analysis.objectives)
 ALLOC_OBJECTIVES = CLUSTER
@@ -45,6 +47,9 @@ def register(subparsers) -> None:
                    help="an allocator option, e.g. server=best-fit or rescale=false (repeat)")
     s.add_argument("--seed", metavar="N", help="override run.seed")
     s.add_argument("--duration", metavar="T", help="override run.duration")
+    s.add_argument("--engine", default="compiled", metavar="NAME",
+                   help="compiled (default: numba; drf, drfh-first-fit, drfh-best-fit and slots, the other "
+                        "allocators run on the reference) or reference (plain Python, the test oracle)")
     s.add_argument("--json", action="store_true", help="print one JSON object (with the share time series)")
     s.add_argument("--plot", metavar="PATH", help="draw the dominant shares over time (PNG)")
     s.set_defaults(func=sim_handler)
@@ -56,6 +61,8 @@ def register(subparsers) -> None:
     a.add_argument("--objective", default="all", metavar="NAME",
                    help=f"{', '.join(ALLOC_OBJECTIVES)} or all (default all)")
     a.add_argument("--json", action="store_true", help="print one JSON object, one key per objective")
+    a.add_argument("--per-server", action="store_true",
+                   help="DRFH: also split each server type's allocation over its servers (per_server_tasks)")
     a.set_defaults(func=alloc_handler)
 
     pr = sub.add_parser("presets", help="list the shipped cluster scenarios")
@@ -67,15 +74,15 @@ def _scenario_args(p) -> None:
     p.add_argument("--preset", metavar="NAME", help="a shipped cluster scenario (mrfq cluster presets)")
 
 
-def _load(args):
+def _load(args, *, simulate: bool = True):
     from flows.cluster import load_cluster, load_cluster_preset
 
     if args.scenario and args.preset:
         raise MrfqError("give either FILE.toml or --preset NAME, not both")
     if args.preset:
-        return load_cluster_preset(args.preset)
+        return load_cluster_preset(args.preset, simulate=simulate)
     if args.scenario:
-        return load_cluster(args.scenario)
+        return load_cluster(args.scenario, simulate=simulate)
     raise MrfqError("no scenario: give FILE.toml or --preset NAME (see `mrfq cluster presets`)")
 
 
@@ -84,12 +91,12 @@ def parse_options(items: list[str]) -> dict:
     out: dict = {}
     for it in items:
         if "=" not in it or not it.split("=", 1)[0]:
-            raise MrfqError(f"--option {it!r}: must be KEY=VALUE, e.g. --option server=best-fit")
+            raise MrfqError(f"--option {quote(it)}: must be KEY=VALUE, e.g. --option server=best-fit")
         k, v = it.split("=", 1)
         low = v.strip().lower()
         if low in ("true", "false"):
             out[k] = low == "true"
-        elif low.lstrip("-").isdigit():
+        elif low.lstrip("-").isdigit() and len(low) <= 19:  # longer: kept as text, refused by the allocator
             out[k] = int(low)
         else:
             out[k] = v.strip()
@@ -113,8 +120,13 @@ def sim_handler(args) -> int:
         from flows.cluster import ALLOCATOR_NAMES
 
         if args.allocator not in ALLOCATOR_NAMES:
-            raise MrfqError(f"--allocator {args.allocator!r}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
-    run = simulate(sc, allocator=args.allocator, seed=seed, duration=duration, options=parse_options(args.option))
+            raise MrfqError(f"--allocator {quote(args.allocator)}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
+    from router.cluster import ENGINES
+
+    if args.engine not in ENGINES:
+        raise MrfqError(f"--engine {quote(args.engine)}: unknown; choose one of {', '.join(ENGINES)}")
+    run = simulate(sc, allocator=args.allocator, seed=seed, duration=duration, options=parse_options(args.option),
+                   engine=args.engine)
     try:
         fluid = compare(sc, run)
     except MrfqError:
@@ -125,7 +137,7 @@ def sim_handler(args) -> int:
         fig = plot_shares(run, fluid, title=f"{sc.name}: {run.allocator}")
         save_figure(fig, args.plot)
     if args.json:
-        d = {"scenario": sc.name, **run.to_dict(), "tasks_per_second": run.tasks_per_second}
+        d = {"scenario": sc.name, **run.to_dict(), "engine": run.engine, "tasks_per_second": run.tasks_per_second}
         if fluid is not None:
             d["fluid"] = {"objective": fluid.objective, "dominant_share": fluid.fluid.tolist()}
         print(dumps_strict(d))
@@ -148,21 +160,21 @@ def sim_handler(args) -> int:
         print(row)
     print("utilisation: " + ", ".join(f"{r} {x:.3f}" for r, x in zip(run.resources, run.utilisation)))
     print(f"{int(run.launched.sum())} tasks launched, {run.events} events, "
-          f"{run.tasks_per_second:,.0f} tasks/s")
+          f"{run.tasks_per_second:,.0f} tasks/s ({run.engine} engine)")
     return 0
 
 
 def alloc_handler(args) -> int:
     from analysis.cluster.simcheck import fluid_allocation
 
-    sc = _load(args)
+    sc = _load(args, simulate=False)  # the fluid allocations read servers, users and tree only
     if args.objective == "all":
         objs = list(ALLOC_OBJECTIVES)
     elif args.objective in ALLOC_OBJECTIVES:
         objs = [args.objective]
     else:
-        raise MrfqError(f"--objective {args.objective!r}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)} or all")
-    res = {o: fluid_allocation(sc, o) for o in objs}
+        raise MrfqError(f"--objective {quote(args.objective)}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)} or all")
+    res = {o: fluid_allocation(sc, o, per_server=getattr(args, "per_server", False)) for o in objs}
     if args.json:
         print(dumps_strict({"scenario": sc.name, "users": sc.user_names(),
                           "objectives": {o: r.to_dict() for o, r in res.items()}}))

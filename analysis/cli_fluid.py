@@ -65,7 +65,7 @@ def register(subparsers) -> None:
                    help="exact (default), simulate, auto (exact unless the truncation would exceed "
                         "8e6 states or 4 GB or the solve would pass --time-limit, then simulate), or graded "
                         "(the chain on a graded lattice: an approximation for loads near 1, a few %% off at "
-                        "0.98; see the README)")
+                        "0.98; see the Allocators page of the documentation)")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.add_argument("--plot", metavar="FILE.png", help="draw gamma against load ([BR] Figs. 1-2)")
     q.add_argument("--seed", metavar="N", help="simulate: seed (default: the scenario's run.seed)")

@@ -20,6 +20,7 @@ from flows.cli_args import (
     int_type,
     load_scenario_arg,
     number_type,
+    shorten,
 )
 from flows.errors import MrfqError
 from flows.scenario import MAX_SEED, MAX_TIME, MAX_WINDOW
@@ -152,16 +153,24 @@ def cmd_run(args) -> int:
         names = r.scenario.static_flow_names()
         res_names = r.scenario.resources
         tr = r.trace
-        with atomic_writer(args.trace) as f:
-            f.write("start,end,resource,flow,flow_id,seq\n")
-            for i in range(len(tr.start)):
-                fid = int(tr.flow[i])
-                fname = names[fid] if fid < len(names) else f"dyn{fid}"
-                f.write(f"{float(tr.start[i])!r},{float(tr.end[i])!r},{res_names[int(tr.resource[i])]},"
-                        f"{fname},{fid},{int(tr.seq[i])}\n")
+        try:
+            with atomic_writer(args.trace) as f:
+                f.write("start,end,resource,flow,flow_id,seq\n")
+                for i in range(len(tr.start)):
+                    fid = int(tr.flow[i])
+                    fname = names[fid] if fid < len(names) else f"dyn{fid}"
+                    f.write(f"{float(tr.start[i])!r},{float(tr.end[i])!r},{res_names[int(tr.resource[i])]},"
+                            f"{fname},{fid},{int(tr.seq[i])}\n")
+        except OSError as e:  # e.g. a full disk: the temporary file is removed, an older trace kept
+            raise MrfqError(f"--trace {shorten(str(args.trace))}: cannot write ({e.strerror}); nothing was written "
+                            "(a file already there is unchanged)") from None
     if args.delays:
-        with atomic_writer(args.delays) as f:
-            n_rows = write_csv(f, r.delays, r.scenario.resources)
+        try:
+            with atomic_writer(args.delays) as f:
+                n_rows = write_csv(f, r.delays, r.scenario.resources)
+        except OSError as e:  # e.g. a full disk: the temporary file is removed, an older file kept
+            raise MrfqError(f"--delays {shorten(str(args.delays))}: cannot write ({e.strerror}); nothing was written "
+                            "(a file already there is unchanged)") from None
     if args.json:
         print(dumps_strict(run_json(r)))
     else:

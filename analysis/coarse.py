@@ -7,7 +7,7 @@ on the same flows (within a few per cent) for most of a run, and for
 stretches of it drops to the DRF path's (in 5 of 32 replications: e.g. 0.045
 against BMF's 0.126 and DRF's 0.034 in one batch, after which the class-2
 flows pile up and the gap outlives the batch).  Those stretches carry the
-variance of gamma_2 (README, "Packet vs fluid"), and no linear combination of
+variance of gamma_2 (documentation, "Packet vs fluid"), and no linear combination of
 fluid paths sees them; the *same scheduler* fed the same flows in fewer,
 larger packets does:
 

@@ -5,7 +5,7 @@ of the flow-arrival scenario (same seeds for every scheduler: common random
 numbers), and the flow-level Markov model of the matching objective gives the
 fluid value (drfq, drfq-dovetail -> DRF; pf-sfq -> PF; bmf-wfq -> BMF).
 
-Statistics (documented in the README):
+Statistics (documented on the "Packet vs fluid" page of the documentation):
 
 * **Warm-up removal**: each replication starts empty; the first
   ``warmup_fraction`` (10 %) of its simulated time is discarded.
@@ -75,7 +75,7 @@ from analysis.batch_stats import ratio_ci, t_quantile
 from analysis.coarse import LEVEL0_COST, coarse_dict, coarse_factor, coarse_run, level0, level0_seed, needed
 from analysis.fluid_path import fluid_path
 from analysis.sweep import Point, ResultStore, execute
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 from flows.scenario import Scenario, to_dict
 from fq.registry import SCHEDULERS
 
@@ -223,8 +223,8 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
     the regression residuals ``d = u - V beta`` with ``B - 1 - q`` degrees of freedom
     (the cost of fitting ``beta`` on the same batches): ``s^2 (1/B + delta' (V'V)^-1 delta)``,
     ``s^2 = sum d^2 / (B - 1 - q)`` and ``delta_i = gamma_fluid_i - gamma_markov_i`` (the
-    classical variance of the estimator with an estimated ``beta``; the second term, left out
-    before session 6, made the intervals at load 0.5-0.9 about 1.5x too narrow against the
+    classical variance of the estimator with an estimated ``beta``; the second term, if left
+    out, makes the intervals at load 0.5-0.9 about 1.5x too narrow against the
     spread of independent pairs of replications), plus ``|beta_i|`` times each Markov value's
     own half-width when that came from a simulation (independent).
 
@@ -301,7 +301,7 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
         raise MrfqError(f"scenario {base.name}: compare needs [traffic] load with class shares to sweep the load")
     for s in cfg.schedulers:
         if s not in SCHEDULERS:
-            raise MrfqError(f"--schedulers: unknown scheduler {s!r}; choose from {', '.join(SCHEDULERS)}")
+            raise MrfqError(f"--schedulers: unknown scheduler {quote(s)}; choose from {', '.join(SCHEDULERS)}")
     t0 = time.perf_counter()
     name = base.name
     geometric = base.geometric_sizes
@@ -318,7 +318,7 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
 
     # the fluid reference first: it is the control variates' known mean
     if cfg.controls not in ("all", "own", "none"):
-        raise MrfqError(f"controls = {cfg.controls!r}: unknown; choose all, own or none")
+        raise MrfqError(f"controls = {quote(cfg.controls)}: unknown; choose all, own or none")
     J = len(base.resources)
     ctl_objs = [o for o in objectives.MARKOV if objectives.kernel_handles(o, J)] if cfg.controls == "all" else []
     fl: dict = {}
@@ -337,7 +337,7 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
     # key -> {"dict": coarse scenario, "paired": {r: batch sums}, "level0": [(batch sums, fluid paths)], "mean": ...}
     coarse: dict = {}
     if cfg.coarse not in ("auto", "always", "never"):
-        raise MrfqError(f"coarse = {cfg.coarse!r}: unknown; choose auto, always or never")
+        raise MrfqError(f"coarse = {quote(cfg.coarse)}: unknown; choose auto, always or never")
     m_coarse = coarse_factor(base) if fluid and cfg.controls != "none" and cfg.coarse != "never" else 0
     l0_objs = [o for o in objectives.MARKOV if objectives.kernel_handles(o, J)
                and all((o, load) in fl for load in cfg.loads)]
@@ -471,46 +471,48 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                 continue
             return nf2 > nf
 
-    pending = {key: (0, reps[key]) for key in reps}
-    while pending:
-        tasks = []
-        for (s, load), (a, b) in pending.items():
-            for p, d in points_for(s, load, a, b):
-                got = store.get(p.key)
-                if got is not None:
-                    done[(s, load)][p.replication] = got
-                    stats["reused"] += 1
+    try:
+        pending = {key: (0, reps[key]) for key in reps}
+        while pending:
+            tasks = []
+            for (s, load), (a, b) in pending.items():
+                for p, d in points_for(s, load, a, b):
+                    got = store.get(p.key)
+                    if got is not None:
+                        done[(s, load)][p.replication] = got
+                        stats["reused"] += 1
+                    else:
+                        tasks.append((p, d, name))
+            if progress and tasks:
+                if bar is None:
+                    from tqdm import tqdm
+
+                    bar = tqdm(total=len(tasks), unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
                 else:
-                    tasks.append((p, d, name))
-        if progress and tasks:
-            if bar is None:
-                from tqdm import tqdm
+                    bar.total += len(tasks)
+                    bar.refresh()
 
-                bar = tqdm(total=len(tasks), unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
-            else:
-                bar.total += len(tasks)
-                bar.refresh()
+            def on_done(p: Point, payload: dict) -> None:
+                store.put(p, name, payload)
+                done[(p.scheduler, p.load)][p.replication] = payload
+                stats["run"] += 1
+                stats["services"] += payload["services"]
+                if bar is not None:
+                    bar.update(1)
 
-        def on_done(p: Point, payload: dict) -> None:
-            store.put(p, name, payload)
-            done[(p.scheduler, p.load)][p.replication] = payload
-            stats["run"] += 1
-            stats["services"] += payload["services"]
-            if bar is not None:
-                bar.update(1)
-
-        # longest points first keeps the workers busy to the end
-        tasks.sort(key=lambda t: -t[0].load)
-        execute(tasks, on_done, executor=executor, workers=workers)
-        # stopping rule: double the replications of points whose interval is still too wide
-        # (after trying the coarse control, where the fluid ones leave the interval too wide)
-        pending = {}
-        for key, got in done.items():
-            n = len(got)
-            if check(key, got):
-                pending[key] = (n, min(2 * n, cfg.max_replications))
-    if bar is not None:
-        bar.close()
+            # longest points first keeps the workers busy to the end
+            tasks.sort(key=lambda t: -t[0].load)
+            execute(tasks, on_done, executor=executor, workers=workers)
+            # stopping rule: double the replications of points whose interval is still too wide
+            # (after trying the coarse control, where the fluid ones leave the interval too wide)
+            pending = {}
+            for key, got in done.items():
+                n = len(got)
+                if check(key, got):
+                    pending[key] = (n, min(2 * n, cfg.max_replications))
+    finally:  # an error or Ctrl-C mid-sweep: the bar's line is cleared before the message
+        if bar is not None:
+            bar.close()
 
     rows = []
     for s in cfg.schedulers:

@@ -33,64 +33,49 @@ the previous truncation.  The caps are per class ((choice): the spec's single X
 for every class is the special case ``caps=(X,) * K``; per-class caps make the
 unbalanced presets several times cheaper).
 
-Why the hand-written ILU(0)+GMRES stays (``python scripts/markov_solvers.py``: the same
-reduced system, br-unbalanced, DRF, load 0.95, caps (265, 46, 46) = 587 594 states, each
-solver in a fresh process, residual 1e-11, the same gamma to 6 digits; CPU s / peak RSS on
-this 2-core machine, load average 3-4 from other jobs, BLAS single-threaded unless said):
+Why the hand-written solver stays (``python scripts/markov_solvers.py``: the same reduced
+system, br-unbalanced, DRF, load 0.95, caps (265, 46, 46) = 587 594 states, each solver in a
+fresh process, residual 1e-11, the same gamma to 6 digits; CPU s / peak RSS on a 2-core
+machine, BLAS single-threaded unless said):
 
-* this module, ILU(0) + two-level, warm start: 1.5 s, 46 iterations, 579 MiB;
-  ILU(0) alone, cold start: 3.8 s, 105 iterations, 792 MiB;
+* this module (BiCGSTAB, padded layout, ILU(0) + two-level, warm start): 0.67 s, 28
+  iterations, 420 MiB; ILU(0) alone, cold start: 1.81 s, 103 iterations, 400 MiB;
+* scipy's ``gmres`` with this module's preconditioner (a LinearOperator): 1.14 s, 49
+  iterations, 608 MiB; it runs on BLAS, and with OpenBLAS's default threads on a machine whose
+  cores are busy (a sweep's other workers) a solve of 44 541 states took 5.3 s against 0.08 s,
+  while the numba loop uses no BLAS;
 * scipy's ``spilu`` (SuperLU ILUTP, scipy's defaults drop_tol 1e-4, fill_factor 10) + scipy's
   ``gmres``: 67 s, 193 iterations, 1148 MiB; ``spilu`` closest to ILU(0) (drop_tol 0,
   fill_factor 1, natural order): 24 s, 306 iterations, 866 MiB;
-* scipy's ``gmres`` with this module's preconditioner (a LinearOperator): 1.75-2.0 s,
-  49 iterations, 594 MiB: scipy's Krylov loop is as fast as this one, but it runs on BLAS,
-  and with OpenBLAS's default threads on a machine whose cores are busy (a sweep's other
-  workers) the same solve took 13.2 s (44 541 states: 5.3 s against 0.08 s), while the
-  numba loop uses no BLAS;
 * scipy's ``spsolve`` (SuperLU, a direct solve): 0.77 s at 44 541 states, but 222 s and
-  2.5 GB at 129 195 (the 3-D stencil's fill-in, measured in session 3); PyAMG smoothed
-  aggregation 71 s at 129 195, 66 s of it in the setup; its Ruge-Stuben and AIR solvers
-  build no useful hierarchy for this non-symmetric generator.
-
-Session 7, the same measurement (``--solvers numba-ilu0,numba-2level,scipy-2level``, load
-average 1.7-1.9): this module with BiCGSTAB and the padded layout, two-level, warm start: 0.67
-CPU s, 28 iterations, 420 MiB; ILU(0) alone, cold start: 1.81 s, 103 iterations, 400 MiB;
-scipy's ``gmres`` with this module's preconditioner: 1.14 s, 49 iterations, 608 MiB.
+  2.5 GB at 129 195 (the 3-D stencil's fill-in); PyAMG smoothed aggregation 71 s at 129 195,
+  66 s of it in the setup; its Ruge-Stuben and AIR solvers build no useful hierarchy for this
+  non-symmetric generator.
 
 So the preconditioner stays: the numba ILU(0) alone needs 6x less CPU than the closest
 ``spilu``, and with the level aggregation 16-45x less than scipy's preconditioned solves; the
-Krylov loop is now 1.7x faster than scipy's GMRES around the same preconditioner (it was a tie
-with GMRES in session 6), BLAS-free (predictable beside other workers) and one compiled kernel
-with the preconditioner.  Its Krylov
-basis is allocated uninitialised, so only the rows a restart cycle reaches are resident
-(579 instead of 821 MiB above, the same iterates).
+Krylov loop is 1.7x faster than scipy's GMRES around the same preconditioner, BLAS-free
+(predictable beside other workers) and one compiled kernel with the preconditioner.
 
-Session 7: BiCGSTAB replaced GMRES as the default Krylov loop (same preconditioner; GMRES's
-Gram-Schmidt over a basis of up to 100 vectors was most of its time, and its basis most of the
-memory), the ILU(0) apply and the coarse correction got cheaper (:func:`ilu_apply`,
-:func:`level_columns`), the factors single precision, A and the factors moved to a padded
-row-major layout (:func:`ell_split`) and the residual target to ``EXACT_RTOL``: on the
-br-balanced 0.95 region system of 1.37 M states 8.0 s -> 2.1 s.  About 350 bytes per state
-in all (was about 650).
-Session 9: the two cores.  The unknowns are split into ``KRYLOV_BLOCKS`` (2) contiguous row
-blocks; the ILU(0) is that of the block-diagonal part (block Jacobi with ILU(0) blocks
-[Saad 2003, §12.2], PETSc's default parallel preconditioner: :func:`ilu0`), so each block's
-triangular sweeps run on a core of their own, as do the products with A, the vector updates
-(:func:`bicgstab`), the factorisation, the padded layout and the rates of the states
+How the solve is built for speed.  BiCGSTAB is the default Krylov loop (GMRES's
+Gram-Schmidt over a basis of up to 100 vectors was most of its time, and its basis most of
+the memory; the GMRES basis is allocated uninitialised, so only the rows a restart cycle
+reaches are resident).  The ILU(0) factors are single precision; A and the factors are stored
+in a padded row-major layout (:func:`ell_split`), about 350 bytes per state in all.  The
+unknowns are split into ``KRYLOV_BLOCKS`` (2) contiguous row blocks; the ILU(0) is that of the
+block-diagonal part (block Jacobi with ILU(0) blocks [Saad 2003, §12.2], PETSc's default
+parallel preconditioner: :func:`ilu0`), so each block's triangular sweeps run on a core of
+their own, as do the products with A, the vector updates (:func:`bicgstab`), the
+factorisation, the padded layout and the rates of the states
 (:func:`analysis.state_rates.rates_kernel_parallel`); the coarse correction still uses the
 whole A.  Inner products are summed per block, then in block order, so the iterates depend on
 the blocks and not on the number of threads.  The first region is solved to
-``FIRST_REGION_RTOL`` (its solution is never the result).  br-balanced, DRF, load 0.98 (5.8 M +
-7.0 M lumped states) on this AMD VM: 72-74 s -> 50-56 s, 112 + 74 -> 85 + 72 iterations
-(two blocks, the first region at 1e-10: 117 + 80), the same gamma to every printed digit.
-Session 12: BiCGSTAB's vector updates before each preconditioner application run in its forward
-sweep (:func:`precond`'s ``upd``; the same bits), and the region solves' start is interpolated by
-:func:`multilinear` instead of scipy's ``RegularGridInterpolator`` (README, Speed).
-Session 14: the rows of A and of the factors are summed written out for 2-4 classes
-(:func:`_row_dot`, :func:`_row_sub`; the loop over a row length known only at run time, not
-memory traffic, bounded the products and the sweeps): the same bits, br-balanced 0.98 about
-22 % faster.
+``FIRST_REGION_RTOL`` (its solution is never the result).  BiCGSTAB's vector updates before
+each preconditioner application run in its forward sweep (:func:`precond`'s ``upd``), the
+region solves' start is interpolated by :func:`multilinear`, and the rows of A and of the
+factors are summed written out for 2-4 classes (:func:`_row_dot`, :func:`_row_sub`): the loop
+over a row length known only at run time, not memory traffic, bounded the products and the
+sweeps.
 The GMRES fallback's basis (``restart`` vectors of N doubles) stays under ``KRYLOV_BYTES``,
 and a truncation whose estimated footprint (:func:`exact_memory_bytes`) exceeds
 ``max_memory`` is refused like one with more than ``max_states`` states.
@@ -113,13 +98,12 @@ arrivals', is of the order of the probability on the region's boundary, which is
 bounded).  The next regions leave out less (a factor aimed at the boundary mass; 3 times less
 once only gamma is left to check), from the previous solution, until the boundary mass is below
 ``tol_boundary`` and gamma moved by less than ``tol_gamma``, as for the box.  Measured
-(session 7, DRF; ``scripts/bench_fluid.py --near-saturation``; load average 1.6-1.9, the
-other core busy):
+(DRF; ``scripts/bench_fluid.py --near-saturation``, the other core busy):
 
 * br-unbalanced at 0.95: 0.18 M states, 0.6 s; at 0.98: 1.13 M states, 3.2 s, 0.55 GiB,
   gamma = 0.020367 0.020972 0.020365 (the box, 8.4 M states, 232 s, 3.86 GiB with its guard
   lifted: the same to 6 digits); at 0.985: 1.96 M states, 6.0 s;
-* br-balanced (lumped) at 0.95: 0.66 M states, 2.6 s, 0.41 GiB (session 6: 2.0 M, 15 s); at
+* br-balanced (lumped) at 0.95: 0.66 M states, 2.6 s, 0.41 GiB; at
   0.98: 5.8 M then 7.0 M states, 50 s, 2.35 GiB, gamma = 0.0039282 0.0039282 0.0039171 (the
   unlumped region of 17.6 M states, boundary mass 1e-7, gave 0.0039281 0.0039281 0.0039171);
 * the 4-class, 3-resource case (lumped: classes 2 and 3) at 0.9: 0.34 M states, 5.8 s; at
@@ -139,7 +123,7 @@ bounded: it falls quickly with the grading and grows with the load (DRF, default
 grading 0.05: 6e-5 relative on br-balanced at load 0.9, 5e-4 on br-unbalanced at
 0.95; at 0.98 about 0.3 % on br-unbalanced and 3 % on br-balanced, estimated from
 the gradings 0.1 / 0.07 / 0.05 / 0.035; there a 4e8-event simulation of br-balanced
-gives 0.00391 +- 3 % and the graded lattice 0.00402; README tables).
+gives 0.00391 +- 3 % and the graded lattice 0.00402; documentation, Performance).
 
 Simulation.  An event-driven (Gillespie) simulation of the same chain in numba,
 with randomness from a ``numpy.random.Generator`` passed in.  Time averages use
@@ -160,7 +144,7 @@ from numba import prange
 
 from analysis import objectives
 from analysis.state_rates import kernel_norm, state_phi
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 from fq._jit import jit
 
 #: memory for the GMRES Krylov basis (bytes); the restart length shrinks with N to fit
@@ -333,7 +317,7 @@ def model_from(src, *, load: float | None = None, resources=None) -> FluidModel:
     """
     if load is not None:
         if isinstance(load, bool) or not isinstance(load, (int, float)) or not math.isfinite(load) or load <= 0:
-            raise MrfqError(f"load = {load!r}: must be a number in (0, 1)")
+            raise MrfqError(f"load = {quote(load)}: must be a number in (0, 1)")
         if load >= 1:
             raise MrfqError(f"load = {load:g}: must be < 1; the Markov model needs every resource load < 1")
     classes = src
@@ -1548,7 +1532,7 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
     t0 = time.perf_counter()
     K = m.a.shape[0]
     if symmetry not in SYMMETRIES:
-        raise MrfqError(f"symmetry = {symmetry!r}: unknown; choose {' or '.join(SYMMETRIES)}")
+        raise MrfqError(f"symmetry = {quote(symmetry)}: unknown; choose {' or '.join(SYMMETRIES)}")
     pair = mirror_pair(m, objective) if symmetry == "auto" else None
     order = list(range(K))
     if pair is not None:        # the pair becomes classes 0 and 1 (column coordinates of the regions)
@@ -1708,7 +1692,7 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
     Otherwise it is an approximation whose error shrinks fast with ``grading`` and grows with the
     load; measured on br-balanced (DRF) at load 0.9 against the exact solve: relative gamma
     error 3.1e-3 with grading 0.1, 5.2e-4 with 0.07, 5.6e-5 with 0.05; at 0.98 about 3 % with
-    0.05 (README, "The Markov model near saturation").  The error comes from the bulk of the
+    0.05 (documentation, the Performance page).  The error comes from the bulk of the
     law, where the transverse profile is curved (a lattice graded like sqrt(x) did worse at
     equal node count), so only a finer grading reduces it.
 
@@ -1961,7 +1945,7 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
     """
     objectives.get(objective, objectives.MARKOV)
     if method not in METHODS:
-        raise MrfqError(f"method = {method!r}: unknown; choose one of {', '.join(METHODS)}")
+        raise MrfqError(f"method = {quote(method)}: unknown; choose one of {', '.join(METHODS)}")
     if isinstance(classes_or_scenario, FluidModel):
         m = classes_or_scenario
         if load is not None:
@@ -1973,17 +1957,17 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
     if method in ("exact", "graded"):
         if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                        or not time_limit > 0):
-            raise MrfqError(f"time_limit = {time_limit!r}: must be a number of seconds > 0 (or None)")
+            raise MrfqError(f"time_limit = {quote(time_limit)}: must be a number of seconds > 0 (or None)")
         deadline = None if time_limit is None else time.monotonic() + float(time_limit)
     if method == "graded":
         if isinstance(grading, bool) or not isinstance(grading, (int, float)) or not 0 <= grading <= 0.5:
-            raise MrfqError(f"grading = {grading!r}: must be a number in [0, 0.5] (0: the exact chain)")
+            raise MrfqError(f"grading = {quote(grading)}: must be a number in [0, 0.5] (0: the exact chain)")
         return _solve_graded(m, objective, grading=float(grading), tol_boundary=tol_boundary, tol_gamma=tol_gamma,
                              max_states=max_states, max_memory=max_memory, caps=caps, deadline=deadline)
     if method == "exact" and truncation not in TRUNCATIONS:
-        raise MrfqError(f"truncation = {truncation!r}: unknown; choose one of {', '.join(TRUNCATIONS)}")
+        raise MrfqError(f"truncation = {quote(truncation)}: unknown; choose one of {', '.join(TRUNCATIONS)}")
     if method == "exact" and symmetry not in SYMMETRIES:
-        raise MrfqError(f"symmetry = {symmetry!r}: unknown; choose one of {', '.join(SYMMETRIES)}")
+        raise MrfqError(f"symmetry = {quote(symmetry)}: unknown; choose one of {', '.join(SYMMETRIES)}")
     limit = EXACT_MAX_LOAD[truncation] if method == "exact" else None
     if method == "exact" and max(m.resource_loads()) > limit:
         # bounded time: above this load the truncation grows towards max_states for minutes

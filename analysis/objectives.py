@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analysis import allocations
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def get(name: str, among: tuple[str, ...] | None = None, field: str = "objective
     one of ``among`` (default: every objective)."""
     among = tuple(TABLE) if among is None else among
     if name not in among:
-        raise MrfqError(f"{field} = {name!r}: unknown; choose one of {', '.join(among)}")
+        raise MrfqError(f"{field} = {quote(name)}: unknown; choose one of {', '.join(among)}")
     return TABLE[name]
 
 

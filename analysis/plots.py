@@ -63,3 +63,42 @@ def plot_gamma_vs_load(table, *, title: str | None = None) -> Figure:
         ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def plot_size_laws(rows, *, title: str | None = None) -> Figure:
+    """gamma_k / gamma_markov_k - 1 (per cent, with its 95 % half-width) per flow-size law.
+
+    rows  the rows of ``scripts/size_laws.py --json`` (``{"scheduler", "load", "cls", "law",
+          "rel", "rel_halfwidth", ...}``): one panel per scheduler, one group of points per
+          (load, class), one marker per law.  A law the fluid model is insensitive to sits on 0.
+    """
+    rows = list(rows)
+    scheds = list(dict.fromkeys(r["scheduler"] for r in rows))
+    laws = list(dict.fromkeys(r["law"] for r in rows))
+    groups = list(dict.fromkeys((r["load"], r["cls"]) for r in rows))
+    ncol = 2 if len(scheds) > 1 else 1
+    nrow = -(-len(scheds) // ncol)
+    fig = Figure(figsize=(5.2 * ncol, 3.4 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False, sharey=True)
+    markers = ["o", "s", "^", "d", "v"]
+    width = 0.6 / max(1, len(laws))
+    for i, s in enumerate(scheds):
+        ax = axes[i // ncol][i % ncol]
+        for m, law in enumerate(laws):
+            pts = {(r["load"], r["cls"]): r for r in rows if r["scheduler"] == s and r["law"] == law}
+            xs = [g + (m - (len(laws) - 1) / 2) * width for g, key in enumerate(groups) if key in pts]
+            ys = [100 * pts[key]["rel"] for key in groups if key in pts]
+            es = [100 * pts[key]["rel_halfwidth"] for key in groups if key in pts]
+            ax.errorbar(xs, ys, yerr=es, fmt=markers[m % len(markers)], ms=4, capsize=2, label=law)
+        ax.axhline(0.0, color="0.5", lw=0.8)
+        ax.set_xticks(range(len(groups)), [f"{c}\n{load:g}" for load, c in groups], fontsize=7)
+        ax.set_title(s)
+        ax.grid(alpha=0.3)
+        if i % ncol == 0:
+            ax.set_ylabel("γ / γ Markov − 1 (%)")
+        ax.legend(fontsize=7)
+    for j in range(len(scheds), nrow * ncol):
+        axes[j // ncol][j % ncol].set_visible(False)
+    if title:
+        fig.suptitle(title)
+    return fig

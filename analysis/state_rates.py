@@ -198,7 +198,6 @@ def bmf_state(x, a, w, out):
     """
     K, J = a.shape
     tol = 1e-10
-    cnt = np.zeros(K, dtype=np.int64)
     m = np.zeros(K, dtype=np.int64)
     for k in range(K):
         out[k] = np.nan

@@ -9,7 +9,9 @@ into confidence intervals.
 transaction (``INSERT OR IGNORE`` on the point key, write-ahead log), so a
 sweep killed at any instant — SIGKILL included — loses at most the points
 that were still running and never duplicates one; re-running the same sweep
-skips what is stored.
+skips what is stored.  A write the file system refuses (disk full, quota, I/O error)
+rolls back that one row and stops the sweep with a one-line :class:`MrfqError`
+naming the file and the number of points stored (exit 2); the stored points are intact.
 
 Executors: ``"local"`` runs points in worker processes, one per core, forked
 from a parent that has already compiled the numba engine (workers reuse that
@@ -24,12 +26,13 @@ import json
 import multiprocessing
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,15 @@ def _header_check(path: Path, what: str) -> None:
     """Refuse, from the file's first 100 bytes alone (SQLite never opens it), anything that
     is not a complete mrfq results store: not SQLite, truncated, or another application's."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            head = f.read(100)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # swapped for a pipe or a device since it was checked
+                raise MrfqError(f"{what} {path}: not a regular file")
+            size = st.st_size
+            head = os.read(fd, 100)
+        finally:
+            os.close(fd)
     except OSError as e:
         raise MrfqError(f"{what} {path}: cannot read ({e.strerror})") from None
     if size == 0:
@@ -105,7 +114,14 @@ def _header_check(path: Path, what: str) -> None:
     pages = int.from_bytes(head[28:32], "big")
     valid_for = int.from_bytes(head[92:96], "big")
     changes = int.from_bytes(head[24:28], "big")
-    if page < 512 or size % page != 0 or (valid_for == changes and size < page * pages):
+    # a write-ahead log next to the file holds pages a checkpoint may not have copied yet (one that
+    # stopped on a full disk leaves the header's page count ahead of the file): SQLite reads them
+    # from the log, and quick_check, once it is open, judges the whole
+    try:
+        wal = os.stat(f"{path}-wal").st_size > 0
+    except OSError:
+        wal = False
+    if page < 512 or size % page != 0 or (valid_for == changes and size < page * pages and not wal):
         raise MrfqError(f"{what} {path}: a truncated or damaged SQLite file ({size} bytes, pages of {page}); "
                         "left untouched")
     app = int.from_bytes(head[68:72], "big")
@@ -201,6 +217,9 @@ class ResultStore:
         except sqlite3.Error as e:
             if getattr(self, "conn", None) is not None:
                 self.conn.close()
+            if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(e):
+                raise MrfqError(f"{what} {path}: cannot open the results file: the disk is full; free some space "
+                                "and re-run (the points it holds are kept)") from None
             raise MrfqError(f"{what} {path}: not a usable SQLite results file ({e})") from None
         except MrfqError:
             self.conn.close()
@@ -226,21 +245,49 @@ class ResultStore:
         row = self.conn.execute("SELECT payload FROM points WHERE key = ?", (key,)).fetchone()
         return self._load("points", key, row[0]) if row else None
 
+    def _write(self, sql: str, row: tuple, what: str) -> None:
+        """One row in its own transaction; a write the file system refuses is one line that
+        says so, with the number of points still stored (the failed transaction is rolled back)."""
+        try:
+            with self.conn:
+                self.conn.execute(sql, row)
+        except sqlite3.Error as e:
+            code = getattr(e, "sqlite_errorcode", None)
+            full = code == sqlite3.SQLITE_FULL or "disk is full" in str(e)
+            try:
+                n_fluid = self.conn.execute("SELECT COUNT(*) FROM fluid").fetchone()[0]
+                stored = f"{self.count():,} points" + (f" and {n_fluid:,} fluid solutions" if n_fluid else "")
+                stored += " are stored and intact"
+            except sqlite3.Error:
+                stored = "the points stored before are kept"
+            if full:
+                cause = "the disk is full (or the file reached its size limit)"
+            elif code is not None and code & 0xFF == sqlite3.SQLITE_IOERR:
+                cause = f"the file system refused the write ({e})"
+            elif code is not None and code & 0xFF in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_BUSY,
+                                                      sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN):
+                cause = f"cannot write ({e})"
+            else:
+                raise
+            raise MrfqError(f"--results {self.path}: could not store {what}: {cause}, so the sweep stopped; "
+                            f"{stored}; free some space and re-run the same command: it resumes from the "
+                            "stored points") from None
+
     def put(self, point: Point, scenario_name: str, payload: dict) -> None:
-        with self.conn:  # one atomic transaction per point
-            self.conn.execute(
-                "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (point.key, point.scenario_hash, scenario_name, point.scheduler, point.load, point.replication,
-                 point.seed, point.duration, json.dumps(payload), time.time()))
+        self._write(  # one atomic transaction per point
+            "INSERT OR IGNORE INTO points VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (point.key, point.scenario_hash, scenario_name, point.scheduler, point.load, point.replication,
+             point.seed, point.duration, json.dumps(payload), time.time()),
+            f"the point {point.scheduler} at load {point.load:g} (replication {point.replication})")
 
     def fluid_get(self, key: str) -> dict | None:
         row = self.conn.execute("SELECT payload FROM fluid WHERE key = ?", (key,)).fetchone()
         return self._load("fluid", key, row[0]) if row else None
 
     def fluid_put(self, key: str, scenario_hash: str, objective: str, load: float, payload: dict) -> None:
-        with self.conn:
-            self.conn.execute("INSERT OR IGNORE INTO fluid VALUES (?, ?, ?, ?, ?, ?)",
-                              (key, scenario_hash, objective, load, json.dumps(payload), time.time()))
+        self._write("INSERT OR IGNORE INTO fluid VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, scenario_hash, objective, load, json.dumps(payload), time.time()),
+                    f"the fluid solution of {objective} at load {load:g}")
 
     def count(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM points").fetchone()[0]
@@ -359,7 +406,7 @@ def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict
     if executor.startswith("dask:"):
         _execute_dask(tasks, on_done, executor[5:], workers)
         return
-    raise MrfqError(f"executor {executor!r}: use 'local', 'serial' or 'dask:ADDRESS' / 'dask:local'")
+    raise MrfqError(f"executor {quote(executor)}: use 'local', 'serial' or 'dask:ADDRESS' / 'dask:local'")
 
 
 def fork_imap_unordered(fn, tasks, n: int):

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from flows.errors import MrfqError
+from flows.errors import MrfqError, name_list, quote
 
 #: most loads in one ``--loads`` list or range
 MAX_LOADS = 1000
@@ -45,9 +45,8 @@ _INTEGER = re.compile(r"[+-]?\d+")
 
 
 def shorten(v: Any, n: int = 60) -> str:
-    """``repr(v)`` cut to about ``n`` characters."""
-    r = repr(v)
-    return r if len(r) <= n else f"{r[: n - 3]}... ({len(r):,} characters)"
+    """``repr(v)`` cut to about ``n`` characters (:func:`flows.errors.quote`)."""
+    return quote(v, n)
 
 
 class Parser(argparse.ArgumentParser):
@@ -180,7 +179,7 @@ def parse_names(field: str, text: Any, allowed: tuple[str, ...] | list[str]) -> 
         raise MrfqError(f"{field} {shorten(text)}: give a comma-separated list, e.g. {','.join(allowed[:2])}")
     for s in names:
         if s not in allowed:
-            raise MrfqError(f"{field}: unknown name {shorten(s)}; choose from {', '.join(allowed)}")
+            raise MrfqError(f"{field}: unknown name {shorten(s)}; choose from {name_list(allowed, 12)}")
     if len(set(names)) != len(names):
         raise MrfqError(f"{field} {shorten(text)}: a name is given twice")
     return names
@@ -239,7 +238,7 @@ def check_output_path(field: str, path: str | os.PathLike, *, figure: bool = Fal
         fmts = figure_formats()
         if ext and ext not in fmts:
             raise MrfqError(f"{field} {shorten(str(path))}: unknown figure format {shorten(ext)}; "
-                            f"choose one of {', '.join(sorted(fmts))}")
+                            f"choose one of {name_list(sorted(fmts), 24)}")
     return p
 
 

@@ -1,4 +1,4 @@
-"""The cluster scenario model: servers, users, an optional H-DRF tree, and job traffic (issue 11).
+"""The cluster scenario model: servers, users, an optional H-DRF tree, and job traffic.
 
 A cluster scenario is read from TOML (stdlib :mod:`tomllib`) or a dict into
 frozen dataclasses, validated at one gate (:func:`cluster_from_dict`) before
@@ -59,7 +59,6 @@ every allocator (common random numbers, as on the packet side).
 
 from __future__ import annotations
 
-import csv
 import math
 import tomllib
 from collections.abc import Mapping
@@ -72,9 +71,9 @@ import numpy as np
 
 from flows.validate import check_keys as _check_keys
 from flows.validate import err as _err
-from flows.validate import number
+from flows.validate import name_list as _names
+from flows.validate import number, path_text, read_file, read_toml, trace_rows
 from flows.validate import quote as _q
-from flows.validate import read_toml
 from flows.validate import whole as _int
 
 #: allocator names, kept here (not imported from fq) so that loading a scenario compiles and imports
@@ -95,7 +94,7 @@ _USER = ("name", "demand", "weight", "parent", "backlogged", "start", "stop", "d
 _TRAFFIC = ("kind", "rate", "trace")
 
 
-#: Documented limits of the gate (README, "what mrfq refuses and why"), as for packet scenarios
+#: Documented limits of the gate (documentation: "What mrfq refuses"), as for packet scenarios
 #: (flows/scenario.py): every number finite and in range, so that nothing fails later with an
 #: overflow, a numpy allocation error or an unbounded run.
 MAX_RESOURCES = 32
@@ -106,8 +105,9 @@ MAX_SEED = 2**62
 MAX_SAMPLES = 100_000           # points of the share-over-time output
 MAX_SERVERS = 100_000           # servers, counting copies
 MAX_USERS = 10_000              # [[user]] tables, and as many [[node]] tables
+MAX_DEPTH = 64                  # levels of the H-DRF tree: a user at most this many edges below the root
 MAX_NAME = 100                  # characters in a server, node, user or resource name
-MAX_TASKS = 2_000_000           # task launches a run may need (the simulator: 2,000-7,000 tasks/s)
+MAX_TASKS = 200_000_000         # task launches a run may need (the compiled simulator: about 10^6 per second)
 MAX_FILE_BYTES = 10 * 2**20     # a cluster scenario file
 MAX_TRACE_BYTES = 100 * 2**20   # a job trace CSV
 REL_MIN_DEMAND = 1e-12          # a positive demand is >= this x the pooled capacity of its resource
@@ -148,7 +148,7 @@ def _vec(where: str, v: Any, n: int) -> tuple[float, ...]:
 
 def _choice(where: str, v: Any, allowed: tuple[str, ...]) -> str:
     if not isinstance(v, str) or v not in allowed:
-        raise _err(f"{where} = {_q(v)}: unknown; choose one of {', '.join(allowed)}")
+        raise _err(f"{where} = {_q(v)}: unknown; choose one of {_names(allowed, 12)}")
     return v
 
 
@@ -257,6 +257,21 @@ class ClusterScenario:
         rows = [s.capacity for s in self.servers for _ in range(s.count)]
         return np.array(rows, dtype=np.float64).reshape(len(rows), self.n_resources)
 
+    def server_types(self) -> tuple[np.ndarray, np.ndarray]:
+        """The servers as types: ``(capacity[K, R], count[K])``, one row per distinct capacity vector (``[[server]]``
+        tables with the same capacity merged), in order of first appearance; ``count`` sums their copies."""
+        index: dict[tuple[float, ...], int] = {}
+        caps: list[tuple[float, ...]] = []
+        counts: list[int] = []
+        for s in self.servers:
+            k = index.setdefault(s.capacity, len(caps))
+            if k == len(caps):
+                caps.append(s.capacity)
+                counts.append(0)
+            counts[k] += s.count
+        return (np.array(caps, dtype=np.float64).reshape(len(caps), self.n_resources),
+                np.array(counts, dtype=np.int64))
+
     def server_names(self) -> list[str]:
         return [s.name if s.count == 1 else f"{s.name}#{k}" for s in self.servers for k in range(s.count)]
 
@@ -334,56 +349,54 @@ def _run(u: Mapping[str, Any]) -> ClusterRun:
 
 def _read_trace(path: Path, users: list[str]) -> tuple[tuple[float, int, int, float], ...]:
     """Rows (time, user index, tasks, duration or NaN) of a job trace CSV ``time,user,tasks[,duration]``."""
+    shown = f"traffic.trace = '{path_text(path)}'"
+    raw = read_file(path, where=shown, max_bytes=MAX_TRACE_BYTES)
     try:
-        if path.stat().st_size > MAX_TRACE_BYTES:
-            raise _err(f"traffic.trace = {_q(str(path), 200)}: {path.stat().st_size:,} bytes; at most {MAX_TRACE_BYTES:,}")
-        text = path.read_bytes().decode("utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: not UTF-8 text (offset {e.start}); save the trace as UTF-8") \
-            from None
-    except FileNotFoundError:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: no such file") from None
-    except OSError as e:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: cannot read ({e.strerror})") from None
-    reader = csv.reader(text.splitlines())
-    header = next(reader, None)
+        raise _err(f"{shown}: not UTF-8 text (offset {e.start}); save the trace as UTF-8") from None
+    reader = trace_rows(text, at=lambda n: f"{shown} line {n}")
+    header = next(reader, (1, None))[1]
     if header is None or [h.strip() for h in header[:3]] != ["time", "user", "tasks"] or \
             (len(header) == 4 and header[3].strip() != "duration") or len(header) > 4:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: first line must be the header time,user,tasks[,duration]")
+        raise _err(f"{shown}: first line must be the header time,user,tasks[,duration]")
     rows = []
     last = 0.0
-    for k, rec in enumerate(reader, start=2):
+    for k, rec in reader:
         if not rec or all(not c.strip() for c in rec):
             continue
         where = f"traffic.trace line {k}"
         if len(rec) != len(header):
-            raise _err(f"{where} has {len(rec)} fields: must have {len(header)} ({','.join(header)})")
+            raise _err(f"{where} has {len(rec):,} fields: must have {len(header)} ({','.join(header)})")
         try:
             t = float(rec[0])
             dur = float(rec[3]) if len(rec) == 4 and rec[3].strip() else math.nan
             n_tasks = float(rec[2])
         except ValueError:
-            raise _err(f"{where} = {','.join(rec)!r}: time, tasks and duration must be numbers") from None
+            raise _err(f"{where} = {_q(','.join(rec))}: time, tasks and duration must be numbers") from None
         if not math.isfinite(t) or t < last:
             raise _err(f"{where}: time = {_q(rec[0])} must be finite and not before the previous row's {last:g}")
         last = t
         name = rec[1].strip()
         if name not in users:
-            raise _err(f"{where}: user = {_q(name)} is not a [[user]]; known users: {', '.join(users)}")
+            raise _err(f"{where}: user = {_q(name)} is not a [[user]]; known users: {_names(users)}")
         if not n_tasks.is_integer() or n_tasks < 1:
             raise _err(f"{where}: tasks = {_q(rec[2])} must be a whole number >= 1")
         if not math.isnan(dur) and not (math.isfinite(dur) and dur > 0):
             raise _err(f"{where}: duration = {_q(rec[3])} must be a positive number (or empty: the user's law)")
         rows.append((t, users.index(name), int(n_tasks), dur))
     if not rows:
-        raise _err(f"traffic.trace = {_q(str(path), 200)}: has no jobs after the header")
+        raise _err(f"{shown}: has no jobs after the header")
     return tuple(rows)
 
 
-def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path | None = None) -> ClusterScenario:
+def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path | None = None,
+                      simulate: bool = True) -> ClusterScenario:
     """Validate a parsed TOML document (or an equivalent dict) into a :class:`ClusterScenario`.
 
-    ``base`` is the folder a relative ``traffic.trace`` path is resolved against.
+    ``base`` is the folder a relative ``traffic.trace`` path is resolved against.  ``simulate=False``
+    (the fluid allocations, ``mrfq cluster alloc``): what only the task simulator needs is not checked,
+    i.e. the trace file is not read and the run's task launches are not bounded (``MAX_TASKS``).
     """
     if not isinstance(d, Mapping):
         raise _err("cluster scenario: must be a table")
@@ -406,7 +419,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         s = _table(w, s)
         _check_keys(w, s, _SERVER)
         if "capacity" not in s:
-            raise _err(f"{w}.capacity: missing; give the server's capacity of each of {list(res)}")
+            raise _err(f"{w}.capacity: missing; give the server's capacity of each of the {R} resources ({_names(res)})")
         cap = _vec(f"{w}.capacity", s["capacity"], R)
         nm = s.get("name", f"s{i + 1}")
         if not isinstance(nm, str) or not nm or len(nm) > MAX_NAME:
@@ -451,15 +464,25 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
     for i, n in enumerate(nodes):
         if n.parent not in node_names:
             raise _err(f"node[{i}].parent = {_q(n.parent)}: not a [[node]]; use 'root' or one of "
-                       f"{', '.join(sorted(node_names))}")
+                       f"{_names(sorted(node_names))}")
     parent_of = {n.name: n.parent for n in nodes}
-    for i, n in enumerate(nodes):  # no cycles
-        seen, p = {n.name}, n.parent
-        while p != ROOT:
-            if p in seen:
+    depth = {ROOT: 0}  # edges below the root; every node's walk stops at the first node of known depth
+    for i, n in enumerate(nodes):  # no cycles, at most MAX_DEPTH - 1 levels of nodes (their users one more)
+        path, on_path, p = [], set(), n.name
+        while p not in depth:
+            if p in on_path:
                 raise _err(f"node[{i}].parent = {_q(n.parent)}: the tree has a cycle through {_q(p)}")
-            seen.add(p)
+            on_path.add(p)
+            path.append(p)
             p = parent_of[p]
+        for q in reversed(path):
+            depth[q] = depth[p] + 1
+            p = q
+            if depth[q] >= MAX_DEPTH:
+                k = next(j for j, m in enumerate(nodes) if m.name == q)
+                raise _err(f"node[{k}] ({_q(q)}): {depth[q]} levels below the root; the tree may be at most "
+                           f"{MAX_DEPTH} levels deep (a user at most {MAX_DEPTH} edges below the root, so a node "
+                           f"at most {MAX_DEPTH - 1}); flatten the hierarchy")
 
     tr = _table("traffic", d.get("traffic"))
     _check_keys("traffic", tr, _TRAFFIC)
@@ -485,7 +508,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
         u = _table(w, u)
         _check_keys(w, u, _USER)
         if "demand" not in u:
-            raise _err(f"{w}.demand: missing; give the per-task demand of each of {list(res)}")
+            raise _err(f"{w}.demand: missing; give the per-task demand of each of the {R} resources ({_names(res)})")
         dem = _vec(f"{w}.demand", u["demand"], R)
         if max(dem) <= 0:
             raise _err(f"{w}.demand = {list(dem)}: all zero; a task must use some resource")
@@ -498,7 +521,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
                        "add a server at least that large")
         par = u.get("parent", ROOT)
         if not isinstance(par, str) or par not in node_names:
-            raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root' or one of {', '.join(sorted(node_names))}")
+            raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root' or one of {_names(sorted(node_names))}")
         share = _num(f"{w}.job_share", u.get("job_share", 0.0), lo=0.0)
         if share > 0 and kind != "poisson":
             raise _err(f"{w}.job_share = {share:g}: only with [traffic] kind = 'poisson' (kind is {_q(kind)})")
@@ -539,7 +562,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
             raise _err(f"node[{i}] ({_q(n.name)}): has no children; every internal node needs a user below it")
 
     rows: tuple = ()
-    if kind == "trace":
+    if kind == "trace" and simulate:
         p = Path(trace)
         if not p.is_absolute() and base is not None:
             p = base / p
@@ -558,7 +581,8 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
     sc = ClusterScenario(resources=tuple(res), servers=tuple(servers), users=tuple(users), nodes=tuple(nodes),
                          traffic=TrafficSpec(kind=kind, rate=rate, trace=trace), run=run, name=nm,
                          description=desc, trace_rows=rows)
-    _check_work(sc)
+    if simulate:
+        _check_work(sc)
     return sc
 
 
@@ -596,12 +620,12 @@ def _check_work(sc: ClusterScenario) -> None:
                    "run.duration, lower traffic.rate or lengthen the task durations")
 
 
-def load_cluster(path: str | Path) -> ClusterScenario:
-    """Read and validate a cluster scenario TOML file."""
+def load_cluster(path: str | Path, *, simulate: bool = True) -> ClusterScenario:
+    """Read and validate a cluster scenario TOML file (``simulate``: as :func:`cluster_from_dict`)."""
     p = Path(path)
     d = read_toml(p, what="cluster scenario", max_bytes=MAX_FILE_BYTES,
                   missing_hint="or use --preset NAME; see `mrfq cluster presets`")
-    return cluster_from_dict(d, name=p.stem, base=p.parent)
+    return cluster_from_dict(d, name=p.stem, base=p.parent, simulate=simulate)
 
 
 def _presets():
@@ -613,13 +637,13 @@ def cluster_preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in _presets().iterdir() if p.name.endswith(".toml"))
 
 
-def load_cluster_preset(name: str) -> ClusterScenario:
-    """Load a shipped cluster scenario by name."""
+def load_cluster_preset(name: str, *, simulate: bool = True) -> ClusterScenario:
+    """Load a shipped cluster scenario by name (``simulate``: as :func:`cluster_from_dict`)."""
     names = cluster_preset_names()
     if name not in names:
-        raise _err(f"--preset {_q(name)}: unknown cluster preset; choose one of {', '.join(names)}")
+        raise _err(f"--preset {_q(name)}: unknown cluster preset; choose one of {_names(names, 12)}")
     text = _presets().joinpath(name + ".toml").read_text(encoding="utf-8")
-    return cluster_from_dict(tomllib.loads(text), name=name)
+    return cluster_from_dict(tomllib.loads(text), name=name, simulate=simulate)
 
 
 # ---------------------------------------------------------------------------
@@ -637,8 +661,8 @@ def _durations(rng: np.random.Generator, users: tuple[UserSpec, ...], who: np.nd
     """One duration per task of the users ``who`` (one standard exponential drawn per task for
     every law, so the stream stays aligned whatever the laws)."""
     e = rng.standard_exponential(who.shape[0])
-    mean = np.array([users[k].duration for k in who], dtype=np.float64)
-    expo = np.array([users[k].duration_law == "exponential" for k in who], dtype=bool)
+    mean = np.array([u.duration for u in users], dtype=np.float64)[who]
+    expo = np.array([u.duration_law == "exponential" for u in users], dtype=bool)[who]
     return np.where(expo, e * mean, mean)
 
 
@@ -668,8 +692,8 @@ def draw_jobs(sc: ClusterScenario, horizon: float | None = None) -> Jobs:
         K = time.shape[0]
         share = np.array([u.job_share for u in sc.users], dtype=np.float64)
         user = np.random.default_rng(ss["users"]).choice(sc.n_users, size=K, p=share / share.sum()).astype(np.int64)
-        mean = np.array([sc.users[k].tasks_per_job for k in user], dtype=np.float64)
-        geo = np.array([sc.users[k].tasks_law == "geometric" for k in user], dtype=bool)
+        mean = np.array([u.tasks_per_job for u in sc.users], dtype=np.float64)[user]
+        geo = np.array([u.tasks_law == "geometric" for u in sc.users], dtype=bool)[user]
         g = np.random.default_rng(ss["tasks"]).geometric(1.0 / np.maximum(mean, 1.0)) if K else np.zeros(0, np.int64)
         tasks = np.where(geo, g, np.rint(mean)).astype(np.int64)
         who = np.repeat(user, tasks)

@@ -80,6 +80,8 @@ from flows.traffic import (
 from flows.validate import check_keys as _check_keys
 from flows.validate import err as _err
 from flows.validate import number as _num
+from flows.validate import path_text
+from flows.validate import name_list as _names
 from flows.validate import quote as _q
 from flows.validate import read_toml
 from flows.validate import whole as _int
@@ -92,7 +94,7 @@ GAMMA_METHODS = ("little", "completions")
 INCREMENTS = ("cost", "packet")
 
 
-#: Documented limits of the gate (README, "what mrfq refuses and why").  Each bounds what
+#: Documented limits of the gate (documentation: "What mrfq refuses").  Each bounds what
 #: the engine can hold (int64 counters, float64 times, memory) so that a scenario that
 #: passes the gate never fails later with an overflow, a numpy allocation error or a hang.
 MAX_RESOURCES = 32                # the loop is compiled once per number of resources
@@ -429,17 +431,17 @@ def _size_law(where: str, c: Mapping[str, Any]) -> tuple[float, SizeLaw | None]:
     if "mean_packets" in c:
         raise _err(f"{where}: give either mean_packets or size = {{law = ...}}, not both")
     if not isinstance(size, Mapping):
-        raise _err(f"{where}.size = {size!r}: must be a table, e.g. size = {{law = \"pareto\", alpha = 1.5, "
+        raise _err(f"{where}.size = {_q(size)}: must be a table, e.g. size = {{law = \"pareto\", alpha = 1.5, "
                    "mean = 20000}")
     law = size.get("law")
     if law not in SIZE_LAWS:
-        raise _err(f"{where}.size.law = {law!r}: unknown; choose one of {', '.join(SIZE_LAWS)}")
+        raise _err(f"{where}.size.law = {_q(law)}: unknown; choose one of {', '.join(SIZE_LAWS)}")
     keys = {"geometric": ("law", "mean"), "pareto": ("law", "alpha", "mean"),
             "lognormal": ("law", "sigma", "mean"), "deterministic": ("law", "packets")}[law]
     _check_keys(f"{where}.size", size, keys)
     for k in keys:
         if k not in size:
-            raise _err(f"{where}.size.{k}: missing; law = {law!r} takes {', '.join(keys[1:])}")
+            raise _err(f"{where}.size.{k}: missing; law = {_q(law)} takes {', '.join(keys[1:])}")
     if law == "deterministic":
         n = _int(f"{where}.size.packets", size["packets"], lo=1)
         return float(n), SizeLaw("deterministic", float(n))
@@ -449,14 +451,14 @@ def _size_law(where: str, c: Mapping[str, Any]) -> tuple[float, SizeLaw | None]:
     if law == "pareto":
         alpha = _num(f"{where}.size.alpha", size["alpha"])
         if alpha <= 1.0:
-            raise _err(f"{where}.size.alpha = {size['alpha']!r}: must be > 1 (alpha <= 1 has no finite mean)")
+            raise _err(f"{where}.size.alpha = {_q(size['alpha'])}: must be > 1 (alpha <= 1 has no finite mean)")
         if mean < alpha / (alpha - 1.0):
-            raise _err(f"{where}.size.mean = {size['mean']!r}: must be >= alpha / (alpha - 1) = "
+            raise _err(f"{where}.size.mean = {_q(size['mean'])}: must be >= alpha / (alpha - 1) = "
                        f"{alpha / (alpha - 1.0):g} so that the smallest flow is at least 1 packet")
         return mean, SizeLaw("pareto", mean, alpha=alpha)
     sigma = _num(f"{where}.size.sigma", size["sigma"], lo=0.0, lo_open=True)
     if mean <= 1.0:
-        raise _err(f"{where}.size.mean = {size['mean']!r}: must be > 1 (a lognormal law: 1 + lognormal packets)")
+        raise _err(f"{where}.size.mean = {_q(size['mean'])}: must be > 1 (a lognormal law: 1 + lognormal packets)")
     return mean, SizeLaw("lognormal", mean, sigma=sigma)
 
 
@@ -469,7 +471,7 @@ def _arrival_trace(t: Mapping[str, Any], base_dir: Path | None, raw: list[dict],
     if tp is None:
         return None
     if not isinstance(tp, str) or not tp:
-        raise _err(f"traffic.trace = {tp!r}: must be the path of a CSV file (time,class,packets)")
+        raise _err(f"traffic.trace = {_q(tp)}: must be the path of a CSV file (time,class,packets)")
     if "load" in t:
         raise _err("traffic.load: cannot scale a trace; drop load (the trace fixes the arrivals)")
     if not raw:
@@ -509,7 +511,7 @@ def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int
     _check_keys(f"{where}.arrival", a, keys)
     for k in keys:
         if k not in a:
-            raise _err(f"{where}.arrival.{k}: missing; law = {law!r} takes {', '.join(keys[1:])}")
+            raise _err(f"{where}.arrival.{k}: missing; law = {_q(law)} takes {', '.join(keys[1:])}")
     rate = 0.0
     on = off = None
     if law != "trace":
@@ -562,7 +564,7 @@ def _packet_trace(t: Mapping[str, Any], base_dir: Path | None, sc: Scenario) -> 
             bad = np.flatnonzero((pos != pos[0]).any(axis=1) | ~pos.any(axis=1) | ~np.isfinite(s).all(axis=1))
             if len(bad):
                 r = rows[bad[0]]
-                raise _err(f"traffic.packet_trace: {path} line {int(pt.lines[r])}: size = {pt.sizes[r]:g}: flow[{i}]'s "
+                raise _err(f"traffic.packet_trace: {path_text(path)} line {int(pt.lines[r])}: size = {pt.sizes[r]:g}: flow[{i}]'s "
                            f"packet would cost {s[bad[0]].tolist()}, visiting other resources than its line "
                            f"{int(pt.lines[rows[0]])} packet (or none); give every resource a positive cost or a "
                            "zero per-byte cost")
@@ -619,7 +621,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         raise _err(f"router.virtual_time = {_q(vt)}: choose 'started' ([BR]) or 'in-service' ([DRFQ])")
     fqr = r.get("fq_resource")
     if fqr is not None and fqr not in res:
-        raise _err(f"router.fq_resource = {_q(fqr)}: must be one of the resources {list(res)}")
+        raise _err(f"router.fq_resource = {_q(fqr)}: must be one of the resources {_names(res, 8)}")
     if sched == "fq-single" and fqr is None:
         fqr = res[-1]
     idle_reset = r.get("idle_reset", False)
@@ -676,7 +678,8 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
 
     def _cost(where: str, v: Any) -> tuple[float, ...]:
         if v is None:
-            raise _err(f"{where}.cost: missing; give the processing time per packet at each of {list(res)}")
+            raise _err(f"{where}.cost: missing; give the processing time per packet at each of the {len(res)} "
+                       f"resources ({_names(res)})")
         return _vec(f"{where}.cost", v, J)
 
     flows_in = d.get("flow", [])
@@ -963,7 +966,7 @@ def load_preset(name: str) -> Scenario:
     """Load a shipped scenario by name (``mrfq presets`` lists them)."""
     names = preset_names()
     if name not in names:
-        raise _err(f"--preset {name!r}: unknown; choose one of {', '.join(names)}")
+        raise _err(f"--preset {_q(name)}: unknown; choose one of {_names(names, 12)}")
     text = _res.files("flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
     return from_dict(tomllib.loads(text), name=name, base_dir=Path(str(_res.files("flows.presets"))))
 

@@ -62,7 +62,6 @@ Units: time units; sizes in packets.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import math
 from dataclasses import dataclass
@@ -71,11 +70,14 @@ from pathlib import Path
 import numpy as np
 
 from flows.errors import ScenarioError
+from flows.validate import name_list, path_text, quote, read_file, trace_rows
 
 #: the size laws a class may name
 SIZE_LAWS = ("geometric", "pareto", "lognormal", "deterministic")
 #: how many arrivals the engine takes per chunk (any value gives the same arrivals)
 CHUNK = 4096
+#: largest arrival trace CSV, in bytes (lines are at most flows.validate.MAX_TRACE_LINE characters)
+MAX_TRACE_BYTES = 100 * 2**20
 #: largest continuous size before rounding (2^53: float64 holds every integer below it)
 SIZE_CAP = float(2 ** 53)
 
@@ -188,50 +190,46 @@ def read_arrival_trace(where: str, path: Path, class_names: list[str]) -> Arriva
     the line.  Times must be finite, >= 0 and non-decreasing (equal times are simultaneous
     arrivals, handled in file order); packets whole numbers >= 1.
     """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ScenarioError(f"{where} = '{path}': no such file") from None
-    except OSError as e:
-        raise ScenarioError(f"{where} = '{path}': cannot read ({e.strerror})") from None
+    shown = path_text(path)
+    raw = read_file(path, where=f"{where} = '{shown}'", max_bytes=MAX_TRACE_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        raise ScenarioError(f"{where}: {path} line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); "
+        raise ScenarioError(f"{where}: {shown} line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); "
                             "save the file as UTF-8") from None
-    rows = csv.reader(text.splitlines())
-    header = next(rows, None)
+    rows = trace_rows(text, at=lambda n: f"{where}: {shown} line {n}")
+    header = next(rows, (1, None))[1]
     cols = [c.strip().lower() for c in header] if header is not None else None
     if cols != ["time", "class", "packets"]:
-        raise ScenarioError(f"{where}: {path} line 1: header {header!r}: must be exactly 'time,class,packets'")
+        raise ScenarioError(f"{where}: {shown} line 1: header {quote(header)}: must be exactly 'time,class,packets'")
     index = {n: k for k, n in enumerate(class_names)}
     times, classes, sizes = [], [], []
     last = 0.0
-    for i, row in enumerate(rows, start=2):
+    for i, row in rows:
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != 3:
-            raise ScenarioError(f"{where}: {path} line {i}: {len(row)} fields: must be 3 (time,class,packets)")
+            raise ScenarioError(f"{where}: {shown} line {i}: {len(row):,} fields: must be 3 (time,class,packets)")
         ts, cs, ps = (c.strip() for c in row)
         try:
             t = float(ts)
         except ValueError:
-            raise ScenarioError(f"{where}: {path} line {i}: time = {ts!r}: must be a number") from None
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {quote(ts)}: must be a number") from None
         if not math.isfinite(t) or t < 0.0:
-            raise ScenarioError(f"{where}: {path} line {i}: time = {ts}: must be a finite number >= 0")
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: must be a finite number >= 0")
         if t < last:
-            raise ScenarioError(f"{where}: {path} line {i}: time = {ts}: decreases (previous row {last!r}); "
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: decreases (previous row {last!r}); "
                                 "sort the rows by time")
         if cs not in index:
-            raise ScenarioError(f"{where}: {path} line {i}: class = {cs!r}: unknown; the scenario's classes "
-                                f"are {', '.join(class_names) or '(none)'}")
+            raise ScenarioError(f"{where}: {shown} line {i}: class = {quote(cs)}: unknown; the scenario's classes "
+                                f"are {name_list(class_names) or '(none)'}")
         try:
             n = float(ps)
         except ValueError:
             n = math.nan
         if not (math.isfinite(n) and n == int(n) and n >= 1):
-            raise ScenarioError(f"{where}: {path} line {i}: packets = {ps!r}: must be a whole number >= 1")
+            raise ScenarioError(f"{where}: {shown} line {i}: packets = {quote(ps)}: must be a whole number >= 1")
         last = t
         times.append(t)
         classes.append(index[cs])
@@ -239,6 +237,11 @@ def read_arrival_trace(where: str, path: Path, class_names: list[str]) -> Arriva
     return ArrivalTrace(path=str(path), sha256=hashlib.sha256(raw).hexdigest(),
                         times=np.array(times, np.float64), classes=np.array(classes, np.int64),
                         sizes=np.array(sizes, np.int64))
+
+
+def _plain(s: str) -> str:
+    """A number as written, unquoted; cut like :func:`flows.errors.quote` beyond 60 characters."""
+    return s if len(s) <= 60 else quote(s)
 
 
 # ---------------------------------------------------------------------------
@@ -462,51 +465,47 @@ def read_packet_trace(where: str, path: Path, flow_names: list[str], trace_flows
     must be finite, non-decreasing and not before the flow's ``start``; a row must name a flow with
     ``arrival = {law = "trace"}`` (``trace_flows``); sizes (bytes) are finite numbers >= 0.  Rows
     of one instant are handed to the router in flow-id order (a stable sort)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ScenarioError(f"{where} = '{path}': no such file") from None
-    except OSError as e:
-        raise ScenarioError(f"{where} = '{path}': cannot read ({e.strerror})") from None
+    shown = path_text(path)
+    raw = read_file(path, where=f"{where} = '{shown}'", max_bytes=MAX_TRACE_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        raise ScenarioError(f"{where}: {path} line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); "
+        raise ScenarioError(f"{where}: {shown} line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); "
                             "save the file as UTF-8") from None
-    rows = csv.reader(text.splitlines())
-    header = next(rows, None)
+    rows = trace_rows(text, at=lambda n: f"{where}: {shown} line {n}")
+    header = next(rows, (1, None))[1]
     cols = [c.strip().lower() for c in header] if header is not None else None
     if cols not in (["time", "flow"], ["time", "flow", "size"]):
-        raise ScenarioError(f"{where}: {path} line 1: header {header!r}: must be exactly 'time,flow' or "
+        raise ScenarioError(f"{where}: {shown} line 1: header {quote(header)}: must be exactly 'time,flow' or "
                             "'time,flow,size'")
     ncol = len(cols)
     index = {n: i for i, n in enumerate(flow_names)}
     times, fl, sizes, lines = [], [], [], []
     last = -math.inf
-    for i, row in enumerate(rows, start=2):
+    for i, row in rows:
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != ncol:
-            raise ScenarioError(f"{where}: {path} line {i}: {len(row)} fields: must be {ncol} ({','.join(cols)})")
+            raise ScenarioError(f"{where}: {shown} line {i}: {len(row):,} fields: must be {ncol} ({','.join(cols)})")
         ts, fs = row[0].strip(), row[1].strip()
         try:
             t = float(ts)
         except ValueError:
-            raise ScenarioError(f"{where}: {path} line {i}: time = {ts!r}: must be a number") from None
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {quote(ts)}: must be a number") from None
         if not math.isfinite(t) or t < 0.0:
-            raise ScenarioError(f"{where}: {path} line {i}: time = {ts}: must be a finite number >= 0")
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: must be a finite number >= 0")
         if t < last:
-            raise ScenarioError(f"{where}: {path} line {i}: time = {ts}: decreases (previous row {last!r}); "
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: decreases (previous row {last!r}); "
                                 "sort the rows by time")
         if fs not in index:
-            raise ScenarioError(f"{where}: {path} line {i}: flow = {fs!r}: unknown; the scenario's static flows "
-                                f"are {', '.join(flow_names[:20]) or '(none)'}{' ...' if len(flow_names) > 20 else ''}")
+            raise ScenarioError(f"{where}: {shown} line {i}: flow = {quote(fs)}: unknown; the scenario's static flows "
+                                f"are {name_list(flow_names) or '(none)'}")
         if fs not in trace_flows:
-            raise ScenarioError(f"{where}: {path} line {i}: flow = {fs!r}: not trace-driven; give its [[flow]] "
+            raise ScenarioError(f"{where}: {shown} line {i}: flow = {quote(fs)}: not trace-driven; give its [[flow]] "
                                 "table arrival = {law = \"trace\"}")
         if t < starts[fs]:
-            raise ScenarioError(f"{where}: {path} line {i}: time = {ts}: before flow {fs!r} starts "
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: before flow {quote(fs)} starts "
                                 f"(start = {starts[fs]:g})")
         if ncol == 3:
             zs = row[2].strip()
@@ -515,7 +514,7 @@ def read_packet_trace(where: str, path: Path, flow_names: list[str], trace_flows
             except ValueError:
                 z = math.nan
             if not (math.isfinite(z) and z >= 0.0):
-                raise ScenarioError(f"{where}: {path} line {i}: size = {zs!r}: must be a finite number of bytes >= 0")
+                raise ScenarioError(f"{where}: {shown} line {i}: size = {quote(zs)}: must be a finite number of bytes >= 0")
             sizes.append(z)
         last = t
         times.append(t)

@@ -30,8 +30,7 @@ business: once per flow when every flow has constant costs, per packet when
 the scenario has packet sizes (router/state.py).  A scheduler whose layout sets
 ``increments`` also reads ``s_ij / w_i`` at ``cst[cb + J + j]``: the engine
 divides once per flow (per packet with packet sizes) instead of at every tag,
-with the same bits (a division's latency on every tag cost 4-9 % of a service,
-issue 10); ``dominant_service`` (``max_j s_ij / w_i``) is kept the same way.
+with the same bits (a division's latency on every tag cost 4-9 % of a service); ``dominant_service`` (``max_j s_ij / w_i``) is kept the same way.
 
 Hooks: numba functions (``@jit(inline="always")``), all with exactly these
 parameters (checked by :func:`check_module` when the registry loads)::

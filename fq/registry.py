@@ -13,7 +13,7 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-from flows.errors import ScenarioError
+from flows.errors import ScenarioError, quote
 from fq.contract import Option, check_module
 
 #: name -> module, in the order the CLI and reports list them
@@ -65,7 +65,7 @@ def get(name: str) -> SchedulerInfo:
     """The registered scheduler ``name``; a one-line ScenarioError naming the choices otherwise."""
     info = SCHEDULERS.get(name)
     if info is None:
-        raise ScenarioError(f"router.scheduler = {name!r}: unknown; choose one of {', '.join(SCHEDULERS)}")
+        raise ScenarioError(f"router.scheduler = {quote(name)}: unknown; choose one of {', '.join(SCHEDULERS)}")
     return info
 
 
@@ -84,7 +84,7 @@ def resolve(router, resources, *, foreign: str = "refuse") -> tuple[SchedulerInf
     own = {o.name for o in info.options}
     for key, _ in getattr(router, "options", ()) or ():
         if key not in own and foreign == "refuse":
-            raise ScenarioError(f"router.{key}: not an option of scheduler {info.name!r} "
+            raise ScenarioError(f"router.{key}: not an option of scheduler {quote(info.name)} "
                                 f"(its options: {', '.join(sorted(own)) or 'none'})")
     opt = tuple(float(x) for x in info.module.encode(router, tuple(resources)))
     return info, opt

@@ -28,10 +28,9 @@ repetition in a fresh process, so that its peak resident memory
 Both time the loop after the setup (the flow table allocated and every flow's
 first window admitted at t = 0): the C program does so itself, mrfq times the
 calls of its loop after the first service (``simulate(..., timed_from=1)``; the
-rest of the run's CPU time is reported as ``mrfq_setup_cpu_s``).  Until session 15
-mrfq subtracted a separate one-service run instead, the difference of two noisy
-timings of which the setup was the larger at 10^6 flows (ratios 1.9-4.5 in one
-table).  Beside peak RSS both report the bytes their model's state holds
+rest of the run's CPU time is reported as ``mrfq_setup_cpu_s``; subtracting a
+separate one-service run instead would take the difference of two noisy timings
+of which the setup is the larger at 10^6 flows).  Beside peak RSS both report the bytes their model's state holds
 (``mrfq_state_kb``: the engine's arrays; ``c_model_kb``: the C's flow table,
 rings and queues).  Both
 are started as forked children of a small shell (:func:`own_rss`), else Linux would
@@ -65,7 +64,7 @@ import flows
 from flows.cli_args import Parser, dumps_strict, int_type, shorten
 from flows.errors import MrfqError
 
-#: documented ranges of the options (README, "what mrfq refuses and why")
+#: documented ranges of the options (documentation: "What mrfq refuses")
 MAX_BENCH_SERVICES = 10**10   # services per timed run (about 15 minutes of one run)
 MAX_BENCH_REPS = 100          # timed pairs per workload
 MAX_BENCH_FLOWS = 2_000_000   # --max-flows
@@ -557,7 +556,8 @@ def run(args) -> int:
     workloads = selected_workloads(args.only, max_flows, quick_default=args.max_flows is None)
     root = Path(__file__).resolve().parent.parent
     if args.c_source is not None and not Path(args.c_source).is_file():
-        raise MrfqError(f"--c-source {shorten(args.c_source)}: no such file (the yardstick's mrfq_ref.c)")
+        what = "not a regular file" if Path(args.c_source).exists() else "no such file"
+        raise MrfqError(f"--c-source {shorten(args.c_source)}: {what} (the yardstick's mrfq_ref.c)")
     src = Path(args.c_source) if args.c_source else root.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
     binary = None
     c_note = ""

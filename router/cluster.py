@@ -1,4 +1,4 @@
-"""The task-level cluster simulator (issue 11, item 5).
+"""The task-level cluster simulator.
 
 Jobs of tasks arrive (``flows.cluster.draw_jobs``: Poisson or a CSV trace), backlogged users
 always have a task waiting between their ``start`` and ``stop`` times, and the chosen allocator's
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from flows.cluster import ClusterScenario, backlog_duration, backlog_streams, draw_jobs
+from flows.errors import MrfqError, quote
 from fq.cluster import registry
 from fq.cluster.state import BACKLOGGED, ClusterState, Tree
 
@@ -72,6 +73,8 @@ class ClusterRun:
     wall: float
     jobs_arrived: int = 0
     options: dict = field(default_factory=dict)
+    #: which simulator ran: "compiled" (router/cluster_engine.py) or "reference" (this module)
+    engine: str = "reference"
 
     @property
     def completion(self) -> np.ndarray:
@@ -140,17 +143,34 @@ class _Integrator:
             t = end
 
 
+#: the simulators :func:`simulate` can run
+ENGINES = ("compiled", "reference")
+
+
 def simulate(sc: ClusterScenario, *, allocator: str | None = None, seed: int | None = None,
-             duration: float | None = None, options: dict | None = None) -> ClusterRun:
+             duration: float | None = None, options: dict | None = None, engine: str = "compiled",
+             trace: list | None = None) -> ClusterRun:
     """Run the scenario through the task-level simulator.
 
     ``allocator``, ``seed`` and ``duration`` override the scenario's ``[run]`` values (validated
     again); ``options`` are the allocator's options (``fq.cluster.registry``; unknown ones raise
-    :class:`~flows.errors.MrfqError`).
+    :class:`~flows.errors.MrfqError`).  ``engine="compiled"`` (default) runs the numba event loop
+    of :mod:`router.cluster_engine` for the allocators it has kernels for (drf, drfh-first-fit,
+    drfh-best-fit, slots) and this module's loop for the others; ``engine="reference"`` always
+    runs this module's loop, the oracle the compiled one is tested against (both launch the same
+    tasks on the same servers at the same instants).  ``trace``, when a list, receives every launch
+    as ``(time, user, server)``; :attr:`ClusterRun.engine` says which loop ran.
     """
+    if engine not in ENGINES:
+        raise MrfqError(f"engine = {quote(engine)}: unknown; choose one of {', '.join(ENGINES)}")
     if allocator is not None or seed is not None or duration is not None:
         sc = sc.replace_run(allocator=allocator, seed=seed, duration=duration)
     opts = dict(options or {})
+    if engine == "compiled":
+        from router import cluster_engine
+
+        if cluster_engine.supported(sc.run.allocator):
+            return cluster_engine.simulate_compiled(sc, opts, trace=trace)
     T = sc.run.duration
     state = make_state(sc)
     pick = registry.bind(sc.run.allocator, state, **opts)
@@ -230,6 +250,8 @@ def simulate(sc: ClusterScenario, *, allocator: str | None = None, seed: int | N
             u, s = int(choice[0]), int(choice[1])
             state.launch(u, s)
             launched[u] += 1
+            if trace is not None:
+                trace.append((t, u, s))
             if users[u].backlogged:
                 k, d = -1, backlog_duration(brng[u], users[u])
             else:

@@ -1,4 +1,4 @@
-"""Hierarchical DRFQ, an experiment (issue 11, item 7): packets, a weighted tree of flows, per-resource
+"""Hierarchical DRFQ, an experiment: packets, a weighted tree of flows, per-resource
 hierarchical start-time fair queueing charged with dominant costs.
 
 The packet model of SPEC §2: flows ``i`` with a constant processing time ``s_ij`` per packet at
@@ -36,7 +36,7 @@ from collections import deque
 
 import numpy as np
 
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 from fq.cluster.state import Tree
 
 INCREMENTS = ("dominant", "resource", "node-dominant")
@@ -52,7 +52,7 @@ def simulate_hdrfq(cost, tree: Tree, *, window: int = 30, duration: float = 2000
     if tree.leaf.shape[0] != F_:
         raise MrfqError(f"tree has {tree.leaf.shape[0]} leaves: must have one per flow ({F_})")
     if increment not in INCREMENTS:
-        raise MrfqError(f"increment = {increment!r}: choose one of {', '.join(INCREMENTS)}")
+        raise MrfqError(f"increment = {quote(increment)}: choose one of {', '.join(INCREMENTS)}")
     if window < 1 or not duration > warmup >= 0:
         raise MrfqError("window must be >= 1 and 0 <= warmup < duration")
     N = tree.parent.shape[0]

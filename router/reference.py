@@ -210,7 +210,8 @@ class ReferenceResult:
 
     def rows(self, resource: int | None = None, names=None):
         """Like :meth:`router.run.Trace.rows`: ``(start, flow, seq)`` on one resource or ``(start, j, flow, seq)``."""
-        name = (lambda u: names[u] if names is not None and u < len(names) else u)
+        def name(u):
+            return (names[u] if names is not None and u < len(names) else u)
         if resource is None:
             return [(t, j, name(u), k) for t, _, j, u, k in self.trace]
         return [(t, name(u), k) for t, _, j, u, k in self.trace if j == resource]

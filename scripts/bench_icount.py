@@ -17,8 +17,8 @@ With ``--annotate FILE`` it also counts every machine instruction of the compile
 (callgrind ``--dump-instr``, the same two runs, the difference per service) and writes the
 loop's disassembly with those counts to FILE (FILE.WORKLOAD for several workloads), printing the hottest lines: an exact profile of
 what executes, where ``scripts/profile_loop.py`` samples time.  A count of 0.5 on the loop's
-head says there is one instant per two services (both resources finish together).  Session 10
-found with it that the loops over resources in the instant's phases are not unrolled (two
+head says there is one instant per two services (both resources finish together).  It shows
+that the loops over resources in the instant's phases are not unrolled (two
 iterations per instant at J = 2) and that dynamic drfq runs 0.77 instants per service against
 0.5 for three static flows.
 """

@@ -1,6 +1,6 @@
-"""Hierarchical DRFQ (router/hdrfq.py) against static H-DRF on random two-group trees (issue 11, item 7).
+"""Hierarchical DRFQ (router/hdrfq.py) against static H-DRF on random two-group trees.
 
-    python scripts/cluster_hdrfq_trees.py [--trees 30] [--seed 5]
+    python scripts/cluster_hdrfq_trees.py [--trees 30] [--seed 5] [--plot FILE.png]
 
 Each tree: a root with two groups (weights 1 and 1 or 2), two flows per group, every flow on both
 resources with integer costs 1..4 normalised to a dominant cost of 1.  Prints, per charging rule
@@ -23,6 +23,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trees", type=int, default=30)
     ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--plot", default=None, help="draw the distribution of the gaps over the trees (PNG)")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     gaps: dict[str, list[float]] = {inc: [] for inc in INCREMENTS}
@@ -38,6 +39,12 @@ def main(argv=None) -> int:
     print(f"{args.trees} random two-group trees, relative gap of packet rates to static H-DRF")
     for inc, g in gaps.items():
         print(f"  increment={inc:<14} worst {max(g):6.1%}   median {np.median(g):6.1%}")
+    if args.plot:
+        from analysis.cluster.plot import plot_gap_distribution
+
+        fig = plot_gap_distribution(gaps, title=f"hierarchical DRFQ on {args.trees} random two-group trees")
+        fig.savefig(args.plot, dpi=110)
+        print(f"figure written to {args.plot}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Fuzz the ``mrfq`` command line as a new user would, and count the outcomes (issue 12).
+"""Fuzz the ``mrfq`` command line as a new user would, and count the outcomes.
 
 Two campaigns, both seeded (same seed, same cases):
 
@@ -7,7 +7,10 @@ Two campaigns, both seeded (same seed, same cases):
   and run as ``mrfq run FILE --duration D [--json]``;
 * ``cli``: argument lists for every command (run, alloc, fluid, compare, results,
   presets) mixing valid and bad values, output paths into missing, read-only or existing
-  folders, unknown plot formats and foreign SQLite files;
+  folders, unknown plot formats and foreign SQLite files; and hostile inputs: a named pipe
+  nobody writes to, a directory or ``/dev/zero`` as the scenario, trace or results file, TOML
+  nested 999 deep, a trace field of 200,000 characters, scenarios whose messages would list
+  thousands of names, no command at all;
 * ``bench``: ``mrfq bench`` option lists (``--services``, ``--reps``, ``--max-flows``,
   ``--only``, ``--c-source``, ``--quick``, ``--json``; always ``--no-extras`` and one small
   or unknown workload, so that an accepted case is a short benchmark);
@@ -32,7 +35,7 @@ longer than the cap, and the count is about the command's answers, not about com
 Usage (from a checkout, with it first on ``PYTHONPATH``)::
 
     python scripts/fuzz_cli.py --module analysis.cli --scenarios 400 --cli 150 --bench 60 --cluster 300 --seed 12
-    python scripts/fuzz_cli.py --module router.cli ...     # the code before issue 12
+    python scripts/fuzz_cli.py --module router.cli ...     # another dispatcher (e.g. an older checkout's)
 
 ``--module`` names the module whose ``main(argv)`` is the dispatcher.  Prints a summary
 table and, with ``--json FILE``, every case and its outcome.
@@ -177,7 +180,24 @@ NUMS = ["0", "-1", "1", "0.5", "nan", "inf", "1e308", "1e-320", "200000000000000
         "0.999", "3", "x", "", "1e11", "10", "2", "1e12", "0.1:0.2:1e-9", "0.3,0.6", "0.1:0.9:0.1"]
 
 
+def hostile_case(rng: random.Random, env: dict) -> list[str]:
+    """A command reading a file built to break a reader, a parser or a message (see make_env)."""
+    scen = rng.choice([env["fifo"], env["dir"], "/dev/zero", env["deep_array"], env["deep_inline"],
+                       env["long_field"], env["trace_fifo"], env["many_classes"]])
+    cluster = rng.choice([env["fifo"], env["dir"], env["deep_array"], env["deep_inline"], env["c_long_field"],
+                          env["c_trace_fifo"], env["many_nodes"], env["c_many_users"]])
+    return rng.choice([
+        ["run", scen, "--duration", "200"], ["fluid", scen], ["compare", scen, "--quick"],
+        ["cluster", "sim", cluster, "--json"], ["alloc", cluster, "--json"],
+        ["results", rng.choice([env["fifo"], env["dir"], "/dev/zero"])],
+        ["compare", "--preset", "oracle-rates", "--results", rng.choice([env["fifo"], "/dev/zero"])],
+        ["cluster", "sim", "--preset", "hdrf-fig2", "--option", "server=" + "9" * 401],
+        [], ["--debug"]])
+
+
 def cli_case(rng: random.Random, env: dict) -> list[str]:
+    if rng.random() < 0.15:
+        return hostile_case(rng, env)
     cmd = rng.choice(["run", "run", "alloc", "alloc", "fluid", "compare", "compare", "results", "presets"])
 
     def num():
@@ -424,8 +444,39 @@ def make_env(tmp: Path) -> dict:
             c.execute("INSERT INTO points VALUES (1, 2)")
     (tmp / "text.sqlite").write_text("not a database\n" * 50)
     (tmp / "existing.csv").write_text("keep\n")
-    return {"tmp": str(tmp), "missing": str(tmp / "missing"), "ro": str(tmp / "ro"), "dir": str(tmp / "dir"),
-            "foreign": str(foreign), "text": str(tmp / "text.sqlite"), "existing": str(tmp / "existing.csv")}
+    env = {"tmp": str(tmp), "missing": str(tmp / "missing"), "ro": str(tmp / "ro"), "dir": str(tmp / "dir"),
+           "foreign": str(foreign), "text": str(tmp / "text.sqlite"), "existing": str(tmp / "existing.csv")}
+    # hostile inputs (hostile_case)
+    if not (tmp / "pipe").exists():
+        os.mkfifo(tmp / "pipe")
+    env["fifo"] = str(tmp / "pipe")
+    files = {
+        "deep_array": 'resources = ["cpu"]\nx = ' + "[" * 999 + "]" * 999 + "\n",
+        "deep_inline": 'resources = ["cpu"]\nx = ' + "{a = " * 400 + "1" + "}" * 400 + "\n",
+        "long_field.csv": "time,class,packets\n0.0,c0," + "1" * 200_000 + "\n",
+        "c_long_field.csv": "time,user,tasks\n0.0,u0," + "1" * 200_000 + "\n",
+        "unknown_class.csv": "time,class,packets\n0.0,nope,1\n",
+        "unknown_user.csv": "time,user,tasks\n0.0,nobody,1\n",
+    }
+    packet = ('resources = ["cpu", "link"]\n[run]\nduration = 10.0\n[traffic]\ntrace = "{}"\n'
+              + "".join(f'[[class]]\nname = "c{i}"\ncost = [1.0, 0.5]\n' for i in range(300)))
+    cluster = ('resources = ["cpu", "mem"]\n[run]\nduration = 100.0\n[traffic]\nkind = "trace"\ntrace = "{}"\n'
+               '[[server]]\ncapacity = [16, 32]\n'
+               + "".join(f'[[user]]\nname = "u{i}"\ndemand = [1, 1]\n' for i in range(300)))
+    files["long_field"] = packet.format("long_field.csv")
+    files["trace_fifo"] = packet.format("pipe")
+    files["many_classes"] = packet.format("unknown_class.csv")
+    files["c_long_field"] = cluster.format("c_long_field.csv")
+    files["c_trace_fifo"] = cluster.format("pipe")
+    files["c_many_users"] = cluster.format("unknown_user.csv")
+    files["many_nodes"] = ('resources = ["cpu", "mem"]\n[[server]]\ncapacity = [16, 32]\n'
+                           + "".join(f'[[node]]\nname = "n{i}"\n' for i in range(3000))
+                           + '[[node]]\nname = "bad"\nparent = ""\n[[user]]\ndemand = [1, 1]\n')
+    for name, text in files.items():
+        f = tmp / (name if name.endswith(".csv") else name + ".toml")
+        f.write_text(text)
+        env[name] = str(f)
+    return env
 
 
 def main() -> int:

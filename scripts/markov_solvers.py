@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """The exact Markov solve's linear system, solved by the project's numba kernels and by scipy's.
 
-Issue 10 item 4 asks that the hand-written ILU(0) + GMRES in ``analysis/markov.py`` either
-beat scipy's own on the measured case or go.  This script builds the reduced system of one
+The hand-written ILU(0) + Krylov solver in ``analysis/markov.py`` is kept only while it beats
+scipy's own on the measured case.  This script builds the reduced system of one
 box truncation exactly as :func:`analysis.markov.solve_truncated` does (DRF rates, the CSR of
 :func:`analysis.markov.box_system`), then solves it, each solver in a fresh process (so the
 peak RSS printed is that solver's), with:

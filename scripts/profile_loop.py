@@ -11,8 +11,8 @@ in it are counted per instruction (``objdump`` of those bytes at that address), 
 hottest instructions are printed with their share of the loop's samples; ``--out`` writes the
 whole annotated listing.  A sample lands on the instruction *after* one that stalls (a
 division, a load that misses), so read each hot line together with the one before it.  Needs
-``perf`` and ``objdump``; prints figures, never fails on them.  Session 8 found the tag's
-division this way (about 8 % of dynamic bmf-wfq, issue 10).
+``perf`` and ``objdump``; prints figures, never fails on them.  The tag's division (about 8 % of dynamic
+bmf-wfq before the engine divided once per flow) was found this way.
 """
 from __future__ import annotations
 

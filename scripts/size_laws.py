@@ -1,4 +1,4 @@
-"""Does gamma depend on the flow-size law?  (README, "Findings: flow-size laws".)
+"""Does gamma depend on the flow-size law?  (Documentation: Findings, "Flow-size laws".)
 
 For each scheduler, load and size law (geometric, pareto alpha 1.5, deterministic, all of mean
 ``--mean`` packets) on a two-resource preset, gamma_k is estimated as
@@ -83,6 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fluid-reps", type=int, default=40)
     ap.add_argument("--fluid-flows", type=float, default=20000.0)
     ap.add_argument("--json", default=None, help="also write the rows to this file")
+    ap.add_argument("--plot", default=None, help="draw the rows (analysis.plots.plot_size_laws) into this PNG")
     a = ap.parse_args(argv)
     base = flows.load_preset(a.preset)
     loads = [float(x) for x in a.loads.split(",")]
@@ -134,6 +135,11 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"args": vars(a), "rows": rows, "services": services}, f, indent=1)
+    if a.plot:
+        from analysis.plots import plot_size_laws
+
+        plot_size_laws(rows, title=f"{a.preset}: gamma against the Markov model, by flow-size law").savefig(a.plot, dpi=110)
+        print(f"figure written to {a.plot}")
     return 0
 
 

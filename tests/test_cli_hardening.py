@@ -1,5 +1,7 @@
-"""Issue 12: every bad input is a clean refusal, before any work; strict JSON; the last line of
-defence; Ctrl-C; the regression corpus of every case the issue lists."""
+"""Every bad input is a clean refusal (one line, exit 2), before any work: bad values, deeply
+nested TOML, over-long trace lines, paths that are not regular files, no command at all, huge
+values and name lists (shortened), a results file on a full disk; strict JSON; the last line of
+defence; Ctrl-C."""
 
 import json
 import math
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 
 import pytest
 
@@ -39,7 +42,7 @@ def assert_clean(code, err, needle):
 
 
 # ---------------------------------------------------------------------------
-# the scenario cases of issue 12, as TOML files
+# bad scenarios, as TOML files
 BASE = 'resources = ["cpu", "link"]\n'
 STATIC = '[[flow]]\ncost = [1.0, 0.5]\n'
 CASES_TOML = [
@@ -78,7 +81,7 @@ CASES_TOML = [
 
 @pytest.mark.nojit
 @pytest.mark.parametrize("text,needle", CASES_TOML, ids=[f"toml{i}" for i in range(len(CASES_TOML))])
-def test_issue12_scenarios_are_refused_naming_the_field(capsys, tmp_path, text, needle):
+def test_bad_scenarios_are_refused_naming_the_field(capsys, tmp_path, text, needle):
     p = tmp_path / "s.toml"
     p.write_text(text, encoding="utf-8")
     # the scenario's own duration where the case is about it, else a short run
@@ -190,7 +193,7 @@ def test_dumps_strict():
 
 
 # ---------------------------------------------------------------------------
-# command lines of issue 12
+# bad command lines
 CASES_ARGV = [
     (["alloc", "--cost", "1e308,1e308", "--cost", "1,0.5"], "--cost #1 = '1e308,1e308': 1e308 is out of range"),
     (["alloc", "--cost", "1e-320,1", "--cost", "1,0.5"], "1e-320 is out of range; each cost is 0 or in [1e-06, 1e+06]"),
@@ -215,7 +218,7 @@ CASES_ARGV = [
      "argument --trace-limit: '1e11': out of range; give a whole number in [1, 10,000,000]"),
     (["run", "--preset", "oracle-rates", "--duration", "nan"], "argument --duration: 'nan': not a number"),
     (["run", "--preset", "oracle-rates", "--window", "1e30"], "argument --window: '1e30': out of range"),
-    (["bench", "--services", "nan"], "argument --services: 'nan': not a number"),  # was a ValueError traceback
+    (["bench", "--services", "nan"], "argument --services: 'nan': not a number"),
     (["bench", "--services", "1e20"], "'1e20': out of range; give a whole number in [1,000, 10,000,000,000]"),
     (["bench", "--reps", "1e9"], "argument --reps: '1e9': out of range; give a whole number in [1, 100]"),
     (["bench", "--only", "nope", "--quick"], "--only 'nope' with --max-flows 100000 (the --quick default): no "
@@ -228,7 +231,7 @@ CASES_ARGV = [
 
 @pytest.mark.nojit
 @pytest.mark.parametrize("argv,needle", CASES_ARGV, ids=[f"argv{i}" for i in range(len(CASES_ARGV))])
-def test_issue12_command_lines_are_refused_before_working(capsys, tmp_path, monkeypatch, argv, needle):
+def test_bad_command_lines_are_refused_before_working(capsys, tmp_path, monkeypatch, argv, needle):
     monkeypatch.chdir(tmp_path)
     t0 = time.perf_counter()
     code, out, err = run_cli(capsys, *argv)
@@ -389,3 +392,350 @@ def test_flow_table_past_its_memory_cap_is_refused_before_allocation(monkeypatch
     with pytest.raises(MrfqError, match=r"flow table: 128 flows at once would need .* GiB, more than the "
                                         r"4.65661e-05 GiB cap \(at t = "):
         simulate(sc)
+
+
+# ---------------------------------------------------------------------------
+# inputs built to break a parser, a reader or a message: each is refused in one line, at once
+def refused(capsys, argv, needle, *, bounded=True):
+    """``main(argv)`` refuses in one clean line containing ``needle``; returns the line.  The
+    time bound only catches a hang or a runaway read (a refusal takes well under a second);
+    ``bounded=False`` for a refusal that comes after a run (its first call compiles the loop)."""
+    t0 = time.perf_counter()
+    code, out, err = run_cli(capsys, *argv)
+    assert_clean(code, err, needle)
+    assert out == ""
+    if bounded:
+        assert time.perf_counter() - t0 < 60
+    return err
+
+
+TRACE_SCENARIO = (BASE + '[run]\nduration = 10.0\n[traffic]\ntrace = "t.csv"\n'
+                  + "".join(f'[[class]]\nname = "class{i:03d}"\ncost = [1.0, 0.5]\n' for i in range(100)))
+
+NESTED = [
+    ("x = " + "[" * 999 + "]" * 999 + "\n", "line 2: arrays or inline tables nested more than 32 deep"),
+    ("x = " + "{a = " * 400 + "1" + "}" * 400 + "\n", "line 2: arrays or inline tables nested more than 32 deep"),
+    ("x = " + "[" * 33 + "]" * 33 + "\n", "nested more than 32 deep"),
+    ("[[flow]]\ncost = [1.0, 0.5]\nx = " + "[" * 300 + "]" * 300 + "\n", "line 4: arrays or inline tables"),
+]
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("text,needle", NESTED, ids=["array999", "inline400", "array33", "in-a-table"])
+@pytest.mark.parametrize("command", ["run", "fluid", "compare"])
+def test_deeply_nested_toml_is_refused_before_parsing(capsys, tmp_path, monkeypatch, text, needle, command):
+    monkeypatch.chdir(tmp_path)
+    p = tmp_path / "deep.toml"
+    p.write_text(BASE + text, encoding="utf-8")
+    err = refused(capsys, [command, str(p)], needle)
+    assert err.startswith(f"mrfq: error: {p}: line ")
+    assert not (tmp_path / "mrfq-results.sqlite").exists()
+
+
+@pytest.mark.nojit
+def test_nesting_scan_skips_strings_and_comments():
+    from flows.validate import MAX_NESTING, check_nesting
+
+    deep = "[" * 100 + "]" * 100
+    for text in (f'name = "{deep}"\n', f"name = '{deep}'\n", f'd = """\n{deep}\n"""\n', f"d = '''{deep}'''\n",
+                 f"# {deep}\nx = 1\n", f'name = "\\"{deep}"\n', "x = " + "[" * MAX_NESTING + "]" * MAX_NESTING + "\n",
+                 "[[a]]\nx = [[1, 2], [3]]\ny = {b = {c = [1]}}\n",
+                 'd = """' + deep + '\\"""' + deep + '""' + deep + '"""""\n',   # escaped and adjacent quotes
+                 "d = '''" + deep + "''" + deep + "'''''\n", "s = 'a#" + deep + "' # " + deep + "\n"):
+        check_nesting(text, where="f.toml")
+        assert isinstance(tomllib.loads(text), dict)
+    with pytest.raises(ScenarioError, match=r"^f.toml: line 3: arrays or inline tables nested more than 32 deep"):
+        check_nesting('a = "[[["\n# [[[\nx = ' + "[" * 33 + "]" * 33, where="f.toml")
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("rows,needle", [
+    ("0.0,class001," + "1" * 200_000 + "\n", "t.csv line 2: 200,013 characters; a trace line must be at most 10,000"),
+    ("0.0,class001,1\n" + "2" * 10_001 + "\n", "t.csv line 3: 10,001 characters"),
+    ('0.0,"class001\n' + ("y" * 9_000 + "\n") * 20, "t.csv line 17: not a valid CSV row (field larger than field "
+                                                    "limit (131072))"),
+], ids=["field-200k", "line-10001", "quoted-field-over-many-lines"])
+def test_overlong_trace_lines_are_refused(capsys, tmp_path, rows, needle):
+    (tmp_path / "t.csv").write_text("time,class,packets\n" + rows, encoding="utf-8")
+    p = tmp_path / "s.toml"
+    p.write_text(TRACE_SCENARIO, encoding="utf-8")
+    err = refused(capsys, ["run", str(p)], needle)
+    assert err.startswith("mrfq: error: traffic.trace: ")
+
+
+@pytest.mark.nojit
+def test_a_trace_line_at_the_bound_is_read():
+    from flows.validate import MAX_TRACE_LINE, trace_rows
+
+    line = "0.0,a," + "0" * (MAX_TRACE_LINE - 7) + "1"
+    assert len(line) == MAX_TRACE_LINE
+    rows = list(trace_rows("time,class,packets\n" + line + "\n", at=lambda n: f"t.csv line {n}"))
+    assert rows == [(1, ["time", "class", "packets"]), (2, ["0.0", "a", "0" * (MAX_TRACE_LINE - 7) + "1"])]
+
+
+@pytest.mark.nojit
+def test_paths_that_are_not_regular_files_are_refused(capsys, tmp_path):
+    (tmp_path / "adir.toml").mkdir()
+    refused(capsys, ["run", str(tmp_path / "adir.toml")], f"{tmp_path / 'adir.toml'}: a directory, not a regular "
+                                                          "file; give the path of a file")
+    if os.path.exists("/dev/zero"):  # never ends: read to the size limit it would fill the memory
+        refused(capsys, ["fluid", "/dev/zero"], "/dev/zero: a device, not a regular file")
+        refused(capsys, ["results", "/dev/zero"], "results /dev/zero: not a regular file")
+    (tmp_path / "t.csv").mkdir()
+    p = tmp_path / "s.toml"
+    p.write_text(TRACE_SCENARIO, encoding="utf-8")
+    refused(capsys, ["run", str(p)], f"traffic.trace = '{tmp_path / 't.csv'}': a directory, not a regular file")
+    refused(capsys, ["bench", "--c-source", str(tmp_path)], ": not a regular file (the yardstick's mrfq_ref.c)")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+@pytest.mark.parametrize("what", ["scenario", "trace", "results"])
+def test_a_named_pipe_nobody_writes_to_is_refused_at_once(tmp_path, what):
+    """In a process of its own: a read that blocked on the pipe would block the test runner too."""
+    os.mkfifo(tmp_path / "pipe")
+    p = tmp_path / "s.toml"
+    p.write_text(TRACE_SCENARIO.replace("t.csv", "pipe"), encoding="utf-8")
+    argv, needle = {
+        "scenario": (["run", str(tmp_path / "pipe")], f"{tmp_path / 'pipe'}: a named pipe, not a regular file"),
+        "trace": (["run", str(p)], f"traffic.trace = '{tmp_path / 'pipe'}': a named pipe, not a regular file"),
+        "results": (["results", str(tmp_path / "pipe")], "not a regular file"),
+    }[what]
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    r = subprocess.run([sys.executable, "-m", "analysis.cli", *argv], env=env, capture_output=True, text=True,
+                       timeout=20)
+    assert_clean(r.returncode, r.stderr, needle)
+    assert r.stdout == ""
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("argv", [[], ["--debug"]])
+def test_no_command_is_a_one_line_error_with_the_usage(capsys, argv):
+    err = refused(capsys, argv, "mrfq: error: missing command; usage: mrfq [--debug] COMMAND [ARGS], COMMAND one "
+                                "of run, ")
+    assert "compare" in err and "cluster" in err and err.endswith("(see mrfq --help)\n")
+
+
+BIG = "9" * 401
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("text,needle", [
+    (BASE + f"[run]\nseed = {BIG}\n" + STATIC, "run.seed = 99999999999999999999"),
+    (BASE + f"[router]\nwindow = -{BIG}\n" + STATIC, "router.window = -9999999999999999"),
+    (BASE + f"[router]\nquantum = {BIG}\n" + STATIC, "router.quantum = 99999999999"),
+    (BASE + f'[[class]]\ncost = [1.0, 0.5]\nrate = 0.1\nsize = {{law = "pareto", alpha = {BIG}, mean = 5}}\n',
+     "class[0].size.alpha = 9999999999"),
+], ids=["seed", "window", "scheduler-option", "size-alpha"])
+def test_a_401_digit_integer_is_not_echoed_whole(capsys, tmp_path, text, needle):
+    p = tmp_path / "s.toml"
+    p.write_text(text, encoding="utf-8")
+    err = refused(capsys, ["run", str(p)], needle)
+    assert "... (401 digits)" in err and BIG not in err and len(err) < 250, err
+
+
+@pytest.mark.nojit
+def test_long_name_lists_are_cut_to_a_handful(capsys, tmp_path):
+    (tmp_path / "t.csv").write_text("time,class,packets\n0.0,nope,1\n", encoding="utf-8")
+    p = tmp_path / "s.toml"
+    p.write_text(TRACE_SCENARIO, encoding="utf-8")
+    err = refused(capsys, ["run", str(p)], "class = 'nope': unknown; the scenario's classes are class000, class001, "
+                                           "class002, class003, class004, class005 and 94 more\n")
+    assert len(err) < 250
+    res = [f"r{i:02d}" + "x" * 90 for i in range(32)]
+    p.write_text(f"resources = {json.dumps(res)}\n[router]\nfq_resource = \"zzz\"\n[[flow]]\ncost = {[1.0] * 32}\n",
+                 encoding="utf-8")
+    err = refused(capsys, ["run", str(p)], "router.fq_resource = 'zzz': must be one of the resources r00")
+    assert "and 24 more" in err and len(err) < 1000
+
+
+@pytest.mark.nojit
+def test_every_error_line_is_capped_as_a_whole(capsys, monkeypatch):
+    import router.cli
+
+    def long_message(args):
+        raise MrfqError("field: " + "x" * 100_000 + " fix: do this")
+
+    monkeypatch.setattr(router.cli, "cmd_presets", long_message)
+    err = refused(capsys, ["presets"], "mrfq: error: field: xxx")
+    assert err.endswith(" fix: do this\n") and "[... 99,480 characters ...]" in err and len(err) < 620
+
+
+@pytest.mark.nojit
+def test_quote_and_name_list():
+    from flows.errors import name_list, quote
+
+    assert quote("abc") == "'abc'" and quote(12) == "12"
+    assert quote(int(BIG)) == "9" * 57 + "... (401 digits)"
+    assert quote(-int(BIG)).endswith("... (401 digits)")
+    assert quote(10 ** 5000) == "<an integer of 16,610 bits>"  # more digits than Python prints
+    nested: list = []
+    for _ in range(100_000):
+        nested = [nested]
+    assert quote(nested) == "<a list nested too deeply to print>"
+    assert name_list(["a", "b", "c"]) == "a, b, c"
+    assert name_list(["a", "b", "c"], conj="or") == "a, b or c"
+    assert name_list([f"n{i}" for i in range(2000)]) == "n0, n1, n2, n3, n4, n5 and 1,994 more"
+    assert name_list(["y" * 1000]) == "y" * 57 + "..."
+
+
+# ---------------------------------------------------------------------------
+# a results file on a full disk
+def _fill_after(monkeypatch, pages: int):
+    """Every ResultStore opened from now on can grow by ``pages`` pages only: SQLite's own
+    SQLITE_FULL ("database or disk is full"), as on a full file system."""
+    from analysis.sweep import ResultStore
+
+    opened = ResultStore.__init__
+
+    def init(self, *a, **kw):
+        opened(self, *a, **kw)
+        n = self.conn.execute("PRAGMA page_count").fetchone()[0]
+        self.conn.execute(f"PRAGMA max_page_count = {n + pages}")
+
+    monkeypatch.setattr(ResultStore, "__init__", init)
+
+
+def _point(i: int):
+    from analysis.sweep import Point
+
+    return Point("h", "drfq", 0.5, i, i, 10.0)
+
+
+@pytest.mark.nojit
+def test_a_full_disk_keeps_every_stored_point(tmp_path, monkeypatch):
+    import sqlite3
+
+    from analysis.sweep import ResultStore
+
+    _fill_after(monkeypatch, 6)
+    store = ResultStore(tmp_path / "r.sqlite")
+    put = []
+    with pytest.raises(MrfqError) as e:
+        for i in range(100):
+            store.put(_point(i), "s", {"services": i, "pad": "y" * 3000})
+            put.append(i)
+    store.close()
+    assert 0 < len(put) < 100
+    msg = str(e.value)
+    assert msg == (f"--results {tmp_path / 'r.sqlite'}: could not store the point drfq at load 0.5 (replication "
+                   f"{len(put)}): the disk is full (or the file reached its size limit), so the sweep stopped; "
+                   f"{len(put)} points are stored and intact; free some space and re-run the same command: it "
+                   "resumes from the stored points")
+    conn = sqlite3.connect(tmp_path / "r.sqlite")
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    rows = conn.execute("SELECT replication, payload FROM points ORDER BY replication").fetchall()
+    conn.close()
+    assert rows == [(i, json.dumps({"services": i, "pad": "y" * 3000})) for i in put]
+
+
+@pytest.mark.nojit
+def test_compare_on_a_full_disk_stops_in_one_line_and_resumes(capsys, tmp_path, monkeypatch):
+    """``mrfq compare`` whose results file cannot grow: exit 2 naming the file and the stored
+    points; re-running runs only the points not stored (the simulation is replaced by a stand-in
+    here, the store and the sweep's bookkeeping are the real ones)."""
+    import sqlite3
+
+    import analysis.compare
+    import analysis.sweep
+
+    ran = []
+
+    def fake_point(d, name, p):
+        ran.append(p.key)
+        return {"services": 1, "pad": "z" * 12_000}  # 3 to 4 pages: a few points fill the room
+
+    monkeypatch.setattr(analysis.sweep, "run_point", fake_point)
+    monkeypatch.setattr(analysis.compare, "fluid_gammas", lambda *a, **k: {"gamma": [1.0, 1.0], "halfwidth": None})
+    _fill_after(monkeypatch, 8)
+    res = tmp_path / "r.sqlite"
+    argv = ["compare", "--preset", "br-unbalanced", "--quick", "--schedulers", "drfq,pf-sfq", "--loads", "0.3,0.5",
+            "--coarse", "never", "--workers", "1", "--results", str(res), "--json"]
+    err = refused(capsys, argv, f"mrfq: error: --results {res}: could not store the point ")
+    assert "the disk is full (or the file reached its size limit), so the sweep stopped; " in err
+    n1 = len(ran) - 1  # the last one could not be stored
+    assert n1 >= 1
+    assert f"; {n1} points are stored and intact; free some space and re-run the same command" in err
+    first = list(ran)
+
+    def stored():
+        conn = sqlite3.connect(res)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        keys = {k for (k,) in conn.execute("SELECT key FROM points")}
+        conn.close()
+        return keys
+
+    assert stored() == set(first[:-1])
+    ran.clear()
+    err = refused(capsys, argv, "points are stored and intact")  # a little more room, then full again
+    assert not set(ran) & set(first[:-1])  # nothing stored was run again
+    assert stored() == set(first[:-1]) | set(ran[:-1])
+
+
+@pytest.mark.nojit
+def test_a_store_whose_checkpoint_stopped_on_a_full_disk_reopens(tmp_path):
+    """A checkpoint that stopped on a full disk leaves the header's page count ahead of the file,
+    the pages still in the write-ahead log: SQLite reads them from there, and so the store opens
+    (a re-run resumes); without the log the same header is a truncated file and is refused."""
+    import shutil
+    import sqlite3
+
+    from analysis.sweep import ResultStore
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    for i in range(3):
+        store.put(_point(i), "s", {"services": i, "pad": "y" * 3000})
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for suffix in ("", "-wal"):  # as left on disk while the store is open
+        shutil.copy(tmp_path / f"r.sqlite{suffix}", copy / f"r.sqlite{suffix}")
+    store.close()
+    db = copy / "r.sqlite"
+    assert (copy / "r.sqlite-wal").stat().st_size > 0
+    head = bytearray(db.read_bytes())
+    pages = db.stat().st_size // 4096
+    head[28:32] = (pages + 5).to_bytes(4, "big")  # page 1 copied back, the pages after it not
+    db.write_bytes(bytes(head))
+    again = ResultStore(db)
+    assert again.count() == 3 and again.get(_point(2).key) == {"services": 2, "pad": "y" * 3000}
+    again.close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "r.sqlite").write_bytes(bytes(head))
+    with pytest.raises(MrfqError, match=r"a truncated or damaged SQLite file"):
+        ResultStore(lone / "r.sqlite")
+
+
+def test_run_trace_on_a_full_disk_is_refused_and_keeps_the_old_file(capsys, tmp_path, monkeypatch):
+    """``run --trace`` whose file system is full: one line, exit 2, the file already there unchanged
+    (the write goes to a temporary file, removed on the error)."""
+    import errno
+
+    import flows.cli_args
+
+    real = os.fdopen
+
+    class Full:
+        def __init__(self, f):
+            self.f, self.n = f, 0
+
+        def write(self, s):
+            self.n += 1
+            if self.n > 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.f.write(s)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(flows.cli_args.os, "fdopen", lambda *a, **k: Full(real(*a, **k)))
+    out = tmp_path / "t.csv"
+    out.write_text("keep\n")
+    refused(capsys, ["run", "--preset", "oracle-rates", "--duration", "2000", "--trace", str(out)],
+            "--trace '" + str(out)[:20], bounded=False)
+    assert out.read_text() == "keep\n" and sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]

@@ -1,4 +1,4 @@
-"""Layering (issue 9 item 3): packages import only downward, flows -> fq -> router -> analysis, with
+"""Layering: packages import only downward, flows -> fq -> router -> analysis, with
 the ``mrfq`` dispatcher (analysis/cli.py) on top; no ``try/except ImportError`` around the
 project's own modules; the shared argument helpers are a leaf of ``flows``."""
 

@@ -75,3 +75,13 @@ def test_random_trees_script_runs(capsys):
     mod = runpy.run_path(str(Path(__file__).resolve().parents[1] / "scripts" / "cluster_hdrfq_trees.py"))
     assert mod["main"](["--trees", "2"]) == 0
     assert "increment=node-dominant" in capsys.readouterr().out
+
+
+def test_gap_distribution_plot_has_one_step_line_per_rule():
+    from analysis.cluster.plot import plot_gap_distribution
+
+    fig = plot_gap_distribution({"dominant": [0.002, 0.2, 0.01], "per-resource": [0.3, 1.02]})
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.lines] == ["dominant (median 1.0 %)", "per-resource (median 66.0 %)"]
+    assert list(ax.lines[0].get_xdata()) == pytest.approx([0.2, 1.0, 20.0])
+    assert list(ax.lines[0].get_ydata()) == pytest.approx([1 / 3, 2 / 3, 1.0])

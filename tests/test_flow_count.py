@@ -1,4 +1,4 @@
-"""``count`` on a [[flow]] table: n identical static flows from one table (issue 10 item 3:
+"""``count`` on a [[flow]] table: n identical static flows from one table (so
 a 10^6-flow scenario is three tables, not 10^6 Python objects).  A counted table must run
 exactly as the same flows written out one table each, in the engine and in the SimPy
 reference, and its flows are named ``name.0``, ``name.1``, ..."""

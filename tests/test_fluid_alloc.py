@@ -5,7 +5,6 @@ Oracles of SPEC §1.4 first, then properties on random instances, then the CLI.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys

@@ -216,6 +216,24 @@ def test_plot_function_returns_figure():
     assert len(fig.axes[0].lines) == 6
 
 
+def test_size_law_plot_draws_every_row():
+    from matplotlib.figure import Figure
+
+    from analysis.plots import plot_size_laws
+
+    rows = [dict(scheduler=s, load=x, cls=c, law=law, rel=0.01 * i, rel_halfwidth=0.002)
+            for i, (s, x, c, law) in enumerate((s, x, c, law) for s in ("drfq", "pf-sfq", "bmf-wfq")
+                                               for x in (0.5, 0.8) for c in ("c1", "c2")
+                                               for law in ("geometric", "pareto"))]
+    fig = plot_size_laws(rows)
+    assert isinstance(fig, Figure)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == ["drfq", "pf-sfq", "bmf-wfq"]
+    # one error-bar series per law, four (load, class) points each, at the rows' values in per cent
+    ys = sorted(y for ax in visible for bars in ax.containers for y in bars.lines[0].get_ydata())
+    assert ys == pytest.approx([100 * r["rel"] for r in sorted(rows, key=lambda r: r["rel"])])
+
+
 def test_fluid_simulate(capsys):
     rc, out = _run(["fluid", "--preset", "dynamic-small", "--objective", "bmf", "--method", "simulate",
                     "--events", "50000", "--json", "--seed", "3"], capsys)

@@ -1,5 +1,5 @@
-"""Fuzzing the gate and the command line (issue 12): every case ends in success or in one clean
-line naming the field; none escapes as a traceback, none hangs, no JSON carries NaN.
+"""Fuzzing the gate and the command line: every case ends in success or in one clean line naming
+the field or the file; none escapes as a traceback, none hangs, no JSON carries NaN.
 
 * scenario dicts: hypothesis mutates the shipped presets (deleted keys, wrong types, 0, -1,
   nan, inf, 1e308, 2**63, denormals, huge strings) and ``flows.from_dict`` must return a
@@ -12,6 +12,10 @@ line naming the field; none escapes as a traceback, none hangs, no JSON carries 
   only the option checks run; an accepted case must stay within the documented ranges);
 * cluster scenarios: hypothesis mutates the cluster presets through ``cluster_from_dict``
   (pure Python, as for packet scenarios);
+* hostile files: TOML nested to any depth (arrays, inline tables, brackets in strings and
+  comments), trace CSVs with fields of any length and open quotes (packet and cluster traces),
+  scenarios with thousands of names that a message would list: through the real readers, each
+  accepted or refused in one short line;
 * the larger run (slow): ``scripts/fuzz_cli.py`` over scenario files and every command, each
   case in a worker process under a wall-clock cap and an address-space limit.
 """
@@ -267,6 +271,89 @@ def test_cluster_gate_accepts_or_refuses_in_one_line(case):
         return
     assert expected_tasks(sc) <= MAX_TASKS  # an accepted scenario's run is bounded
     assert sc.capacity().shape == (sum(s.count for s in sc.servers), sc.n_resources)
+
+
+@st.composite
+def nested_toml(draw):
+    """``x = `` and arrays / inline tables nested 0 to 1,200 deep, sometimes broken, sometimes
+    behind a string or a comment full of brackets."""
+    depth = draw(st.integers(0, 1200))
+    kinds = draw(st.lists(st.sampled_from(["[", "{a = ", "[1, "]), min_size=1, max_size=3))
+    opens = [kinds[i % len(kinds)] for i in range(depth)]
+    closes = "".join("]" if o[0] == "[" else "}" for o in reversed(opens))
+    text = "x = " + "".join(opens) + draw(st.sampled_from(["1", '"]}"', "", "[]", "{}"])) + closes + "\n"
+    if draw(st.booleans()):
+        text = draw(st.sampled_from(['s = "' + "[" * 500 + '"\n', "# " + "{" * 500 + "\n",
+                                     "d = '''" + "[" * 500 + "'''\n", "[[flow]]\ncost = [1.0]\n"])) + text
+    if draw(st.integers(0, 5)) == 0 and len(text) > 5:  # break it somewhere
+        i = draw(st.integers(0, len(text) - 1))
+        text = text[:i] + text[i + 1:]
+    return depth, text
+
+
+@pytest.mark.nojit
+@seed(17)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(case=nested_toml())
+def test_nested_toml_is_read_or_refused_in_one_line(tmp_path, case):
+    from flows.validate import MAX_NESTING, read_toml
+
+    depth, text = case
+    p = tmp_path / "n.toml"
+    p.write_text(text, encoding="utf-8")
+    try:
+        d = read_toml(p, what="scenario", max_bytes=10 * 2**20, missing_hint="")
+    except ScenarioError as e:
+        msg = str(e)
+        assert msg.startswith(f"{p}: ") and "\n" not in msg and len(msg) < 600, msg[:300]
+        return
+    assert isinstance(d, dict) and depth <= MAX_NESTING + 1  # a broken file may have lost a level
+
+
+TRACE_PIECES = st.one_of(
+    st.text(alphabet='0123456789.,"\n\r ab-e', max_size=40),
+    st.builds(lambda n, c: c * n, st.integers(9_000, 300_000), st.sampled_from(["1", '"', ",", "a", "\n"])),
+    st.sampled_from(["0,a,1", "1,b,2", '2,"a",3', '3,"a\n', "nan,a,1", "1,zzz,1"]))
+
+
+@pytest.mark.nojit
+@seed(18)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(pieces=st.lists(TRACE_PIECES, max_size=6), kind=st.sampled_from(["packet", "cluster"]))
+def test_hostile_traces_are_read_or_refused_in_one_line(tmp_path, pieces, kind):
+    from flows.cluster import _read_trace
+    from flows.traffic import read_arrival_trace
+
+    p = tmp_path / "t.csv"
+    header = "time,class,packets" if kind == "packet" else "time,user,tasks"
+    p.write_text(header + "\n" + "\n".join(pieces) + "\n", encoding="utf-8")
+    try:
+        if kind == "packet":
+            read_arrival_trace("traffic.trace", p, ["a", "b"])
+        else:
+            _read_trace(p, ["a", "b"])
+    except ScenarioError as e:
+        msg = str(e)
+        assert msg.startswith("traffic.trace") and "\n" not in msg and len(msg) < 600, msg[:300]
+
+
+@pytest.mark.nojit
+@seed(19)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 3000), length=st.integers(6, 100))
+def test_messages_list_a_handful_of_names(n, length):
+    from flows.cluster import cluster_from_dict
+
+    names = [("x" * length + f"_{i}")[-length:] for i in range(n)]  # distinct, `length` characters
+    d = {"resources": ["cpu"], "server": [{"capacity": [4.0]}],
+         "node": [{"name": x} for x in names] + [{"name": "last", "parent": "nowhere"}]}
+    with pytest.raises(ScenarioError) as e:
+        cluster_from_dict(d)
+    msg = str(e.value)
+    assert msg.startswith(f"node[{n}].parent = 'nowhere': not a [[node]]; use 'root' or one of ")
+    assert len(msg) < 600 and ("more" in msg) == (n + 2 > 6), msg[:300]
 
 
 def _fuzz_module():

@@ -1,4 +1,4 @@
-"""The block-parallel Krylov solve of the flow-level Markov chain (analysis.markov, issue 10 item 4):
+"""The block-parallel Krylov solve of the flow-level Markov chain (analysis.markov):
 the blocked ILU(0) is the ILU(0) of the block-diagonal part, entry for entry; the solve with any
 number of blocks reaches the same law as one block and as a dense oracle; and the iterates
 depend on the blocks, not on the number of threads that runs them."""

@@ -1,4 +1,4 @@
-"""Issue 12: the exact Markov solve gives up within a wall-clock budget (``time_limit``,
+"""The exact Markov solve gives up within a wall-clock budget (``time_limit``,
 ``mrfq fluid --time-limit``) and the simulated chain runs in chunks of events (Ctrl-C is seen
 between them), with the same results bit for bit as one kernel call."""
 
@@ -192,7 +192,7 @@ def test_time_limit_is_checked_between_regions(monkeypatch):
                                                        ("br-balanced", 0.97, "region")])
 def test_long_exact_solve_stops_near_its_time_limit(preset, load, truncation):
     """br-unbalanced at load 0.96 takes 2.3 s in the box, br-balanced at 0.97 10 s or more in
-    regions (session 7); with 0.5 s they give up soon after."""
+    regions; with 0.5 s they give up soon after."""
     t0 = time.perf_counter()
     with pytest.raises(markov.SolveTimeLimit):
         markov.solve(flows.load_preset(preset), "drf", load=load, time_limit=0.5, truncation=truncation)

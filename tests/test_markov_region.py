@@ -1,4 +1,4 @@
-"""The region truncation of the flow-level Markov chain (analysis.markov_region, issue 10 item 4):
+"""The region truncation of the flow-level Markov chain (analysis.markov_region):
 the numba assembly against a plain-Python generator on hand-made regions, the box as a special
 case, the region pieces (connectivity, union, embedding), and the solve against the box solve."""
 
@@ -68,7 +68,7 @@ def test_region_solve_equals_the_plain_generator(objective):
     ref = _oracle_pi(m, objective, r)
     assert t.pi.size == r.n == len(_states_of(r))
     # the Krylov solve stops at relative residual 1e-10 (EXACT_RTOL), so a probability can be off by
-    # about that much: one full run on an AMD VM (session 8) stopped 2.3e-11 away from the oracle at
+    # about that much: one full run on an AMD VM stopped 2.3e-11 away from the oracle at
     # one state, where every other run, and this test alone, had matched it to 1e-11
     np.testing.assert_allclose(t.pi, ref, rtol=3e-8, atol=1e-10)
     X = np.array(_states_of(r), dtype=float)

@@ -1,5 +1,5 @@
-"""scripts/markov_solvers.py, the measured case for keeping the numba ILU(0) + GMRES (issue 10
-item 4), at a tiny size: every solver reaches the residual and gives the same gamma, and the
+"""scripts/markov_solvers.py, the measured case for keeping the numba ILU(0) + Krylov solver,
+at a tiny size: every solver reaches the residual and gives the same gamma, and the
 project's solve equals analysis.markov.solve_truncated's."""
 
 import json

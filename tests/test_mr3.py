@@ -132,7 +132,7 @@ def test_mr3_long_run_rates_are_drf_on_spec_1_4(case):
 
 
 def test_progress_control_is_what_keeps_drf_when_the_first_resource_is_idle():
-    """Issue 2's probe, (0.2, 1) and (0.1, 0.5): the link is the only bottleneck, DRF = (0.5, 1.0).
+    """The idle-CPU probe, (0.2, 1) and (0.1, 0.5): the link is the only bottleneck, DRF = (0.5, 1.0).
     With progress control MR3 realises it; without (progress = 0) the CPU runs rounds ahead, the
     link's FIFO queue decides, and the rates degrade to FIFO's equal packet rates (2/3, 2/3) -
     the same failure as memoryless DRFQ's virtual time (SPEC 4.1)."""

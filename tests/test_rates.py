@@ -141,7 +141,7 @@ def test_sfq_fairness_bound(costs, weights, window, t1, length):
 
 
 def test_idle_cpu_drfq_degrades_to_fifo_dovetail_keeps_drf():
-    """Issue 2's probe: (0.2, 1) and (0.1, 0.5), link the only bottleneck, CPU mostly idle.
+    """The idle-CPU probe: (0.2, 1) and (0.1, 0.5), link the only bottleneck, CPU mostly idle.
 
     DRF gives (0.5, 1.0).  Memoryless DRFQ with either virtual-time rule gives
     equal packet rates (2/3, 2/3), i.e. FIFO: the idle CPU starts every packet

@@ -123,8 +123,8 @@ def test_sigkill_at_five_moments_loses_and_duplicates_nothing(tiny, tmp_path):
     """Five sweeps on one store, each SIGKILLed at a different moment (after 0, 2, 5, 9 and 13
     stored points: the first before any point is committed), then a re-run: every point exactly
     once, the same numbers as a clean run, and SQLite's integrity check passes.  10^5 flows per
-    replication, about 160 ms per point: with 300 (about 17 ms per point once a run's fixed cost
-    fell to 0.2 ms, session 7) a busy CI machine saw eight points stored between two polls."""
+    replication, about 160 ms per point: with 300 (about 17 ms per point with a run's fixed cost
+    of 0.2 ms) a busy CI machine saw eight points stored between two polls."""
     more = ["serial", "100000"]
     db = tmp_path / "k.sqlite"
     script = tmp_path / "sweep.py"

@@ -7,18 +7,37 @@ share ``s = max_j U_j / R_j`` of every node on the path (plain sums over the sub
 ``eps -> 0`` this is a water-filling ([H-DRF] §4): siblings that can still grow keep equal
 weighted dominant shares, a leaf stops when a resource it needs saturates (or when it reaches
 ``tasks_max`` tasks), and the allocation is unique.  This module computes that limit exactly
-(up to float bisection), phase by phase:
+(up to float bisection of the root's level), phase by phase:
 
 * the root's growing children have dominant share ``w_c * lam``; an internal node ``n`` asked
-  for dominant share ``sigma`` gives its growing children ``w_c * mu`` with ``mu`` solving
-  ``max_{j in Y} (B_j + sum_c U_cj(w_c mu)) = sigma`` (``B`` = what its stopped children hold,
-  ``Y`` = the unsaturated resources); when all its growing children are leaves,
-  ``U_c(x) = x * a_c`` is linear and ``mu = min_{j in Y, V_j > 0} (sigma - B_j) / V_j`` with
-  ``V = sum_c w_c a_c``; otherwise ``mu`` is found by bisection (the left side is increasing);
+  for dominant share ``sigma`` gives its growing children ``w_c * mu`` with ``mu`` the lowest
+  solution of ``h_n(mu) = max_{j in Y} (B_j + sum_c U_cj(w_c mu)) = sigma`` (``B`` = what its
+  stopped children hold, ``Y`` = the unsaturated resources, ``U_c(tau)`` child c's usage when
+  asked for ``tau``);
 * ``lam`` rises (bisection) until a resource saturates or a leaf reaches its cap; those leaves
   stop; repeat until no leaf can grow.  A node already above the level keeps what it has
-  (``max(target, current share)``), so the usage is continuous in ``lam``; with leaf children
-  only, ``mu`` is the exact inverse of a piecewise-linear function.
+  (``max(target, current share)``), so the usage is continuous in ``lam`` except where a free
+  growth stretch is jumped;
+* a *free growth stretch*: when a node's dominant resource (over ``Y``) is used by none of its
+  growing descendants, its share stays put while they grow, so ``mu`` is not unique there; the
+  lowest is taken (the node's usage jumps to the stretch's end once its target passes its share).
+  When the root's level stalls at such a stretch (the jump would overfill a resource), the phase
+  walks it at that level, a fraction ``theta`` of every such stretch together, until a resource
+  fills or a leaf reaches its cap.
+
+**Water-filling in polynomial time.**  Within a phase every ``U_n`` is piecewise linear in the
+node's target (with jumps at free growth stretches): a leaf's is ``max(tau, s_u) a_u``; an
+internal node's ``F_n(mu) = B + sum_c U_c(w_c mu)`` is the sum of its children's (their
+breakpoints merged, slopes and jumps accumulated in one sorted sweep), ``h_n`` is the upper
+envelope of ``F_n``'s components over ``Y`` (each segment is split where the top component
+changes: at most ``R - 1`` crossings per segment), and ``U_n(tau) = F_n(mu_n(tau))`` has a
+breakpoint at each value ``h_n`` takes at a breakpoint of ``F_n``.  So each node's function is
+built once per phase, children first, in time linear in the breakpoints below it (at most the
+tree's leaves times its depth times ``R``), and evaluating the whole tree at a root level
+``lam`` is one pass from the root: at every node one binary search in ``h_n`` gives ``mu``.  The
+phases are at most ``U + R + 1`` (each stops a leaf; without caps each saturates a resource, so
+at most ``R + 1``).  Between two breakpoints every leaf grows linearly in ``lam`` at the rate the
+tree gives it: an event-driven water-filling whose events are the breakpoints.
 
 Choice (the paper is ambiguous here): the dominant share of a node is taken over the
 *unsaturated* resources ``Y`` only, as the dynamic algorithm does ([H-DRF] §3.4 "we ignore
@@ -98,6 +117,189 @@ def _check(capacity, demand, tree: Tree, tasks_max):
     return T, D, cap
 
 
+class _Pl:
+    """A node's usage as a function of its target ``tau``: piecewise linear, non-decreasing, left-continuous.
+
+    Breakpoints ``x[P]`` (``x[0]`` = the node's share at the start of the phase: below it the usage is
+    constant), ``vl[P, R]`` the value at ``x[k]``, ``vr[P, R]`` its right limit (a jump where they differ),
+    linear in between, slope ``end[R]`` after ``x[-1]``."""
+
+    __slots__ = ("x", "vl", "vr", "end")
+
+    def __init__(self, x, vl, vr, end):
+        self.x, self.vl, self.vr, self.end = x, vl, vr, end
+
+
+class _Node:
+    """A growing internal node's functions in the children's level ``mu``: breakpoints ``M[P]``, ``Fl``/``Fr``
+    ``[P, R]`` the usage at / right after them, ``SF[R]`` the slope after ``M[-1]``; ``hl``/``hr`` the dominant
+    share over ``Y`` at / right after them and ``hs`` its slope after ``M[-1]``; ``brk[c][k]``: the index of
+    internal child c's own breakpoint at ``M[k]`` (or -1), so that a child asked for exactly its breakpoint
+    gets that breakpoint's (left) value."""
+
+    __slots__ = ("M", "Fl", "Fr", "SF", "hl", "hr", "hs", "brk")
+
+
+def _lower(nd: _Node, sig: float) -> tuple[float, int]:
+    """``max(M[0], sup{mu: h(mu) < sig})`` and the breakpoint index it sits on (-1: inside a segment)."""
+    M, hl, hr = nd.M, nd.hl, nd.hr
+    P = M.shape[0]
+    k0 = int(np.searchsorted(hl, sig, side="left"))      # first k with hl[k] >= sig
+    if k0 == 0:
+        return float(M[0]), 0
+    j = k0 - 1
+    if hr[j] >= sig:
+        return float(M[j]), j
+    slope = nd.hs if k0 == P else (hl[k0] - hr[j]) / (M[k0] - M[j])
+    mu = M[j] + (sig - hr[j]) / slope
+    if k0 < P and mu >= M[k0]:
+        return float(M[k0]), k0
+    return float(mu), -1
+
+
+def _upper(nd: _Node, sig: float) -> float:
+    """``sup{mu: h(mu) <= sig}`` (the end of a free growth stretch at ``sig``)."""
+    M, hl, hr = nd.M, nd.hl, nd.hr
+    P = M.shape[0]
+    k1 = int(np.searchsorted(hl, sig, side="right"))     # first k with hl[k] > sig
+    if k1 == 0:
+        return float(M[0])
+    j = k1 - 1
+    if hr[j] > sig:
+        return float(M[j])
+    slope = nd.hs if k1 == P else (hl[k1] - hr[j]) / (M[k1] - M[j])
+    return float(min(M[j] + (sig - hr[j]) / slope, M[k1])) if k1 < P else float(M[j] + (sig - hr[j]) / slope)
+
+
+def _seg_value(nd: _Node, j: int, mu: float) -> np.ndarray:
+    """F at ``mu`` inside segment j (right of ``M[j]``)."""
+    P = nd.M.shape[0]
+    if j == P - 1:
+        return nd.Fr[j] + (mu - nd.M[j]) * nd.SF
+    return nd.Fr[j] + (mu - nd.M[j]) * (nd.Fl[j + 1] - nd.Fr[j]) / (nd.M[j + 1] - nd.M[j])
+
+
+def _value_at(nd: _Node, sig: float, right: bool) -> np.ndarray:
+    """``F(mu(sig))`` (``right``: its limit from above, ``sig+``)."""
+    M, hl, hr = nd.M, nd.hl, nd.hr
+    P = M.shape[0]
+    k = int(np.searchsorted(hl, sig, side="right" if right else "left"))
+    if k == 0:
+        return nd.Fl[0]
+    j = k - 1
+    if (hr[j] > sig) if right else (hr[j] >= sig):
+        return nd.Fl[j]
+    slope = nd.hs if k == P else (hl[k] - hr[j]) / (M[k] - M[j])
+    mu = M[j] + (sig - hr[j]) / slope
+    if k < P and mu >= M[k]:
+        return nd.Fl[k]
+    return _seg_value(nd, j, mu)
+
+
+def _envelope_cuts(m0: float, m1: float, f0: np.ndarray, slope: np.ndarray) -> list[float]:
+    """Points in (m0, m1) where the top of the lines ``f0 + (m - m0) slope`` changes (m1 may be inf)."""
+    cuts = []
+    m = m0
+    v = f0.copy()
+    top = int(np.lexsort((slope, v))[-1])                 # highest, then steepest
+    while True:
+        over = slope > slope[top]
+        if not over.any():
+            return cuts
+        d = (v[top] - v[over]) / (slope[over] - slope[top])   # when each steeper line catches up
+        k = int(np.argmin(d))
+        dm = float(d[k])
+        cand = np.flatnonzero(over)
+        if dm <= 0.0:                                     # a steeper line ties here: it is the top from now
+            best = cand[d <= 0.0]
+            top = int(best[np.argmax(slope[best])])
+            continue
+        if not m + dm < m1:
+            return cuts
+        m += dm
+        v = v + dm * slope
+        cuts.append(m)
+        best = cand[np.isclose(d, dm, rtol=0.0, atol=0.0)]
+        top = int(best[np.argmax(slope[best])])
+
+
+def _build(kids: list[tuple[_Pl, float]], B: np.ndarray, Y: np.ndarray) -> _Node:
+    """The node's F, h in ``mu`` from its growing children's ``(U_c, w_c)`` (one sorted sweep)."""
+    R = B.shape[0]
+    xs, jumps, dslope, v0 = [], [], [], B.copy()
+    for f, w in kids:
+        x = f.x / w
+        P = x.shape[0]
+        sl = np.empty((P, R))                               # slope right of each breakpoint, in mu
+        if P > 1:
+            sl[:-1] = (f.vl[1:] - f.vr[:-1]) / (x[1:] - x[:-1])[:, None]
+        sl[-1] = f.end * w
+        prev = np.vstack([np.zeros((1, R)), sl[:-1]])
+        xs.append(x)
+        jumps.append(f.vr - f.vl)
+        dslope.append(sl - prev)
+        v0 = v0 + f.vl[0]
+    x = np.concatenate(xs)
+    J = np.concatenate(jumps)
+    dS = np.concatenate(dslope)
+    order = np.argsort(x, kind="stable")
+    x, J, dS = x[order], J[order], dS[order]
+    M, first = np.unique(x, return_index=True)
+    # sums over events with x_e < m (left values) and x_e <= m (right values)
+    cJ = np.vstack([np.zeros((1, R)), np.cumsum(J, axis=0)])
+    cS = np.vstack([np.zeros((1, R)), np.cumsum(dS, axis=0)])
+    cSx = np.vstack([np.zeros((1, R)), np.cumsum(dS * x[:, None], axis=0)])
+    last = np.concatenate([first[1:], [x.shape[0]]])       # events at M[k] are first[k]:last[k]
+    Fl = v0 + cJ[first] - cSx[first] + M[:, None] * cS[first]
+    Fr = v0 + cJ[last] - cSx[last] + M[:, None] * cS[last]
+    SF = cS[-1]
+    # split segments where the top component over Y changes
+    Yi = np.flatnonzero(Y)
+    P = M.shape[0]
+    cuts: list[tuple[int, float]] = []
+    if P > 1:
+        a, b = Fr[:-1][:, Yi], Fl[1:][:, Yi]
+        ta = np.argmax(a + 0.0, axis=1)
+        tb = np.argmax(b, axis=1)
+        rows = np.arange(P - 1)
+        need = (ta != tb) & (b[rows, ta] < b[rows, tb])
+        for j in np.flatnonzero(need):
+            slope = (b[j] - a[j]) / (M[j + 1] - M[j])
+            cuts += [(j, m) for m in _envelope_cuts(float(M[j]), float(M[j + 1]), a[j], slope)]
+    cuts += [(P - 1, m) for m in _envelope_cuts(float(M[-1]), np.inf, Fr[-1][Yi], SF[Yi])]
+    nd = _Node()
+    if cuts:
+        js = np.array([c[0] for c in cuts])
+        ms = np.array([c[1] for c in cuts])
+        nxt = np.minimum(js + 1, P - 1)
+        seg_slope = np.where((js < P - 1)[:, None], (Fl[nxt] - Fr[js]) / np.where(js < P - 1, M[nxt] - M[js], 1.0)[:, None],
+                             SF[None, :])
+        vals = Fr[js] + (ms - M[js])[:, None] * seg_slope
+        Mn = np.concatenate([M, ms])
+        o = np.argsort(Mn, kind="stable")
+        M = Mn[o]
+        Fl = np.vstack([Fl, vals])[o]
+        Fr = np.vstack([Fr, vals])[o]
+    nd.M, nd.Fl, nd.Fr, nd.SF = M, Fl, Fr, SF
+    nd.hl = Fl[:, Yi].max(axis=1)
+    nd.hr = Fr[:, Yi].max(axis=1)
+    nd.hl = np.maximum.accumulate(nd.hl)                   # rounding: keep h non-decreasing
+    nd.hr = np.maximum(nd.hr, nd.hl)
+    lastv = Fr[-1][Yi]
+    top = np.lexsort((SF[Yi], lastv))[-1]
+    nd.hs = float(SF[Yi][top])
+    return nd
+
+
+def _usage_fn(nd: _Node, cs: float) -> _Pl:
+    """The node's usage as a function of its target, ``F(mu(max(tau, cs)))``."""
+    pts = np.unique(np.concatenate([nd.hl, nd.hr, [cs]]))
+    pts = pts[pts >= cs]
+    vl = np.array([_value_at(nd, float(t), False) for t in pts])
+    vr = np.array([_value_at(nd, float(t), True) for t in pts])
+    return _Pl(pts, vl, vr, nd.SF / nd.hs)
+
+
 def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
     """The static H-DRF allocation ([H-DRF] §3.1, Algorithm 1 with ``eps -> 0``).
 
@@ -111,97 +313,44 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
     dom = dn.max(axis=1)
     a = dn / dom[:, None]  # pool fractions per unit of dominant share
     cap_share = cap * dom
-    children = [np.flatnonzero(tree.parent == n) for n in range(N)]
-    user_of = {int(v): u for u, v in enumerate(tree.leaf)}
-    w = tree.weight
+    parent = np.asarray(tree.parent, dtype=np.int64)
+    w = np.asarray(tree.weight, dtype=np.float64)
+    leaf = np.asarray(tree.leaf, dtype=np.int64)
+    kids: list[list[int]] = [[] for _ in range(N)]
+    for n in range(1, N):
+        kids[int(parent[n])].append(n)
+    user_of = np.full(N, -1, dtype=np.int64)
+    user_of[leaf] = np.arange(U)
+    internal = [n for n in range(N) if user_of[n] < 0]    # parents before children (Tree's order)
     frozen = np.zeros(U, dtype=bool)
     frozen_share = np.zeros(U)
     Y = np.ones(R, dtype=bool)
     saturated: list[int] = []
-
-    def growing(n: int) -> bool:
-        if n in user_of:
-            return not frozen[user_of[n]]
-        return any(growing(int(c)) for c in children[n])
-
-    cur = np.zeros((N, R))  # consumption of every subtree at the start of the phase
-    cs = np.zeros(N)  # its dominant share over the unsaturated resources Y
-
-    def at(n: int, sigma: float, out: np.ndarray, theta: float = 0.0) -> np.ndarray:
-        """Usage of subtree n when n is asked for dominant share max(sigma, cs[n]) (a node already above
-        the level keeps what it has); writes the leaf shares to out.
-
-        theta in [0, 1] places a node on its *free growth* stretch: when n's dominant resource is
-        used by none of its growing descendants, n's dominant share stays at cs[n] while they grow,
-        so the children's level mu is not unique; it spans [mu_lo, mu_hi] where h(mu) <= sigma.
-        Progressive filling walks that whole stretch at one value of the root's level (n stays the
-        lowest child of its parent); theta = 0 takes its start (the lower inverse, the default),
-        theta = 1 its end.  Only a phase that stalls on such a stretch uses theta > 0."""
-        if n in user_of:
-            u = user_of[n]
-            x = frozen_share[u] if frozen[u] else max(sigma, cs[n])
-            out[u] = x
-            return x * a[u]
-        if not growing(n):
-            for c in children[n]:
-                at(int(c), 0.0, out)
-            return cur[n].copy()
-        sigma = max(sigma, cs[n])
-        B = np.zeros(R)
-        act = []
-        for c in children[n]:
-            c = int(c)
-            if growing(c):
-                act.append(c)
-            else:
-                B += at(c, 0.0, out)
-        if all(c in user_of for c in act):
-            mu, h = _mu_leaves(B, act, sigma)
-        else:
-            def h(m: float) -> float:
-                v = B + sum(at(c, w[c] * m, out.copy(), theta) for c in act)
-                return float(v[Y].max())
-            lo = min(cs[c] / w[c] for c in act)
-            hi = max(lo, sigma / min(w[c] for c in act)) + 1e-300
-            while h(hi) < sigma:
-                hi *= 2.0
-            mu = _bisect(lambda m: h(m) < sigma, lo, hi)
-        if theta > 0.0:
-            hi = 2.0 * mu + 1e-300
-            while h(hi) <= sigma:
-                hi *= 2.0
-            mu += theta * (_bisect(lambda m: h(m) <= sigma, mu, hi) - mu)
-        return B + sum(at(c, w[c] * mu, out, theta) for c in act)
-
-    def _mu_leaves(B: np.ndarray, act: list[int], sigma: float):
-        """Exact (lower) inverse of the piecewise-linear h(mu) = max_{j in Y} (B_j + sum_c max(cs_c, w_c mu) a_cj),
-        and h."""
-        lv = np.array([cs[c] / w[c] for c in act])
-        A = np.array([a[user_of[c]] for c in act])
-        W = np.array([w[c] for c in act])
-        cs_act = np.array([cs[c] for c in act])
-
-        def h(m: float) -> float:
-            return float((B + (np.maximum(cs_act, W * m)[:, None] * A).sum(axis=0))[Y].max())
-
-        pts = np.unique(lv)
-        if h(pts[0]) >= sigma:
-            return float(pts[0]), h
-        k = int(np.searchsorted([h(m) for m in pts], sigma, side="left"))  # h(pts[k-1]) < sigma <= h(pts[k])
-        m0 = float(pts[k - 1])
-        grow = lv <= m0  # children growing on this segment: usage B' + m (W A)
-        base = B + (np.where(grow, 0.0, cs_act)[:, None] * A).sum(axis=0)
-        V = (np.where(grow, W, 0.0)[:, None] * A).sum(axis=0)
-        pos = Y & (V > 0)
-        return float(max(m0, np.min((sigma - base[pos]) / V[pos]))), h
+    cur = np.zeros((N, R))
+    cs = np.zeros(N)
+    grow = np.zeros(N, dtype=bool)
+    nodes: dict[int, _Node] = {}
 
     def evaluate(lam: float, theta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-        out = np.zeros(U)
-        v = np.zeros(R)
-        for c in children[0]:
-            c = int(c)
-            v = v + at(c, w[c] * lam, out, theta)
-        return v, out
+        """Usage over the pool and every leaf's share at root level lam (one pass from the root)."""
+        tau = np.zeros(N)
+        for c in kids[0]:
+            tau[c] = w[c] * lam
+        for n in internal[1:] if internal and internal[0] == 0 else internal:
+            if not grow[n]:
+                continue
+            nd = nodes[n]
+            sig = max(tau[n], cs[n])
+            mu, k = _lower(nd, sig)
+            if theta > 0.0:
+                up = _upper(nd, sig)
+                if up > mu:
+                    mu, k = mu + theta * (up - mu), -1
+            for c in kids[n]:
+                b = nd.brk.get(c) if k >= 0 else None
+                tau[c] = fns[c].x[b[k]] if b is not None and b[k] >= 0 else w[c] * mu
+        x = np.where(frozen, frozen_share, np.maximum(tau[leaf], cs[leaf]))
+        return x @ a, x
 
     def feasible(lam: float, theta: float = 0.0) -> bool:
         # Only the unsaturated resources Y: a saturated one is used by frozen leaves alone, whose
@@ -209,15 +358,42 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
         v, sh = evaluate(lam, theta)
         return bool(np.all(v[Y] <= 1.0) and np.all(sh <= cap_share))
 
+    fns: dict[int, _Pl] = {}
     for _ in range(U + R + 1):
-        if not growing(0):
+        grow[:] = False
+        grow[leaf] = ~frozen
+        for n in range(N - 1, 0, -1):
+            if grow[n]:
+                grow[parent[n]] = True
+        if not grow[0]:
             break
         cur[:] = 0.0
-        cur[tree.leaf] = frozen_share[:, None] * a
+        cur[leaf] = frozen_share[:, None] * a
         for n in range(N - 1, 0, -1):
-            cur[tree.parent[n]] += cur[n]
+            cur[parent[n]] += cur[n]
         cs[:] = cur[:, Y].max(axis=1) if Y.any() else 0.0
-        roots = [int(c) for c in children[0] if growing(int(c))]
+        # every growing node's function, children first
+        nodes.clear()
+        fns.clear()
+        for u in np.flatnonzero(~frozen):
+            n = int(leaf[u])
+            fns[n] = _Pl(np.array([cs[n]]), (cs[n] * a[u])[None, :], (cs[n] * a[u])[None, :], a[u].copy())
+        for n in reversed(internal):
+            if n == 0 or not grow[n]:
+                continue
+            act = [c for c in kids[n] if grow[c]]
+            B = cur[n] - sum((cur[c] for c in act), np.zeros(R))
+            nd = _build([(fns[c], w[c]) for c in act], B, Y)
+            nd.brk = {}
+            for c in act:
+                if user_of[c] < 0:
+                    xm = fns[c].x / w[c]
+                    idx = np.searchsorted(xm, nd.M)
+                    hit = (idx < xm.shape[0]) & (xm[np.minimum(idx, xm.shape[0] - 1)] == nd.M)
+                    nd.brk[c] = np.where(hit, idx, -1)
+            nodes[n] = nd
+            fns[n] = _usage_fn(nd, float(cs[n]))
+        roots = [c for c in kids[0] if grow[c]]
         lam0 = min(cs[c] / w[c] for c in roots)
         hi = max(2.0 * lam0, 1.0 / min(w[c] for c in roots))
         while feasible(hi):
@@ -226,7 +402,7 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
         v, sh = evaluate(lam)
         full = (v >= 1.0 - SAT_TOL) & Y
         if not full.any() and not np.any(~frozen & (sh >= cap_share * (1 - SAT_TOL))):
-            # The level stalled at a free growth stretch (see ``at``): walk it, at this level, until a
+            # The level stalled at a free growth stretch: walk it, at this level, until a
             # resource fills or a leaf reaches its cap.
             theta = 1.0 if feasible(lam, 1.0) else _bisect(lambda t: feasible(lam, t), 0.0, 1.0)
             v, sh = evaluate(lam, theta)
@@ -243,9 +419,9 @@ def static_hdrf(capacity, demand, tree: Tree, tasks_max=None) -> StaticHdrf:
     share = frozen_share.copy()
     usage = share[:, None] * a
     node_usage = np.zeros((N, R))
-    node_usage[tree.leaf] = usage
+    node_usage[leaf] = usage
     for n in range(N - 1, 0, -1):
-        node_usage[tree.parent[n]] += node_usage[n]
+        node_usage[parent[n]] += node_usage[n]
     return StaticHdrf(share=share, tasks=share / dom, usage=usage, node_usage=node_usage,
                       node_share=node_usage.max(axis=1), saturated=tuple(saturated))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import statistics
+
 import matplotlib
 
 matplotlib.use("Agg")  # no display: files only
@@ -32,4 +34,27 @@ def plot_shares(run, fluid=None, *, title: str | None = None) -> Figure:
     ax2.set_xlabel("time")
     ax2.legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot_gap_distribution(gaps, *, xlabel: str = "worst relative gap to static H-DRF",
+                          title: str | None = None) -> Figure:
+    """The empirical distribution (over instances) of a relative gap, one step line per rule.
+
+    gaps  ``{rule: [gap of each instance, ...]}``, e.g. ``scripts/cluster_hdrfq_trees.py``'s worst
+          relative gap of the packet rates to static H-DRF per tree, per charging rule.
+    """
+    fig = Figure(figsize=(6.5, 3.8), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    for rule, g in gaps.items():
+        xs = sorted(100.0 * float(v) for v in g)
+        ys = [(i + 1) / len(xs) for i in range(len(xs))]
+        ax.step(xs, ys, where="post", label=f"{rule} (median {statistics.median(xs):.1f} %)")
+    ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlabel(xlabel + " (%)")
+    ax.set_ylabel("fraction of instances")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
     return fig

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.cluster.objectives import CLUSTER_OBJECTIVES
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 TOL = 1e-7
 BENCHMARKS = ("pool", "per-server")
@@ -68,7 +68,7 @@ def sharing_incentive(capacity, demand, bundle, weight=None, *, benchmark: str =
         elif benchmark == "per-server":
             alone = np.where(D[:, None, :] > 0, C[None] / D[:, None, :], np.inf).min(axis=2).sum(axis=1)
         else:
-            raise MrfqError(f"benchmark = {benchmark!r}: must be one of {', '.join(BENCHMARKS)}")
+            raise MrfqError(f"benchmark = {quote(benchmark)}: must be one of {', '.join(BENCHMARKS)}")
     return tasks_of(bundle, D) / (share * alone) - 1.0
 
 

@@ -1,4 +1,4 @@
-"""Simulator against fluid: the check of the task-level simulator (issue 11, item 5).
+"""Simulator against fluid: the check of the task-level simulator.
 
 On the packet side the check is packet rates against the fluid allocation of the same flows; here
 it is the long-run time-averaged dominant share of every backlogged user under an allocator
@@ -20,17 +20,21 @@ import numpy as np
 
 from analysis.cluster.objectives import CLUSTER_OBJECTIVES, ClusterAllocation
 from flows.cluster import ClusterScenario
-from flows.errors import MrfqError
-from fq.cluster.registry import get as get_allocator
+from flows.errors import MrfqError, quote
 from fq.cluster.state import Tree
 
 
-def fluid_allocation(sc: ClusterScenario, objective: str) -> ClusterAllocation:
-    """The fluid ``objective`` (a ``CLUSTER_OBJECTIVES`` name) for the scenario's users, all backlogged."""
+def fluid_allocation(sc: ClusterScenario, objective: str, *, per_server: bool = False) -> ClusterAllocation:
+    """The fluid ``objective`` (a ``CLUSTER_OBJECTIVES`` name) for the scenario's users, all backlogged.
+
+    The servers go in as types (identical capacity vectors merged, ``ClusterScenario.server_types``);
+    ``per_server``: DRFH also splits each type's allocation over its servers (``U x servers`` numbers)."""
     if objective not in CLUSTER_OBJECTIVES:
-        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(CLUSTER_OBJECTIVES)}")
+        raise MrfqError(f"objective = {quote(objective)}: unknown; choose one of {', '.join(CLUSTER_OBJECTIVES)}")
     fn = CLUSTER_OBJECTIVES[objective][2]
-    return fn(sc.capacity(), sc.demand(), sc.weights(), tree=Tree(*sc.tree_arrays()))
+    cap, count = sc.server_types()
+    kw = {"per_server": per_server} if objective == "drfh" else {}
+    return fn(cap, sc.demand(), sc.weights(), tree=Tree(*sc.tree_arrays()), count=count, **kw)
 
 
 @dataclass(frozen=True)
@@ -55,11 +59,13 @@ def compare(sc: ClusterScenario, run, objective: str | None = None) -> SimVsFlui
     the fluid allocation of the allocator's objective (or ``objective``)."""
     for i, u in enumerate(sc.users):
         if not u.backlogged or u.start > 0 or np.isfinite(u.stop):
-            raise MrfqError(f"user[{i}] ({u.name!r}): the fluid comparison needs every user backlogged "
+            raise MrfqError(f"user[{i}] ({quote(u.name)}): the fluid comparison needs every user backlogged "
                             "for the whole run (backlogged = true, start = 0, no stop)")
+    from fq.cluster.registry import get as get_allocator  # here: alloc imports this module and needs no mechanism
+
     obj = objective or get_allocator(run.allocator).objective
     if obj is None:
-        raise MrfqError(f"allocator {run.allocator!r} approximates no fluid objective; pass objective=")
+        raise MrfqError(f"allocator {quote(run.allocator)} approximates no fluid objective; pass objective=")
     fl = fluid_allocation(sc, obj)
     return SimVsFluid(run.allocator, obj, tuple(sc.user_names()), np.asarray(run.share_mean),
                       np.asarray(fl.dominant_share))

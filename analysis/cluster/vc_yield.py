@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 
 HEURISTICS = ("GR", "SG", "GB", "SGB", "MCB1", "MCB2", "MCB3", "MCB4", "MCB5", "MCB6", "MCB7", "MCB8",
               "RRND", "RRNZ")
@@ -70,7 +70,7 @@ class VCInstance:
         a = np.asarray(self.alpha, dtype=np.float64)
         m = np.asarray(self.mem, dtype=np.float64)
         if not (isinstance(self.hosts, (int, np.integer)) and self.hosts >= 1):
-            raise MrfqError(f"hosts = {self.hosts!r}: must be a whole number >= 1")
+            raise MrfqError(f"hosts = {quote(self.hosts)}: must be a whole number >= 1")
         if a.ndim != 1 or a.shape != m.shape or a.size < 1:
             raise MrfqError(f"alpha, mem: shapes {a.shape}, {m.shape}; must be equal 1-D with >= 1 job")
         if np.any(~(a > 0)) or np.any(a > 1):
@@ -179,7 +179,7 @@ def milp_solve(inst: VCInstance, *, time_limit: float = 60.0, formulation: str =
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     if formulation not in FORMULATIONS:
-        raise MrfqError(f"formulation = {formulation!r}: must be one of {', '.join(FORMULATIONS)}")
+        raise MrfqError(f"formulation = {quote(formulation)}: must be one of {', '.join(FORMULATIONS)}")
     H, J = inst.hosts, inst.jobs
     if formulation == "paper":
         c, A, lo, hi, n, ne = _milp_arrays(inst)
@@ -451,7 +451,7 @@ def solve(name: str, inst: VCInstance, **options) -> VCResult:
         return _result(inst, greedy_backtracking(inst, sort=name == "SGB", **options))
     if name.startswith("MCB") and name[3:].isdigit() and 1 <= int(name[3:]) <= 8:
         return mcb(inst, int(name[3:]), **options)
-    raise MrfqError(f"heuristic = {name!r}: unknown; choose one of {', '.join(HEURISTICS)}")
+    raise MrfqError(f"heuristic = {quote(name)}: unknown; choose one of {', '.join(HEURISTICS)}")
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ capacity ([DRF] §4; on several servers this is [DRFH]'s global dominant share, 
 Choices the paper leaves open, named as options:
 
 ``blocked``
-    ``"skip"`` (default, issue 11's wording): when the lowest user's next task fits
+    ``"skip"`` (default): when the lowest user's next task fits
     nowhere, try the next-lowest user, so users whose tasks avoid the saturated
     resource keep receiving tasks ([DRF] §4.2: "it can continue to allocate tasks to
     users that do not need the saturated resource").  ``"stop"``: Algorithm 1

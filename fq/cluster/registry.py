@@ -1,4 +1,4 @@
-"""The cluster allocator registry (issue 11): CLI, simulator, scripts and tests enumerate it.
+"""The cluster allocator registry: CLI, simulator, scripts and tests enumerate it.
 
 Every entry wraps one ``pick(state, **options) -> (user, server) | None`` (the
 contract of :mod:`fq.cluster.state`) and an optional ``prepare(state, **options)``
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from flows.errors import MrfqError
+from flows.errors import MrfqError, quote
 from fq.cluster import drf, drfh, hdrf, naive, slots
 from fq.cluster.state import ClusterState, Pick, fill
 
@@ -70,7 +70,7 @@ def get(name: str) -> AllocatorInfo:
     try:
         return ALLOCATORS[name]
     except KeyError:
-        raise MrfqError(f"allocator = {name!r}: unknown; choose one of {', '.join(ALLOCATORS)}") from None
+        raise MrfqError(f"allocator = {quote(name)}: unknown; choose one of {', '.join(ALLOCATORS)}") from None
 
 
 def bind(name: str, state: ClusterState, **options) -> Pick:
@@ -80,12 +80,12 @@ def bind(name: str, state: ClusterState, **options) -> Pick:
     for k, v in options.items():
         if k not in info.options:
             allowed = ", ".join(info.options) or "none"
-            raise MrfqError(f"allocator option {k!r} = {v!r}: not an option of {name!r} (options: {allowed})")
+            raise MrfqError(f"allocator option {quote(k)} = {quote(v)}: not an option of {quote(name)} (options: {allowed})")
         allowed = info.options[k]
         if isinstance(allowed, tuple) and v not in allowed:
-            raise MrfqError(f"allocator option {k} = {v!r}: must be one of {', '.join(map(repr, allowed))}")
+            raise MrfqError(f"allocator option {k} = {quote(v)}: must be one of {', '.join(map(repr, allowed))}")
         if allowed is int and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise MrfqError(f"allocator option {k} = {v!r}: must be a whole number >= 1")
+            raise MrfqError(f"allocator option {k} = {quote(v)}: must be a whole number >= 1")
     info.prepare(state, **options)
     return partial(info.pick, **options) if options else info.pick
 

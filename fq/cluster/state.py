@@ -1,4 +1,4 @@
-"""The common contract of the task-level cluster mechanisms (issue 11).
+"""The common contract of the task-level cluster mechanisms.
 
 A cluster has ``S`` servers and ``R`` resource types; server ``s`` has the
 capacity vector ``capacity[s]`` (in the scenario's units, e.g. CPUs and GB).

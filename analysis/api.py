@@ -1,0 +1,419 @@
+"""mrfq's Python API: one documented entry point per task, for notebooks and scripts.
+
+Import it as ``from analysis import api as mrfq``.  Every function validates its input at the
+same gate as the ``mrfq`` command (a bad value raises :class:`flows.errors.MrfqError` with the
+same one-line message the command prints) and returns a report whose ``to_records()`` is a plain
+list of dicts (JSON-ready: ``None`` where a value is undefined) and whose ``to_frame()`` is a
+pandas DataFrame of the same records when pandas is installed (``pip install mrfq[pandas]``).
+The objects the lower layers return stay reachable as ``.raw``.
+
+============================  =================================================================
+task                          entry point
+============================  =================================================================
+scenarios                     :func:`presets`, :func:`load`, :func:`schedulers`
+one packet-level run          :func:`run` -> :class:`RunReport`
+packet vs fluid sweep         :func:`compare` -> :class:`Records` (one row per scheduler, load, class)
+static fluid allocations      :func:`allocate` -> :class:`Records` (one row per transaction)
+flow-level Markov model       :func:`fluid` -> :class:`Records` (one row per objective and class)
+cluster scenarios             :func:`cluster_presets`, :func:`load_cluster`
+cluster fluid allocations     :func:`cluster_allocate` -> :class:`Records` (one row per user)
+cluster task simulator        :func:`cluster_simulate` -> :class:`Records` (one row per user)
+============================  =================================================================
+
+Example (the first oracle of the specification: two flows whose costs mirror each other get
+2/3 of a packet per time unit each under DRF)::
+
+    >>> from analysis import api as mrfq
+    >>> [round(r["phi"], 4) for r in mrfq.allocate([[0.5, 1.0], [1.0, 0.5]], "drf").to_records()]
+    [0.6667, 0.6667]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from flows.errors import MrfqError
+
+__all__ = [
+    "Records", "RunReport", "allocate", "cluster_allocate", "cluster_presets", "cluster_simulate", "compare",
+    "fluid", "load", "load_cluster", "presets", "run", "schedulers",
+]
+
+
+def _plain(v: Any) -> Any:
+    """A JSON-ready value: numpy scalars to Python numbers, NaN and infinities to ``None``."""
+    if hasattr(v, "item") and getattr(v, "ndim", 1) == 0:
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+class Records(Sequence):
+    """A table of results: a read-only sequence of plain dicts, one per row.
+
+    ``to_records()`` returns a new list of those dicts; ``to_frame()`` the same rows as a pandas
+    DataFrame (pandas is optional: without it, ``to_frame`` raises an error saying how to install
+    it).  ``raw`` is the object the lower layer returned (e.g. a :class:`router.run.RunResult`).
+    """
+
+    def __init__(self, rows: Iterable[Mapping[str, Any]], raw: Any = None):
+        self._rows = [dict(_plain(dict(r))) for r in rows]
+        self.raw = raw
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i):
+        return self._rows[i]
+
+    def __repr__(self) -> str:
+        cols = list(self._rows[0]) if self._rows else []
+        return f"Records({len(self._rows)} rows: {', '.join(cols)})"
+
+    def to_records(self) -> list[dict]:
+        """The rows as a list of dicts (copies: changing them leaves the report alone)."""
+        return [dict(r) for r in self._rows]
+
+    def to_frame(self):
+        """The rows as a ``pandas.DataFrame`` (one column per key)."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise MrfqError("to_frame: pandas is not installed; pip install pandas (or use to_records())") from None
+        return pd.DataFrame.from_records(self.to_records())
+
+
+# ---------------------------------------------------------------------------
+# scenarios
+# ---------------------------------------------------------------------------
+def presets() -> list[str]:
+    """The names of the shipped packet scenarios (``mrfq presets``).
+
+    >>> "br-unbalanced" in presets()
+    True
+    """
+    from flows.scenario import preset_names
+
+    return preset_names()
+
+
+def schedulers() -> list[str]:
+    """The names of the packet schedulers, in the registry's order (``fq.registry.SCHEDULERS``).
+
+    >>> schedulers()[:2]
+    ['drfq', 'drfq-dovetail']
+    """
+    from fq.registry import SCHEDULERS
+
+    return list(SCHEDULERS)
+
+
+def load(source: str | Path | Mapping[str, Any], **changes: Any):
+    """A validated packet scenario (:class:`flows.scenario.Scenario`).
+
+    ``source`` is a shipped preset's name, the path of a TOML file, or a dict laid out like the
+    TOML (see the Scenarios page of the documentation).  ``changes`` override single fields
+    with dotted names written with ``__`` for the dot (``run__seed=3``, ``router__scheduler=
+    "pf-sfq"``); the result goes through the gate again.
+
+    >>> sc = load("oracle-two-flows", run__duration=2000.0)
+    >>> sc.resources, [f.cost for f in sc.flows], sc.run.duration
+    (('cpu', 'link'), [(0.5, 1.0), (1.0, 0.5)], 2000.0)
+    >>> load({"resources": ["cpu"], "flow": [{"cost": [-1]}]})
+    Traceback (most recent call last):
+    ...
+    flows.errors.ScenarioError: flow[0].cost[0] = -1: out of range; must be in [0, 1e+12]
+    """
+    from flows.scenario import from_dict, load_preset, load_scenario, preset_names
+
+    if isinstance(source, Mapping):
+        sc = from_dict(source)
+    elif isinstance(source, str) and source in preset_names():
+        sc = load_preset(source)
+    elif isinstance(source, (str, Path)):
+        sc = load_scenario(source)
+    else:
+        raise MrfqError(f"load: {type(source).__name__} given; pass a preset name, a TOML path or a dict")
+    if changes:
+        sc = sc.replace(**{k.replace("__", "."): v for k, v in changes.items()})
+    return sc
+
+
+def _scenario(scenario):
+    from flows.scenario import Scenario
+
+    return scenario if isinstance(scenario, Scenario) else load(scenario)
+
+
+# ---------------------------------------------------------------------------
+# one run
+# ---------------------------------------------------------------------------
+class RunReport:
+    """What one packet-level run gives: per static flow, per class and per resource.
+
+    ``flows``, ``classes`` and ``resources`` are :class:`Records` with the same keys as the
+    entries of ``mrfq run --json`` (each class with its ``gamma``, interval ``ci`` and
+    ``method``); ``to_records()`` is the flows' and classes' rows together, each with a
+    ``kind`` of ``"flow"`` or ``"class"``.  ``summary`` holds the run's scalars (scheduler, seed,
+    services, duration, ...); ``raw`` the :class:`router.run.RunResult`.
+    """
+
+    def __init__(self, result):
+        from analysis.run_report import run_json
+
+        d = run_json(result)
+        self.raw = result
+        self.flows = Records(d.pop("flows"), raw=result.flows)
+        self.classes = Records(d.pop("classes"), raw=result.classes)
+        self.resources = Records(d.pop("resources"), raw=result.resources)
+        self.summary = _plain(d)
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"RunReport({s['scenario']}, {s['scheduler']}, seed {s['seed']}: {len(self.flows)} flows, "
+                f"{len(self.classes)} classes, {s['services']:,} services)")
+
+    def to_records(self) -> list[dict]:
+        """Every static flow's row, then every class's, each with ``kind`` = ``"flow"`` / ``"class"``."""
+        return ([{"kind": "flow", **r} for r in self.flows] + [{"kind": "class", **r} for r in self.classes])
+
+    def to_frame(self):
+        """:meth:`to_records` as a pandas DataFrame."""
+        return Records(self.to_records()).to_frame()
+
+
+def run(scenario, *, scheduler: str | None = None, seed: int | None = None, duration: float | None = None,
+        virtual_time: str | None = None) -> RunReport:
+    """Run a packet scenario (a :class:`~flows.scenario.Scenario`, a preset name, a path or a dict)
+    through the numba engine, as ``mrfq run`` does; the keywords override the scenario's own
+    settings.  The first call of a scheduler compiles its event loop (seconds; cached on disk).
+
+    Static backlogged flows get their long-run rates (packets per time unit after warm-up):
+
+    >>> r = run("oracle-two-flows", scheduler="drfq", duration=3000.0)
+    >>> [(f["name"], round(f["rate"], 2)) for f in r.flows]
+    [('a', 0.67), ('b', 0.67)]
+    >>> r.summary["scheduler"], [round(x["utilization"], 3) for x in r.resources]
+    ('drfq', [1.0, 1.0])
+    """
+    from router.run import simulate
+
+    return RunReport(simulate(_scenario(scenario), scheduler=scheduler, seed=seed, duration=duration,
+                              virtual_time=virtual_time))
+
+
+# ---------------------------------------------------------------------------
+# sweeps
+# ---------------------------------------------------------------------------
+def compare(scenario, loads: Sequence[float], *, schedulers: Sequence[str] | None = None, quick: bool = True,
+            results: str | Path | None = None, workers: int | None = 1, seed: int = 1, **config: Any) -> Records:
+    """Packet gamma against fluid gamma over a load sweep, as ``mrfq compare``: one row per
+    scheduler, load and class with ``gamma_packet``, its interval ``ci``, ``gamma_fluid`` and
+    ``rel_error`` (see the Packet vs fluid page for the method).
+
+    ``quick`` uses the quick configuration (``mrfq compare --quick``); ``config`` sets any other
+    field of :class:`analysis.compare.CompareConfig` (``target``, ``max_replications``, ...).
+    ``results``: an SQLite file that keeps every point (a re-run resumes from it); by default a
+    temporary one, deleted afterwards.  ``workers=1`` runs in this process.
+
+    A small sweep (one load, short replications): each class's packet gamma lies within a few
+    per cent of the Markov model's DRF value:
+
+    >>> rows = compare("dynamic-small", [0.5], schedulers=["drfq"], flows_per_replication=100.0,
+    ...                max_replications=2)
+    >>> [(r["class"], abs(r["gamma_packet"] / r["gamma_fluid"] - 1) < 0.05) for r in rows]
+    [('c1', True), ('c2', True), ('c3', True)]
+    """
+    import tempfile
+
+    from analysis.compare import CompareConfig, point_scenario
+    from analysis.compare import compare as _compare
+    from analysis.sweep import ResultStore
+    from flows.cli_args import parse_loads
+    from fq.registry import SCHEDULERS
+
+    sc = _scenario(scenario)
+    loads = tuple(parse_loads(",".join(repr(float(x)) for x in loads)))
+    kw = dict(loads=loads, seed=seed, **config)
+    if schedulers is not None:
+        kw["schedulers"] = tuple(schedulers)
+    try:
+        cfg = CompareConfig.quick(**kw) if quick else CompareConfig(**kw)
+    except TypeError as e:
+        raise MrfqError(f"compare: {e}; the options are the fields of analysis.compare.CompareConfig") from None
+    for s in cfg.schedulers:
+        if s not in SCHEDULERS:
+            raise MrfqError(f"schedulers: unknown scheduler {s!r}; choose from {', '.join(SCHEDULERS)}")
+    for s in cfg.schedulers:  # every point's scenario through the gate before the first run
+        for x in loads:
+            point_scenario(sc, s, x, cfg)
+    executor = "serial" if workers == 1 else "local"
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ResultStore(results if results is not None else Path(tmp) / "results.sqlite")
+        try:
+            res = _compare(sc, cfg, store, executor=executor, workers=workers, progress=False)
+        finally:
+            store.close()
+    return Records([r.to_json() for r in res.rows], raw=res)
+
+
+# ---------------------------------------------------------------------------
+# fluid models
+# ---------------------------------------------------------------------------
+def allocate(costs: Sequence[Sequence[float]], objective: str = "drf",
+             weights: Sequence[float] | None = None) -> Records:
+    """The static fluid allocation of one ``objective`` (``drf``, ``pf``, ``bmf``, ``asset``,
+    ``ceei``: see ``analysis.objectives``) for transactions with the given cost vectors on
+    resources of capacity 1, as ``mrfq alloc``: one row per transaction with its rate ``phi``,
+    its ``usage`` of each resource and the run-wide ``saturated`` resources and ``unique`` flag.
+
+    >>> rows = allocate([[0.5, 1.0], [1.0, 0.5], [1.0, 0.5]], "drf").to_records()
+    >>> [round(r["phi"], 4) for r in rows]
+    [0.4, 0.4, 0.4]
+    >>> [round(r["phi"], 4) for r in allocate([[0.5, 1.0], [1.0, 0.5], [1.0, 0.5]], "pf")]
+    [0.6667, 0.3333, 0.3333]
+    """
+    from analysis import objectives
+
+    objectives.get(objective, objectives.ALLOC)
+    a = objectives.allocate(objective, [list(c) for c in costs], None if weights is None else list(weights))
+    d = a.to_dict()
+    rows = []
+    for i, phi in enumerate(a.phi):
+        rows.append({"transaction": i, "objective": objective, "phi": float(phi),
+                     "usage": [float(phi) * float(x) for x in costs[i]],
+                     "saturated": [int(j) for j in a.saturated], "unique": bool(a.unique)})
+    return Records(rows, raw=d)
+
+
+def fluid(scenario, load: float | None = None, *, objectives: Sequence[str] = ("drf", "pf", "bmf"),
+          method: str = "exact", seed: int = 1) -> Records:
+    """The flow-level Markov model of [BR] §4.1, as ``mrfq fluid``: one row per objective and
+    class with the mean flow throughput ``gamma`` (packets per time unit) at ``load`` (the most
+    loaded resource's; default the scenario's ``[traffic] load``).  ``method``: ``exact``
+    (truncated solve), ``graded`` (an approximation for loads near 1), ``auto`` or
+    ``simulate``.
+
+    >>> rows = fluid("br-unbalanced", 0.3, objectives=["drf"])
+    >>> [(r["class"], round(r["gamma"], 3)) for r in rows]
+    [('c1', 0.7), ('c2', 0.817), ('c3', 0.69)]
+    """
+    from analysis import objectives as _obj
+    from analysis.cli_fluid import fluid_entry
+    from flows.cli_args import check_load
+
+    sc = _scenario(scenario)
+    if load is None:
+        if sc.load is None:
+            raise MrfqError(f"load: scenario {sc.name} has no [traffic] load; pass load=")
+        load = sc.load
+    load = check_load("load", float(load))
+    if method not in ("exact", "graded", "auto", "simulate"):
+        raise MrfqError(f"method = {method!r}: choose exact, graded, auto or simulate")
+    objs = list(objectives)
+    for o in objs:
+        _obj.get(o, _obj.MARKOV)
+    entry = fluid_entry(sc, load, objs, method=method, seed=seed)
+    rows = []
+    for o, r in entry["objectives"].items():
+        for c in r["classes"]:
+            rows.append({"objective": o, "load": entry["load"], "class": c["name"], "gamma": c["gamma"],
+                         "gamma_low": c.get("gamma_low"), "gamma_high": c.get("gamma_high"),
+                         "mean_flows": c["mean_flows"], "method": r["method"]})
+    return Records(rows, raw=entry)
+
+
+# ---------------------------------------------------------------------------
+# clusters
+# ---------------------------------------------------------------------------
+def cluster_presets() -> list[str]:
+    """The names of the shipped cluster scenarios (``mrfq cluster presets``).
+
+    >>> "drf-nsdi" in cluster_presets()
+    True
+    """
+    from flows.cluster import cluster_preset_names
+
+    return cluster_preset_names()
+
+
+def load_cluster(source: str | Path | Mapping[str, Any]):
+    """A validated cluster scenario (:class:`flows.cluster.ClusterScenario`) from a shipped
+    preset's name, a TOML path or a dict laid out like the TOML.
+
+    >>> sc = load_cluster("drf-nsdi")
+    >>> sc.user_names(), sc.capacity().sum(axis=0).tolist()
+    (['A', 'B'], [9.0, 18.0])
+    """
+    from flows.cluster import cluster_from_dict, cluster_preset_names, load_cluster as _load, load_cluster_preset
+
+    if isinstance(source, Mapping):
+        return cluster_from_dict(source)
+    if isinstance(source, str) and source in cluster_preset_names():
+        return load_cluster_preset(source)
+    if isinstance(source, (str, Path)):
+        return _load(source)
+    raise MrfqError(f"load_cluster: {type(source).__name__} given; pass a preset name, a TOML path or a dict")
+
+
+def _cluster(scenario):
+    from flows.cluster import ClusterScenario
+
+    return scenario if isinstance(scenario, ClusterScenario) else load_cluster(scenario)
+
+
+def cluster_allocate(scenario, objective: str = "drf") -> Records:
+    """The fluid allocation of a cluster scenario's users (all backlogged), as ``mrfq cluster
+    alloc``: one row per user with its ``tasks`` (a real number) and ``dominant_share``.
+    ``objective``: ``drf``, ``drfh``, ``h-drf``, ``asset`` or ``ceei``.
+
+    The example of [DRF] §4.1 (9 CPUs, 18 GB; A's tasks <1 CPU, 4 GB>, B's <3 CPUs, 1 GB>):
+
+    >>> [(r["user"], round(r["tasks"], 3)) for r in cluster_allocate("drf-nsdi", "drf")]
+    [('A', 3.0), ('B', 2.0)]
+    """
+    from analysis.cli_cluster import ALLOC_OBJECTIVES
+    from analysis.cluster.simcheck import fluid_allocation
+
+    sc = _cluster(scenario)
+    if objective not in ALLOC_OBJECTIVES:
+        raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)}")
+    r = fluid_allocation(sc, objective)
+    return Records([{"user": name, "objective": objective, "tasks": float(r.tasks[u]),
+                     "dominant_share": float(r.dominant_share[u])} for u, name in enumerate(sc.user_names())],
+                   raw=r)
+
+
+def cluster_simulate(scenario, *, allocator: str | None = None, seed: int | None = None,
+                     duration: float | None = None, options: Mapping[str, Any] | None = None) -> Records:
+    """Run the task-level cluster simulator, as ``mrfq cluster sim``: one row per user with its
+    time-averaged ``dominant_share`` and running ``tasks`` after warm-up, the jobs it completed
+    and their mean completion time ``mean_jct``.  ``raw`` is the simulator's run (share time
+    series, utilisation, launches).
+
+    >>> rows = cluster_simulate("drf-nsdi", allocator="drf")
+    >>> [(r["user"], round(r["tasks"], 2)) for r in rows]
+    [('A', 3.0), ('B', 2.0)]
+    """
+    from flows.cluster import ALLOCATOR_NAMES
+    from router.cluster import simulate
+
+    sc = _cluster(scenario)
+    if allocator is not None and allocator not in ALLOCATOR_NAMES:
+        raise MrfqError(f"allocator = {allocator!r}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
+    r = simulate(sc, allocator=allocator, seed=seed, duration=duration, options=dict(options or {}))
+    mc = r.mean_completion()
+    rows = []
+    for u, name in enumerate(r.users):
+        rows.append({"user": name, "allocator": r.allocator, "dominant_share": float(r.share_mean[u]),
+                     "tasks": float(r.tasks_mean[u]), "jobs_done": int((r.job_user == u).sum()),
+                     "mean_jct": float(mc[u])})
+    return Records(rows, raw=r)
