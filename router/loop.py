@@ -194,8 +194,6 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         heap.pop(hp, ri, RI_HEAP_N * J + j, j)
     ri[RI_BUSY_SLOT * J + j] = s
     ri[RI_BUSY_SEQ * J + j] = seq
-    if t > P.rec_from:  # its wait at j
-        _record(acc, P, ft.hrow[s], J, j, t - pkt[pb + W - 1])
     end = t + cst[cb + j]
     service_end[j] = end
     # busy time inside [warmup, T] (conditional expressions: numba compiles the builtin
@@ -204,6 +202,8 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     lo = t if t > warmup else warmup
     if hi > lo:
         busy_post[j] += hi - lo
+    if t > P.rec_from:  # its wait at j
+        _record(acc, P, ft.hrow[s], J, j, t - pkt[pb + W - 1])
     if tr_n < trace_cap:
         tr.times[2 * tr_n] = t
         tr.times[2 * tr_n + 1] = end
@@ -331,14 +331,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                 # departure from the router
                 pk_departed += 1
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur)
-                if t > rec_from:  # its sojourn (depart has moved bcur to t's batch)
-                    d = t - pkt[pb + W - 2]
-                    hr = ft.hrow[s]
-                    _record(acc, P, hr, J, J, d)
-                    if d > acc.dmax[hr]:
-                        acc.dmax[hr] = d
-                    acc.dsum[hr * P.B + bcur] += d
-                    acc.dcnt[hr * P.B + bcur] += 1.0
+                d = t - pkt[pb + W - 2]  # its sojourn, recorded once the next packet is admitted
+                hr = ft.hrow[s]
                 if trace_cap > 0 and ci[C_DEP_N] < trace_cap:
                     dn = ci[C_DEP_N]
                     tr.dep_times[2 * dn] = t
@@ -384,6 +378,12 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)
                         t_last_area = t
                         n_free += 1
+                if t > rec_from:  # (depart has moved bcur to t's batch)
+                    _record(acc, P, hr, J, J, d)
+                    if d > acc.dmax[hr]:
+                        acc.dmax[hr] = d
+                    acc.dsum[hr * P.B + bcur] += d
+                    acc.dcnt[hr * P.B + bcur] += 1.0
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
             #      rtt that fall due now, then new flows' windows (static starts by flow id, then
