@@ -2,7 +2,7 @@
 
 Analytic oracles first (M/M/1-PS, orthogonal classes, light traffic), then the
 exact solve against the simulated chain, then the CLI.  MRFQ_TEST_SCALE (float,
-default 1) scales the simulation lengths of the slow tests.
+default 0.3; 1 for full size) scales the simulation lengths of the slow tests.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from conftest import run_fluid_handlers
 from flows import ClassSpec
 from flows.errors import MrfqError
 
-SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "1.0"))
+SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "0.3"))
 OBJ = ("drf", "pf", "bmf")
 
 

@@ -10,7 +10,7 @@ packets of one flow that skip different resources, flow-table growth) are
 fixed or refused at the scenario gate; their hand-checked traces stay here as
 regression tests.
 
-``MRFQ_TEST_SCALE`` (float, default 1) scales the example count of the slow
+``MRFQ_TEST_SCALE`` (float, default 0.3) scales the example count of the slow
 property test (400 examples at scale 1).
 """
 
@@ -26,7 +26,7 @@ import flows
 from fq.registry import SCHEDULERS
 from router.reference import ReferenceRouter, packet_uniform, simulate_reference, trace_tuples
 
-SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "1.0"))
+SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "0.3"))
 
 # small and fast: also runs with NUMBA_DISABLE_JIT=1, where the engine is plain Python
 pytestmark = pytest.mark.nojit
