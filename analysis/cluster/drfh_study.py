@@ -190,21 +190,8 @@ def plot_utilisation(series: dict, t):
 
 
 def plot_completion(cdfs: dict, reductions: list):
-    """[DRFH] Fig. 6: (a) CDF of job completion times, (b) mean reduction by job size."""
-    import matplotlib.pyplot as plt
+    """[DRFH] Fig. 6: (a) CDF of job completion times, (b) mean reduction by job size
+    (:func:`analysis.cluster.google_day.plot_fig6`, the same figure)."""
+    from analysis.cluster.google_day import plot_fig6
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
-    for name, c in cdfs.items():
-        x = np.sort(c)
-        a.plot(x, np.arange(1, x.size + 1) / max(x.size, 1), label=name)
-    a.set_xscale("log")
-    a.set_xlabel("job completion time (s)")
-    a.set_ylabel("CDF")
-    a.legend(fontsize=7)
-    labels = [r[0] for r in reductions]
-    b.bar(range(len(labels)), [r[2] for r in reductions])
-    b.set_xticks(range(len(labels)), labels)
-    b.set_xlabel("tasks per job")
-    b.set_ylabel("completion time reduction (%)")
-    fig.tight_layout()
-    return fig
+    return plot_fig6(cdfs, reductions)
