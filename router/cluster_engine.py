@@ -21,7 +21,9 @@ kernel over arrays only.  The kernel keeps
   held per weight), the FIFO of its jobs as a pointer into its arrival-ordered job list;
 * per server: free capacity and the number of running tasks (an idle server's free vector is
   reset to its capacity, as in :meth:`ClusterState.finish`), indexed by a segment tree of
-  component-wise max / min free capacity (:func:`fq.cluster.kernels.build_tree`).
+  component-wise max / min free capacity (:func:`fq.cluster.kernels.build_tree`) and, for
+  Best-Fit, by the shape index (the servers sorted by free shape, :func:`fq.cluster.kernels.x_rebuild`),
+  each user's list of best servers and the ring of changed servers that keeps both up to date.
 
 The kernel returns to the wrapper (which then resumes it where it stopped: the whole state lives
 in the arrays) when a backlogged user's pre-drawn durations run out (the wrapper draws the next

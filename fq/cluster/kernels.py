@@ -39,8 +39,17 @@ outside the list has a larger key (``+inf`` when the list holds every fitting se
 change of a server's free vector is written to a ring; before a pick the user re-keys the servers
 changed since its last look (a server leaves the list, or enters it when its key is below the
 threshold; an overflow lowers the threshold to the new last key), so the list's head is the exact
-Best-Fit choice.  Only an empty list with a finite threshold (or a wrapped ring) needs a new search
-of the tree.
+Best-Fit choice.  Only an empty list with a finite threshold (or a wrapped ring) needs a new search.
+
+Best-Fit shape index (:func:`x_rebuild`, :func:`x_sync`, :func:`best_fit_index`): for a user
+normalised by resource 0, ``H(u, s) = sum_r |aa[u, r] - q0[s, r]|`` with ``q0[s] = c_s / c_s0``, so
+with two resources the best servers are the fitting ones whose free shape ``q0[s, 1]`` is nearest
+``aa[u, 1]``.  The servers are kept sorted by ``(q0[s, 1], s)`` under a tree on the segment tree's
+layout holding per node the max free vector, the min / max of ``q0`` and the least server index of
+its members.  Members are servers unchanged since the last build: a changed server's leaf is
+emptied and the server joins an overflow list, scanned by every search, until a rebuild merges
+the list back in order.  A node's shape range is thus exact, and the bound (the distance from
+``aa[u]`` to that range, per resource, summed in numpy's order) is monotone-rounding safe as above.
 """
 
 from __future__ import annotations
