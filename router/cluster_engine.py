@@ -21,7 +21,9 @@ kernel over arrays only.  The kernel keeps
   held per weight), the FIFO of its jobs as a pointer into its arrival-ordered job list;
 * per server: free capacity and the number of running tasks (an idle server's free vector is
   reset to its capacity, as in :meth:`ClusterState.finish`), indexed by a segment tree of
-  component-wise max / min free capacity (:func:`fq.cluster.kernels.build_tree`).
+  component-wise max / min free capacity (:func:`fq.cluster.kernels.build_tree`) and, for
+  Best-Fit, by the shape index (the servers sorted by free shape, :func:`fq.cluster.kernels.x_rebuild`),
+  each user's list of best servers and the ring of changed servers that keeps both up to date.
 
 The kernel returns to the wrapper (which then resumes it where it stopped: the whole state lives
 in the arrays) when a backlogged user's pre-drawn durations run out (the wrapper draws the next
@@ -57,11 +59,16 @@ _FINISH, _ARRIVE, _START, _STOP = 0, 1, 2, 3
 #: kernel exit codes
 DONE, NEED_DRAWS, NEED_HEAP, NEED_TRACE = 0, 1, 2, 3
 # integer registers (the loop's scalars, kept across exits)
-_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _NCHG, _ARG, _LPOS, _NFULL, _NLIVE, _QPOS = range(16)
-_NREG = 16
-#: Best-Fit candidates kept per user, and the ring of changed servers they are brought up to date from
+(_IN_PHASE, _PHASE, _EV, _HN, _NL, _NDONE, _BIN, _EVENTS, _PICKS, _NDIRTY, _NCHG, _ARG, _LPOS, _NFULL, _NLIVE,
+ _XPOS, _XN, _NOV, _XLIM, _NBUILD, _SYNCLIM, _MX) = range(22)
+_NREG = 22
+#: Best-Fit candidates kept per user (searching the server tree; searching the shape index), and the ring
+#: of changed servers they are brought up to date from
 CAND_M = 256
+CAND_M_INDEX = 64
 LOG_SIZE = 1 << 16
+#: a user of the shape index whose list is more than this many server changes behind searches afresh
+SYNC_LIMIT = 256
 
 
 @jit(inline="always", error_model="numpy")
@@ -193,7 +200,8 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
          hp,
          edges, share_tot, share_bin, tasks_tot, use_tot, use_bin, share_now, tasks_now, use_now,
          done_user, done_arr, done_fin, done_tasks, launched,
-         cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log, live, q0, qmn, qmx,
+         cand_h, cand_s, cand_n, cand_th, cand_ts, cand_pos, cachable, log, live, q0,
+         xord, xout, ov, xbuf, xfmax, xqmn, xqmx, xsmin, xpos_of,
          tr_time, tr_user, tr_server):
     """The event loop (router/cluster.py's ``simulate``); returns an exit code (module constants)."""
     S, R = free.shape
@@ -319,13 +327,30 @@ def _run(ireg, freg, T, warmup, alg, stop_mode, record,
                     s = K.dirty_search(free, thresh, total, aa, kref, bu, alg == ALG_BEST_FIT, dirty, ndirty, R,
                                        work, q0)
                 elif alg == ALG_BEST_FIT and cachable[bu]:
-                    if cand_pos[bu] < 0 or not K.cand_sync(free, thresh, total, aa, kref, bu, R, work, cand_h, cand_s,
-                                                          cand_n, cand_th, cand_ts, M, log, G, lpos, cand_pos, q0) \
+                    # a user of the shape index whose list is far behind the ring searches afresh
+                    mu = ireg[_MX] if kref[bu] == 0 else M
+                    if cand_pos[bu] < 0 or (kref[bu] == 0 and lpos - cand_pos[bu] > ireg[_SYNCLIM]) \
+                            or not K.cand_sync(free, thresh, total, aa, kref, bu, R, work, cand_h, cand_s,
+                                               cand_n, cand_th, cand_ts, mu, log, G, lpos, cand_pos, q0) \
                             or (cand_n[bu] == 0 and cand_ts[bu] >= 0):
                         ireg[_NFULL] += 1
-                        ireg[_QPOS] = K.shape_tree_sync(qmn, qmx, q0, S, L, R, log, G, lpos, ireg[_QPOS])
-                        K.best_fit_topm(free, tmax, tmin, qmn, qmx, thresh, total, aa, kref, bu, L, R, stack, lbs,
-                                        work, cand_h, cand_s, cand_n, cand_th, cand_ts, M, q0)
+                        if kref[bu] == 0:  # the shape index, brought up to date from the ring
+                            full = ireg[_XPOS] < 0 or lpos - ireg[_XPOS] > G
+                            if not full:
+                                ireg[_NOV] = K.x_sync(log, G, lpos, ireg[_XPOS], xout, ov, ireg[_NOV], xpos_of, L,
+                                                         R, xfmax, xqmn, xqmx, xsmin, S)
+                            if full or ireg[_NOV] > ireg[_XLIM]:
+                                ireg[_NBUILD] += 1
+                                ireg[_XN], ireg[_NOV] = K.x_rebuild(free, q0, S, L, R, xord, ireg[_XN], xout, ov,
+                                                                    ireg[_NOV], xbuf, xfmax, xqmn, xqmx, xsmin, full,
+                                                                    xpos_of)
+                            ireg[_XPOS] = lpos
+                            K.best_fit_index(free, thresh, total, aa, kref, bu, L, R, stack, lbs, work, cand_h,
+                                             cand_s, cand_n, cand_th, cand_ts, mu, q0, xord, ireg[_XN], xout, ov,
+                                             ireg[_NOV], xfmax, xqmn, xqmx, xsmin)
+                        else:
+                            K.best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, bu, L, R, stack, lbs, work,
+                                            cand_h, cand_s, cand_n, cand_th, cand_ts, M, q0)
                         cand_pos[bu] = lpos
                     s = cand_s[bu, 0] if cand_n[bu] > 0 else -1
                 elif alg == ALG_BEST_FIT:
@@ -456,13 +481,18 @@ def supported(allocator: str) -> bool:
 
 
 def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = None, stats: dict | None = None,
-                      cand_m: int = CAND_M):
+                      cand_m: int = CAND_M, x_limit: int | None = None,
+                      sync_limit: int = SYNC_LIMIT, log_size: int = LOG_SIZE):
     """Run a validated scenario (``run`` fields already applied) on the compiled engine.
 
     ``opts`` are the allocator's options, already validated by :func:`fq.cluster.registry.bind`;
     ``trace``, when a list, receives every launch as ``(time, user, server)``; ``stats``, when a
-    dict, receives ``full_searches``: the picks that searched the whole server tree; ``cand_m``:
-    Best-Fit candidates kept per user (the tests shrink it to exercise incomplete lists).
+    dict, receives ``full_searches`` (the picks that searched the server tree or the shape index) and
+    ``index_builds`` (the shape index's builds).  Best-Fit's bookkeeping, which the tests shrink to
+    exercise every path: ``cand_m``, candidates kept per user (at most ``CAND_M_INDEX`` for the users
+    of the shape index); ``x_limit``, changed servers kept outside the shape index before it is
+    rebuilt (default ``max(512, S // 10)``); ``sync_limit``, server changes a user of the index
+    catches up with before it searches afresh; ``log_size``, the ring of changed servers.
     """
     from router.cluster import ClusterRun, make_state
 
@@ -551,14 +581,21 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     # a user's H is finite on every server that fits it when the normalising resource's threshold is
     # positive: only then the candidate lists (numpy's NaN-first argmin needs the scan otherwise)
     cachable = np.array([thresh[u, kref[u]] > 0 for u in range(U)], dtype=np.bool_)
-    log = np.zeros(LOG_SIZE if alg == ALG_BEST_FIT else 1, np.int64)
+    log = np.zeros(log_size if alg == ALG_BEST_FIT else 1, np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         c = free / total
         q0 = np.ascontiguousarray(c / c[:, 0:1])
-    # the shape tree (kernels.shape_tree_sync), built at the first search
-    qmn = np.full(2 * L * R if alg == ALG_BEST_FIT else 1, np.inf)
-    qmx = np.full(2 * L * R if alg == ALG_BEST_FIT else 1, -np.inf)
-    ireg[_QPOS] = -1
+    # the shape index (kernels.x_rebuild), built at the first search
+    nx = S if alg == ALG_BEST_FIT else 1
+    xord, ov, xbuf = np.zeros(nx, np.int64), np.zeros(nx, np.int64), np.zeros(nx, np.int64)
+    xout = np.zeros(nx, np.bool_)
+    xpos_of = np.full(nx, -1, np.int64)
+    xfmax, xqmn, xqmx = (np.zeros(2 * L * R if alg == ALG_BEST_FIT else 1) for _ in range(3))
+    xsmin = np.zeros(2 * L if alg == ALG_BEST_FIT else 1, np.int64)
+    ireg[_XPOS] = -1
+    ireg[_XLIM] = max(512, S // 10) if x_limit is None else x_limit
+    ireg[_SYNCLIM] = sync_limit
+    ireg[_MX] = min(M, CAND_M_INDEX)
     stack = np.zeros(4 * 64, np.int64)
     lbs = np.zeros(4 * 64)
     work = np.zeros(max(R, 8))
@@ -575,7 +612,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
                     a["share_now"], a["tasks_now"], a["use_now"],
                     a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"],
                     cand_h, cand_s, a["cand_n"], a["cand_th"], a["cand_ts"], a["cand_pos"], cachable, log, a["live"],
-                    q0, qmn, qmx, *tr)
+                    q0, xord, xout, ov, xbuf, xfmax, xqmn, xqmx, xsmin, xpos_of, *tr)
         if code == DONE:
             break
         if code == NEED_DRAWS:
@@ -591,6 +628,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     opts_out = dict(opts)
     if stats is not None:
         stats["full_searches"] = int(ireg[_NFULL])
+        stats["index_builds"] = int(ireg[_NBUILD])
     if record:
         trace.extend(zip(tr[0][:nl].tolist(), tr[1][:nl].tolist(), tr[2][:nl].tolist()))
     nd = int(ireg[_NDONE])

@@ -142,6 +142,96 @@ def test_many_servers_and_a_long_run_against_the_reference():
                 _assert_same(a, c, ta, tc)
 
 
+@st.composite
+def crowded_scenarios(draw):
+    """Many identical servers (2-3 kinds, 5-30 of each) and small tasks, so that Best-Fit's shape
+    index holds long runs of equal shapes and the fill ties on H; with the index's bookkeeping
+    shrunk (few candidates, a small overflow, a short ring) every path of it runs: merges, full
+    rebuilds after the ring wraps, fresh searches, overflow scans."""
+    R = draw(st.integers(1, 3))
+    servers = [{"capacity": [draw(st.sampled_from([1.0, 2.0, 4.0])) for _ in range(R)],
+                "count": draw(st.integers(5, 30))} for _ in range(draw(st.integers(2, 3)))]
+    users = []
+    for i in range(draw(st.integers(2, 5))):
+        dem = [draw(st.sampled_from([0.125, 0.25, 0.5, 0.75])) for _ in range(R)]
+        u = {"name": f"u{i}", "demand": dem, "duration": draw(st.sampled_from([0.5, 1.0]))}
+        if draw(st.booleans()):
+            u.update(backlogged=False, job_share=1.0, tasks_per_job=draw(st.sampled_from([4.0, 20.0])),
+                     tasks_law="geometric")
+        users.append(u)
+    d = {"resources": [f"r{r}" for r in range(R)], "server": servers, "user": users,
+         "run": {"allocator": "drfh-best-fit", "duration": draw(st.sampled_from([2.0, 5.0])),
+                 "seed": draw(st.integers(0, 99)), "samples": 1}}
+    if any(not u.get("backlogged", True) for u in users):
+        d["traffic"] = {"kind": "poisson", "rate": 4.0}
+    kw = {"cand_m": draw(st.sampled_from([1, 3, 256])), "x_limit": draw(st.sampled_from([0, 2, 16, 1000])),
+          "sync_limit": draw(st.sampled_from([0, 8, 10 ** 9])), "log_size": draw(st.sampled_from([8, 64, 4096]))}
+    return cluster_from_dict(d), draw(st.sampled_from([{}, {"blocked": "stop"}])), kw
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded_scenarios())
+def test_best_fit_shape_index_against_the_reference_on_crowded_clusters(case):
+    sc, options, kw = case
+    ta, tb, st_ = [], [], {}
+    a = simulate(sc, options=options, engine="reference", trace=ta)
+    b = simulate_compiled(sc, options, trace=tb, stats=st_, **kw)
+    _assert_same(a, b, ta, tb)
+    assert st_["index_builds"] > 0
+
+
+@pytest.mark.nojit
+def test_shape_index_search_is_the_scan():
+    """Random free matrices (equal shapes and ties included), members changed after the build:
+    the shape index's search keeps the M least (H, index) of the scan, before and after a rebuild."""
+    from fq.cluster.state import FIT_TOL
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        S, R = int(rng.integers(1, 40)), int(rng.integers(1, 4))
+        total = np.full(R, 4.0 * S)
+        free = np.round(rng.choice([0.5, 1.0], size=(S, R)) * rng.choice([0.0, 0.25, 0.5, 1.0], size=(S, R)), 3)
+        dem = rng.choice([0.05, 0.125, 0.25], size=(1, R))
+        thresh = dem - FIT_TOL * total
+        D = dem[0] / total
+        aa, kref = (D / D[0]).reshape(1, R), np.array([0])
+
+        def shapes():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c = free / total
+                return np.ascontiguousarray(c / c[:, 0:1])
+
+        q0 = shapes()
+        L = 1
+        while L < S:
+            L *= 2
+        xord, ov, xbuf, xpos_of = (np.full(S, -1, np.int64) for _ in range(4))
+        xout = np.zeros(S, np.bool_)
+        xf, xa, xb = (np.zeros(2 * L * R) for _ in range(3))
+        xs = np.zeros(2 * L, np.int64)
+        xn, nov = K.x_rebuild(free, q0, S, L, R, xord, 0, xout, ov, 0, xbuf, xf, xa, xb, xs, True, xpos_of)
+        changed = rng.choice(S, size=int(rng.integers(0, S + 1)), replace=True)
+        for s in changed:
+            free[s] = np.round(free[s] * rng.choice([0.5, 1.0]), 3)
+        q0[:] = shapes()
+        log = changed.astype(np.int64)
+        nov = K.x_sync(log, len(log) + 1, len(log), 0, xout, ov, nov, xpos_of, L, R, xf, xa, xb, xs, S)
+        M = int(rng.integers(1, 6))
+        ok = np.flatnonzero(np.all(free >= thresh[0], axis=1))
+        keys = sorted((float(np.abs(aa[0] - q0[s]).sum()), int(s)) for s in ok)
+        for rebuild in (False, True):
+            if rebuild:
+                xn, nov = K.x_rebuild(free, q0, S, L, R, xord, xn, xout, ov, nov, xbuf, xf, xa, xb, xs, False,
+                                      xpos_of)
+                assert np.all(np.diff(q0[xord[:xn], min(1, R - 1)]) >= 0)
+            ch, cs = np.zeros((1, M)), np.zeros((1, M), np.int64)
+            cn, thh, ths = np.zeros(1, np.int64), np.zeros(1), np.zeros(1, np.int64)
+            K.best_fit_index(free, thresh, total, aa, kref, 0, L, R, np.zeros(256, np.int64), np.zeros(256),
+                             np.zeros(8), ch, cs, cn, thh, ths, M, q0, xord, xn, xout, ov, nov, xf, xa, xb, xs)
+            assert list(zip(ch[0, :cn[0]].tolist(), cs[0, :cn[0]].tolist())) == keys[:M], trial
+            assert (ths[0] >= 0) == (len(keys) >= M)
+
+
 def test_pairwise_sum_is_numpys():
     rng = np.random.default_rng(3)
     for n in range(1, 33):

@@ -39,8 +39,17 @@ outside the list has a larger key (``+inf`` when the list holds every fitting se
 change of a server's free vector is written to a ring; before a pick the user re-keys the servers
 changed since its last look (a server leaves the list, or enters it when its key is below the
 threshold; an overflow lowers the threshold to the new last key), so the list's head is the exact
-Best-Fit choice.  Only an empty list with a finite threshold (or a wrapped ring) needs a new search
-of the tree.
+Best-Fit choice.  Only an empty list with a finite threshold (or a wrapped ring) needs a new search.
+
+Best-Fit shape index (:func:`x_rebuild`, :func:`x_sync`, :func:`best_fit_index`): for a user
+normalised by resource 0, ``H(u, s) = sum_r |aa[u, r] - q0[s, r]|`` with ``q0[s] = c_s / c_s0``, so
+with two resources the best servers are the fitting ones whose free shape ``q0[s, 1]`` is nearest
+``aa[u, 1]``.  The servers are kept sorted by ``(q0[s, 1], s)`` under a tree on the segment tree's
+layout holding per node the max free vector, the min / max of ``q0`` and the least server index of
+its members.  Members are servers unchanged since the last build: a changed server's leaf is
+emptied and the server joins an overflow list, scanned by every search, until a rebuild merges
+the list back in order.  A node's shape range is thus exact, and the bound (the distance from
+``aa[u]`` to that range, per resource, summed in numpy's order) is monotone-rounding safe as above.
 """
 
 from __future__ import annotations
@@ -226,100 +235,6 @@ def _lower_bound(tmax, tmin, thresh, total, aa, kref, u, n, R, work):
 
 
 @jit(inline="always", error_model="numpy")
-def _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, n, R, work):
-    """:func:`_lower_bound`, tightened for a user normalised by resource 0 by the range of the free
-    shapes ``q0`` below node ``n`` (``qmn, qmx``, :func:`shape_tree_sync`): per resource the larger
-    of the two bounds of ``|aa[u, r] - q0[s, r]|``, each at most the term numpy computes (monotone
-    rounding), summed in numpy's order."""
-    k = kref[u]
-    b = n * R
-    lo = tmin[b + k]
-    if thresh[u, k] > lo:
-        lo = thresh[u, k]
-    cklo = lo / total[k]
-    ckhi = tmax[b + k] / total[k]
-    for r in range(R):
-        lo = tmin[b + r]
-        if thresh[u, r] > lo:
-            lo = thresh[u, r]
-        clo = lo / total[r]
-        chi = tmax[b + r] / total[r]
-        q1 = clo / cklo
-        q2 = clo / ckhi
-        qlo = q1 if q1 <= q2 else q2
-        q1 = chi / cklo
-        q2 = chi / ckhi
-        qhi = q1 if q1 >= q2 else q2
-        if k == 0:
-            x = qmn[b + r]
-            if x > qlo:
-                qlo = x
-            x = qmx[b + r]
-            if x < qhi:
-                qhi = x
-        a = aa[u, r]
-        if a < qlo:
-            work[r] = abs(a - qlo)
-        elif a > qhi:
-            work[r] = abs(a - qhi)
-        else:
-            work[r] = 0.0
-    return pairwise_sum(work, R)
-
-
-@jit(inline="always", error_model="numpy")
-def _shape_leaf(qmn, qmx, q0, s, L, R):
-    """Leaf of server s in the shape tree: its ``q0`` row, or an empty range when its free resource 0
-    is not positive (``q0[s, 0]`` is then not 1: such a server fits no user with a positive
-    threshold on resource 0)."""
-    b = (L + s) * R
-    if q0[s, 0] == 1.0:
-        for r in range(R):
-            qmn[b + r] = q0[s, r]
-            qmx[b + r] = q0[s, r]
-    else:
-        for r in range(R):
-            qmn[b + r] = np.inf
-            qmx[b + r] = -np.inf
-
-
-@jit(inline="always", error_model="numpy")
-def _shape_node(qmn, qmx, n, R):
-    b = n * R
-    lft = 2 * n * R
-    rgt = lft + R
-    for r in range(R):
-        a = qmn[lft + r]
-        c = qmn[rgt + r]
-        qmn[b + r] = a if a <= c else c
-        a = qmx[lft + r]
-        c = qmx[rgt + r]
-        qmx[b + r] = a if a >= c else c
-
-
-@jit(inline="always", error_model="numpy")
-def shape_tree_sync(qmn, qmx, q0, S, L, R, log, G, lpos, qpos):
-    """Bring the shape tree (per node the component-wise min / max of ``q0`` over the servers below
-    whose free resource 0 is positive) up to date with the servers changed since ``qpos`` (the
-    ring ``log``), or rebuild it when the ring has wrapped (``qpos < 0`` at the start); returns the
-    new position.  Kept lazily: only Best-Fit's tree searches read it."""
-    if qpos < 0 or lpos - qpos > G:
-        for s in range(S):
-            _shape_leaf(qmn, qmx, q0, s, L, R)
-        for n in range(L - 1, 0, -1):
-            _shape_node(qmn, qmx, n, R)
-        return lpos
-    for p in range(qpos, lpos):
-        s = log[p % G]
-        _shape_leaf(qmn, qmx, q0, s, L, R)
-        n = (L + s) >> 1
-        while n >= 1:
-            _shape_node(qmn, qmx, n, R)
-            n >>= 1
-    return lpos
-
-
-@jit(inline="always", error_model="numpy")
 def best_fit_scan(free, thresh, total, aa, kref, u, S, R, work, q0):
     """Every server, numpy's argmin rule (the fallback when H may be NaN)."""
     bs = -1
@@ -484,11 +399,10 @@ def cand_remove(cs, ch, cn, u, s):
 
 
 @jit(inline="always", error_model="numpy")
-def best_fit_topm(free, tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths,
-                  M, q0):
+def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M, q0):
     """Branch and bound for user u's M best fitting servers (keys (H, index)), into its list;
     ``thh[u], ths[u]``: every fitting server outside the list has a larger key (+inf: none).  The
-    bound is :func:`_lower_bound_shape` (``qmn, qmx`` up to date)."""
+    users normalised by another resource than 0 (the others search :func:`best_fit_index`)."""
     cn[u] = 0
     thh[u] = np.inf
     ths[u] = -1
@@ -522,8 +436,8 @@ def best_fit_topm(free, tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, L, R, 
         f0 = fits_node(tmax, thresh, u, c0, R)
         f1 = fits_node(tmax, thresh, u, c1, R)
         if f0 and f1:
-            l0 = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c0, R, work)
-            l1 = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c1, R, work)
+            l0 = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c0, R, work)
+            l1 = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c1, R, work)
             if l1 < l0:
                 stack[top] = c0
                 lbs[top] = l0
@@ -537,11 +451,11 @@ def best_fit_topm(free, tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, L, R, 
             top += 2
         elif f0:
             stack[top] = c0
-            lbs[top] = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c0, R, work)
+            lbs[top] = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c0, R, work)
             top += 1
         elif f1:
             stack[top] = c1
-            lbs[top] = _lower_bound_shape(tmax, tmin, qmn, qmx, thresh, total, aa, kref, u, c1, R, work)
+            lbs[top] = _lower_bound(tmax, tmin, thresh, total, aa, kref, u, c1, R, work)
             top += 1
     if cn[u] == M:
         thh[u] = ch[u, M - 1]
@@ -566,3 +480,289 @@ def cand_sync(free, thresh, total, aa, kref, u, R, work, ch, cs, cn, thh, ths, M
                     ths[u] = cs[u, M - 1]
     upos[u] = lpos
     return True
+
+
+# ---------------------------------------------------------------------------
+# Best-Fit shape index: the servers sorted by free shape, for the users normalised by resource 0
+@jit(inline="always", error_model="numpy")
+def _x_less(q0, a, b, kc):
+    """Server a before server b in the shape index: key ``(q0[., kc], index)``."""
+    x = q0[a, kc]
+    y = q0[b, kc]
+    return x < y or (x == y and a < b)
+
+
+@jit(inline="always", error_model="numpy")
+def _x_sift(v, i, n, q0, kc):
+    """Heap sort's sift-down of ``v[i]`` in the max-heap ``v[:n]`` (order :func:`_x_less`)."""
+    x = v[i]
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _x_less(q0, v[c], v[c + 1], kc):
+            c += 1
+        if not _x_less(q0, x, v[c], kc):
+            break
+        v[i] = v[c]
+        i = c
+    v[i] = x
+
+
+@jit(inline="always", error_model="numpy")
+def _x_member(free, q0, s):
+    """Server s enters the index: free resource 0 positive and a finite shape normalised by it (the
+    others fit no user of the index but the ones whose share of resource 0 underflows, which stay
+    in the overflow list)."""
+    return free[s, 0] > 0.0 and q0[s, 0] == 1.0
+
+
+@jit(inline="always", error_model="numpy")
+def x_rebuild(free, q0, S, L, R, xord, xn, xout, ov, nov, xbuf, xfmax, xqmn, xqmx, xsmin, full, xpos_of):
+    """Rebuild the shape index: the members unchanged since the last build (``xord[:xn]``, already in
+    order) merged with the changed servers (``ov[:nov]``, heap-sorted), or every server when
+    ``full``; then the tree over the order, bottom-up: per node the component-wise max free
+    capacity (``xfmax``), min / max free shape ``q0`` (``xqmn, xqmx``) and least server index
+    (``xsmin``) of its members; ``xpos_of[s]``: server s's place in the order (-1: not a member).
+    Returns ``(xn, nov)``: members and servers left in the overflow."""
+    kc = 1 if R > 1 else 0
+    j = 0
+    if full:
+        for s in range(S):
+            xout[s] = False
+            xpos_of[s] = -1
+        nov = 0
+        for s in range(S):
+            if _x_member(free, q0, s):
+                xbuf[j] = s
+                j += 1
+            elif free[s, 0] > 0.0:
+                xout[s] = True
+                ov[nov] = s
+                nov += 1
+        m = j
+        j = 0
+    else:
+        for i in range(xn):  # the unchanged members, in order
+            s = xord[i]
+            if not xout[s]:
+                xord[j] = s
+                j += 1
+        m = 0
+        k = 0
+        for i in range(nov):
+            s = ov[i]
+            if _x_member(free, q0, s):
+                xout[s] = False
+                xbuf[m] = s
+                m += 1
+            elif free[s, 0] > 0.0:
+                ov[k] = s
+                k += 1
+            else:  # fits no user of the index until it changes (then the ring brings it back)
+                xout[s] = False
+        nov = k
+    for i in range(m // 2 - 1, -1, -1):  # heap sort of the changed members
+        _x_sift(xbuf, i, m, q0, kc)
+    for e in range(m - 1, 0, -1):
+        x = xbuf[0]
+        xbuf[0] = xbuf[e]
+        xbuf[e] = x
+        _x_sift(xbuf, 0, e, q0, kc)
+    i1 = j - 1  # merge from the back, in place
+    i2 = m - 1
+    n = j + m
+    for p in range(n - 1, -1, -1):
+        if i2 < 0:
+            break
+        if i1 >= 0 and _x_less(q0, xbuf[i2], xord[i1], kc):
+            xord[p] = xord[i1]
+            i1 -= 1
+        else:
+            xord[p] = xbuf[i2]
+            i2 -= 1
+    for i in range(L):
+        b = (L + i) * R
+        if i < n:
+            s = xord[i]
+            xpos_of[s] = i
+            for r in range(R):
+                xfmax[b + r] = free[s, r]
+                xqmn[b + r] = q0[s, r]
+                xqmx[b + r] = q0[s, r]
+            xsmin[L + i] = s
+        else:
+            for r in range(R):
+                xfmax[b + r] = -np.inf
+                xqmn[b + r] = np.inf
+                xqmx[b + r] = -np.inf
+            xsmin[L + i] = S
+    for nd in range(L - 1, 0, -1):
+        b = nd * R
+        lft = 2 * nd * R
+        rgt = lft + R
+        for r in range(R):
+            a = xfmax[lft + r]
+            c = xfmax[rgt + r]
+            xfmax[b + r] = a if a >= c else c
+            a = xqmn[lft + r]
+            c = xqmn[rgt + r]
+            xqmn[b + r] = a if a <= c else c
+            a = xqmx[lft + r]
+            c = xqmx[rgt + r]
+            xqmx[b + r] = a if a >= c else c
+        a = xsmin[2 * nd]
+        c = xsmin[2 * nd + 1]
+        xsmin[nd] = a if a <= c else c
+    return n, nov
+
+
+@jit(inline="always", error_model="numpy")
+def x_sync(log, G, lpos, xpos, xout, ov, nov, xpos_of, L, R, xfmax, xqmn, xqmx, xsmin, S):
+    """The servers changed since ``xpos`` (the ring ``log``) leave the index for the overflow list
+    (``xout[s]``: s is in ``ov[:nov]``): a member's leaf is emptied and its path refreshed up to the
+    first node that keeps its values.  Returns the new ``nov``.  The caller checks the ring has not
+    wrapped."""
+    for p in range(xpos, lpos):
+        s = log[p % G]
+        if xout[s]:
+            continue
+        xout[s] = True
+        ov[nov] = s
+        nov += 1
+        i = xpos_of[s]
+        if i < 0:
+            continue
+        xpos_of[s] = -1
+        n = L + i
+        b = n * R
+        for r in range(R):
+            xfmax[b + r] = -np.inf
+            xqmn[b + r] = np.inf
+            xqmx[b + r] = -np.inf
+        xsmin[n] = S
+        n >>= 1
+        while n >= 1:
+            b = n * R
+            lft = 2 * n * R
+            rgt = lft + R
+            same = True
+            for r in range(R):
+                a = xfmax[lft + r]
+                c = xfmax[rgt + r]
+                x = a if a >= c else c
+                if x != xfmax[b + r]:
+                    same = False
+                    xfmax[b + r] = x
+                a = xqmn[lft + r]
+                c = xqmn[rgt + r]
+                x = a if a <= c else c
+                if x != xqmn[b + r]:
+                    same = False
+                    xqmn[b + r] = x
+                a = xqmx[lft + r]
+                c = xqmx[rgt + r]
+                x = a if a >= c else c
+                if x != xqmx[b + r]:
+                    same = False
+                    xqmx[b + r] = x
+            a = xsmin[2 * n]
+            c = xsmin[2 * n + 1]
+            x = a if a <= c else c
+            if x != xsmin[n]:
+                same = False
+                xsmin[n] = x
+            if same:
+                break
+            n >>= 1
+    return nov
+
+
+@jit(inline="always", error_model="numpy")
+def _x_bound(xqmn, xqmx, aa, u, n, R, work):
+    """A lower bound of ``H(u, s)`` (eq. (9), user normalised by resource 0) over the members below
+    node ``n``: per resource the distance from ``aa[u, r]`` to their range of free shapes, summed in
+    numpy's order; each term is at most the term numpy computes (monotone rounding)."""
+    b = n * R
+    for r in range(R):
+        a = aa[u, r]
+        lo = xqmn[b + r]
+        hi = xqmx[b + r]
+        if a < lo:
+            work[r] = abs(a - lo)
+        elif a > hi:
+            work[r] = abs(a - hi)
+        else:
+            work[r] = 0.0
+    return pairwise_sum(work, R)
+
+
+@jit(inline="always", error_model="numpy")
+def best_fit_index(free, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M, q0,
+                   xord, xn, xout, ov, nov, xfmax, xqmn, xqmx, xsmin):
+    """User u's M best fitting servers (keys (H, index), ``kref[u] == 0``) into its list, as
+    :func:`best_fit_topm`: a branch and bound on the shape index (the members are unchanged since
+    its build, so a node's range of shapes is exact and narrow: the bound prunes all but the
+    nodes near ``aa[u]``; a node is also skipped when its max free capacity misses the threshold,
+    or when its bound equals the M-th key and its least server index is above that key's), then
+    the changed servers ``ov[:nov]`` one by one."""
+    cn[u] = 0
+    thh[u] = np.inf
+    ths[u] = -1
+    if xn > 0 and fits_node(xfmax, thresh, u, 1, R):
+        stack[0] = 1
+        lbs[0] = 0.0
+        top = 1
+        while top > 0:
+            top -= 1
+            n = stack[top]
+            lb = lbs[top]
+            if cn[u] == M:
+                bh = ch[u, M - 1]
+                if lb > bh:
+                    continue
+                if lb == bh and xsmin[n] > cs[u, M - 1]:
+                    continue
+            if n >= L:
+                s = xord[n - L]
+                if xout[s]:
+                    continue
+                h = fitness(free, total, aa, kref, u, s, R, work, q0)
+                if cn[u] < M or _key_less(h, s, ch[u, M - 1], cs[u, M - 1]):
+                    cand_insert(ch, cs, cn, u, h, s, M)
+                continue
+            c0 = 2 * n
+            c1 = c0 + 1
+            f0 = fits_node(xfmax, thresh, u, c0, R)
+            f1 = fits_node(xfmax, thresh, u, c1, R)
+            if f0 and f1:
+                l0 = _x_bound(xqmn, xqmx, aa, u, c0, R, work)
+                l1 = _x_bound(xqmn, xqmx, aa, u, c1, R, work)
+                if l1 < l0:
+                    stack[top] = c0
+                    lbs[top] = l0
+                    stack[top + 1] = c1
+                    lbs[top + 1] = l1
+                else:
+                    stack[top] = c1
+                    lbs[top] = l1
+                    stack[top + 1] = c0
+                    lbs[top + 1] = l0
+                top += 2
+            elif f0:
+                stack[top] = c0
+                lbs[top] = _x_bound(xqmn, xqmx, aa, u, c0, R, work)
+                top += 1
+            elif f1:
+                stack[top] = c1
+                lbs[top] = _x_bound(xqmn, xqmx, aa, u, c1, R, work)
+                top += 1
+    for i in range(nov):
+        s = ov[i]
+        if fits_server(free, thresh, u, s, R):
+            h = fitness(free, total, aa, kref, u, s, R, work, q0)
+            if cn[u] < M or _key_less(h, s, ch[u, M - 1], cs[u, M - 1]):
+                cand_insert(ch, cs, cn, u, h, s, M)
+    if cn[u] == M:
+        thh[u] = ch[u, M - 1]
+        ths[u] = cs[u, M - 1]
