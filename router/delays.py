@@ -3,9 +3,12 @@
 Every packet that leaves the router after warm-up adds its *sojourn* (departure
 from the last resource it visits minus its arrival at the router: for a
 windowed flow its admission, for an open-loop source the instant it was
-generated) to the histograms of its row, and every service that starts after
-warm-up adds the packet's *wait* at that resource (start of service minus the
-instant it joined the resource's queue).  SPEC §5b.  A row is a static flow
+generated) and its *wait* at each resource it visited (start of service minus
+the instant it joined the resource's queue) to the histograms of its row.
+SPEC §5b.  The loop keeps the waits in the packet's record (the join time is
+stored when it joins a queue and turned into the wait when its service starts)
+and records them all at its departure, after the admission that departure
+triggers, so the recording is off the instant's critical path.  A row is a static flow
 (or, with more than :data:`PER_FLOW_MAX` static flows, a ``[[flow]]`` table)
 or a class; each row holds ``J + 1`` histograms (the wait at each resource,
 then the sojourn).
@@ -14,8 +17,9 @@ The buckets are the float64 bit patterns of the values cut after
 :data:`SUB_BITS` mantissa bits: bucket ``i >= 1`` holds
 ``[2^e (1 + m / 64), 2^e (1 + (m + 1) / 64))`` with ``i = (bits(x) >> 46) -
 base``, ``e`` and ``m`` the exponent and top six mantissa bits of the bucket's
-code ``i + base``.  No logarithm per sample: one bit cast, one shift, one
-subtraction and two clamps.  A bucket's midpoint is within ``1/128 < 0.8 %``
+code ``i + base``.  No logarithm per sample: in the loop, one float maximum
+(:func:`floor_value`), one bit cast and one shift; the row's offset
+(:func:`row_offset`) takes the subtraction.  A bucket's midpoint is within ``1/128 < 0.8 %``
 of every value in it, so a quantile read as the midpoint of the bucket that
 holds it has a relative error below 0.8 %.  Bucket 0 holds zero and every
 value below ``2^e_lo``, the smallest resolved value, ``2^-LOW_OCTAVES`` times
@@ -66,12 +70,44 @@ def bucket(x, base, NB):
     return i
 
 
+def floor_value(base: int) -> float:
+    """The largest float64 of bucket 0's code: a delay ``x`` lands in the bucket of ``max(x,
+    floor_value)``, the same as :func:`bucket`'s lower clamp with one float maximum."""
+    return float(np.int64(((base + 1) << SHIFT) - 1).view(np.float64))
+
+
+def skip_value(base: int, NB: int) -> float:
+    """The lower edge of the top bucket, which no delay reaches (it lies above the longest run):
+    the wait the loop gives a packet at a resource it skips (no cost there), so that its record has
+    a wait at every resource; :func:`split` leaves the waits' top buckets out."""
+    return float(np.int64((base + NB - 1) << SHIFT).view(np.float64))
+
+
+def row_width(J: int, NB: int, B: int) -> int:
+    """Words of one row's block in the delay accumulator (the loop's ``acc.dacc``): the ``J + 1``
+    histograms interleaved bucket by bucket (bucket ``i`` of histogram ``j`` at ``i (J + 1) + j``:
+    a packet's delays land in neighbouring words), then the largest sojourn, then the sum and the
+    number of sojourns of each batch (``2 B`` words, in pairs)."""
+    return NB * (J + 1) + 1 + 2 * B
+
+
 @jit(inline="always")
-def bucket_low(x, base):
-    """:func:`bucket` of a delay ``x`` known to be below the top bucket's lower edge (every delay
-    of a run is at most its duration, and the buckets reach twice that): no upper clamp."""
-    i = (f2i(x) >> SHIFT) - base
-    return i if i > 0 else 0
+def row_offset(r, J, NB, B, base):
+    """What the flow table keeps for a packet of row ``r`` (``FlowTable.hrow``): its block's offset
+    less ``base (J + 1)``, so that a delay of bit code ``c = bits >> SHIFT`` at histogram j lands at
+    ``row_offset + max(c, base) (J + 1) + j`` (one shift, one clamp, no multiplication by NB)."""
+    return r * (NB * (J + 1) + 1 + 2 * B) - base * (J + 1)
+
+
+def split(dacc: np.ndarray, rows: int, J: int, NB: int, B: int):
+    """``(hist [rows, J + 1, NB] int64, dmax [rows], dsum [rows, B], dcnt [rows, B])`` from the
+    accumulator (:func:`row_width`; the counts are its words read as int64)."""
+    a = dacc.reshape(rows, row_width(J, NB, B))
+    n = a.view(np.int64)
+    h = NB * (J + 1)
+    hist = np.ascontiguousarray(n[:, :h].reshape(rows, NB, J + 1).transpose(0, 2, 1))
+    hist[:, :J, NB - 1] = 0   # the resources a packet skipped (skip_value)
+    return hist, a[:, h].copy(), a[:, h + 1::2].copy(), n[:, h + 2::2].astype(np.float64)
 
 
 def bucket_py(x: float, base: int, NB: int) -> int:

@@ -47,8 +47,8 @@ from router.loop import loop_for
 from router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
-    I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, PKT_TIMES, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
-    ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, ring_size,
+    I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
+    ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, pkt_times, ring_size,
 )
 
 INF = np.inf
@@ -185,8 +185,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         raise MrfqError(f"T = {T}: the run's end must be finite (the loop relies on it)")
     lay = sched.module.layout(J)
     buf_max = int(traffic.table_buffer.max()) if len(traffic.table_buffer) else 0
-    NR = ring_size(max(N, buf_max))
-    W = lay.pkt + PKT_TIMES
+    NR = ring_size(max(N + 1, buf_max))  # > N: a departure's record outlives the admission it triggers
+    W = lay.pkt + pkt_times(J)
     C = n_static + 64
     if hist_rows is None:
         hist_rows = (n_static, np.arange(max(n_static, 1), dtype=np.int64))
@@ -201,7 +201,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     P = Params(N=int(N), RM=NR - 1, W=W, NFC=NFC, pc=int(pc), NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key), HS=HS, NB=int(NB), hbase=int(hbase),
-               rec_from=float(warmup) if record_delays else INF)
+               dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase),
+               dskip=delays.skip_value(hbase, NB), rec_from=float(warmup) if record_delays else INF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
                                              batch_starts(warmup, T, B), rtt, pc, HR, NB)
     # static flows own rows 0..n_static-1 (flow id = row)
@@ -210,7 +211,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         ft.slot_i[I_CLASS:n_static * N_ICOLS:N_ICOLS] = np.where(
             traffic.table_buffer[traffic.static_spec[:n_static]] > 0, STATIC_OPEN, STATIC_WINDOWED)
         ft.slot_f[F_WEIGHT:n_static * NFC:NFC] = specs.weight[traffic.static_spec[:n_static]]
-    ft.hrow[:n_static] = traffic.hist_row[:n_static]
+    ft.hrow[:n_static] = traffic.hist_row[:n_static] * delays.row_width(J, NB, B) - hbase * (J + 1)  # row_offset
     carry.ci[C_NEXT_UID] = n_static
     carry.cf[C_NEXT_STATIC] = traffic.table_start[traffic.static_spec[traffic.static_order[0]]] if n_static > 0 else INF
     # the first chunk of flow arrivals (at most FIRST_CHUNK: see there); the cursor
@@ -336,8 +337,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         loop_services=int(ci[C_SERVICES]) - loop_s0 if timing else 0, loop_cpu=loop_cpu, loop_wall=loop_wall,
         state_bytes=int(state_bytes),
         offered=acc.offered[:n_static].copy(), drops=acc.drops[:n_static].copy(),
-        hist=acc.hist.reshape(HR, J + 1, NB), dmax=acc.dmax, dsum=acc.dsum.reshape(HR, B),
-        dcnt=acc.dcnt.reshape(HR, B), hbase=int(hbase),
+        **dict(zip(("hist", "dmax", "dsum", "dcnt"), delays.split(acc.dacc, HR, J, NB, B))), hbase=int(hbase),
         dep_time=dep_times[:, 0].copy(), dep_arrived=dep_times[:, 1].copy(), dep_flow=dep_ids[:, 0].copy(),
         dep_seq=dep_ids[:, 1].copy(),
     ), compile_seconds
@@ -374,4 +374,4 @@ def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, speciali
                  pc: bool = False, window: int = 30):
     opt = tuple(float(x) for x in opt)
     return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc,
-                    ring_size(window))
+                    ring_size(window + 1))

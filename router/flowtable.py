@@ -20,6 +20,7 @@ import numpy as np
 
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router.batches import add_area
+from router.delays import row_offset
 from router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_NFREE, C_PKT_CUR, C_ST_PTR, C_T_AREA, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
@@ -169,7 +170,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             next_uid += 1
             sp_row = tf.class_spec[k]
             slot_i[s * N_ICOLS + I_CLASS] = k
-            ft.hrow[s] = P.HS + k
+            ft.hrow[s] = row_offset(P.HS + k, J, P.NB, P.B, P.hbase)
             slot_f[s * NFC + F_WEIGHT] = sp.weight[tf.class_spec[k]]
             acc.class_arrived[k] += 1
             add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)

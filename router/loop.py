@@ -56,7 +56,8 @@ import numpy as np
 
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router import heap
-from router.delays import bucket_low
+from router.delays import SHIFT
+from router.heap import f2i
 from router.flowtable import (
     DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
 )
@@ -66,7 +67,7 @@ from router.state import (
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
     C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
     I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
-    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, PKT_TIMES, cost_width,
+    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, cost_width, pkt_times,
 )
 
 INF = np.inf
@@ -92,7 +93,7 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
     cnt = qs[qb + QS_COUNT]
     qs[qb + QS_COUNT] = cnt + 1
     ri[RI_ADMITTED * J + j] += 1
-    ft.pkt[pb + W - 1] = t  # it joins j's queue now (its wait there: router/delays.py)
+    ft.pkt[pb + W - J + j] = t  # it joins j's queue now (the start of its service there makes it its wait)
     # Q_ij: its packets at j, waiting (this one included) or in service (j serves until
     # service_end[j], which is inf when j is idle and t while phase 1b has yet to reach j)
     q_ij = cnt + 1 + (1 if t < service_end[j] < INF and ri[RI_BUSY_SLOT * J + j] == s else 0)
@@ -102,7 +103,7 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
         heap.push(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted):
+def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, dskip, ri, hp, service_end, counted):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource).
     ``counted``: the admission was pending (queued in phase 2, or delayed by rtt), so it moves
     from the flow's pending count to its in-flight count; a departure that admits at once
@@ -111,7 +112,7 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
     slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
     pb = (s * (RM + 1) + (seq & RM)) * W
-    pkt[pb + W - 2] = t  # its arrival at the router (its sojourn: router/delays.py)
+    pkt[pb + W - J - 1] = t  # its arrival at the router (its delays: router/delays.py)
     cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
     uid = slot_i[s * N_ICOLS + I_UID]
     weight = slot_f[s * NFC + F_WEIGHT]
@@ -150,6 +151,8 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
         slot_i[s * N_ICOLS + I_PENDING] -= 1
         slot_i[s * N_ICOLS + I_INFLIGHT] += 1
     sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant_service, t)  # noqa: F821
+    for jj in range(j0):
+        pkt[pb + W - J + jj] = dskip  # it skips jj: no wait there
     if j0 == 0:  # the common first resource as a constant index (interleaved A/B: about 4 % on bmf-wfq)
         _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, 0, t, uid, weight, ft, ri, hp, service_end)
     else:
@@ -157,10 +160,24 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
 
 
 @jit(inline="always")
-def _record(acc, P, hr, J, j, d):
-    """Add delay ``d`` of a packet of histogram row hr to its histogram j (the wait at resource
-    j < J, the sojourn for j = J; router/delays.py)."""
-    acc.hist[(hr * (J + 1) + j) * P.NB + bucket_low(d, P.hbase)] += 1
+def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, a, t, bcur):
+    """A packet that arrived at ``a`` leaves at ``t``: its wait at each resource (``pkt[ps + j]``;
+    ``skip_value`` where it has no cost) and its sojourn ``t - a`` into its row's histograms, its
+    sojourn into the row's maximum and its batch's sum and count (router/delays.py: ``hb`` is the
+    row's ``row_offset``, ``dstat`` where its statistics start after it; ``dcount`` is ``dacc``'s
+    words as integers, for the counts; the bucket of a delay x is that of max(x, dfloor))."""
+    for j in range(J):
+        w = pkt[ps + j]
+        w = w if w > dfloor else dfloor
+        dcount[hb + (f2i(w) >> SHIFT) * (J + 1) + j] += 1
+    d = t - a
+    x = d if d > dfloor else dfloor
+    dcount[hb + (f2i(x) >> SHIFT) * (J + 1) + J] += 1
+    m = hb + dstat
+    if d > dacc[m]:
+        dacc[m] = d
+    dacc[m + 1 + 2 * bcur] += d
+    dcount[m + 2 + 2 * bcur] += 1
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
@@ -202,8 +219,7 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     lo = t if t > warmup else warmup
     if hi > lo:
         busy_post[j] += hi - lo
-    if t > P.rec_from:  # its wait at j
-        _record(acc, P, ft.hrow[s], J, j, t - pkt[pb + W - 1])
+    pkt[pb + W - J + j] = t - pkt[pb + W - J + j]  # its wait at j (_record)
     if tr_n < trace_cap:
         tr.times[2 * tr_n] = t
         tr.times[2 * tr_n + 1] = end
@@ -245,6 +261,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
         T = P.T
         warmup = P.warmup
         rec_from = P.rec_from
+        dskip = P.dskip
         max_services = P.max_services
         slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
         cst = ft.cst if PC else slot_f
@@ -323,6 +340,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                 cb = _cost_base(PC, J, NR, NFC, s, seq)
                 nj = j + 1
                 while nj < J and cst[cb + nj] <= 0.0:
+                    pkt[pb + W - J + nj] = dskip  # it skips nj: no wait there
                     nj += 1
                 if nj < J:
                     _enqueue(S, o, J, RM, W, PC, NFC, s, seq, pb, cst, cb, nj, t, slot_i[s * N_ICOLS + I_UID],
@@ -331,12 +349,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                 # departure from the router
                 pk_departed += 1
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur)
-                d = t - pkt[pb + W - 2]  # its sojourn, recorded once the next packet is admitted
-                hr = ft.hrow[s]
                 if trace_cap > 0 and ci[C_DEP_N] < trace_cap:
                     dn = ci[C_DEP_N]
                     tr.dep_times[2 * dn] = t
-                    tr.dep_times[2 * dn + 1] = pkt[pb + W - 2]
+                    tr.dep_times[2 * dn + 1] = pkt[pb + W - J - 1]
                     tr.dep_ids[2 * dn] = slot_i[s * N_ICOLS + I_UID]
                     tr.dep_ids[2 * dn + 1] = seq
                     ci[C_DEP_N] = dn + 1
@@ -359,7 +375,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                             if service_end[jj] == t:
                                 later = True
                         if not later and now_n == 0:
-                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end,
+                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, dskip, ri, hp, service_end,
                                    False)
                             pk_admitted += 1
                         else:
@@ -378,12 +394,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)
                         t_last_area = t
                         n_free += 1
-                if t > rec_from:  # (depart has moved bcur to t's batch)
-                    _record(acc, P, hr, J, J, d)
-                    if d > acc.dmax[hr]:
-                        acc.dmax[hr] = d
-                    acc.dsum[hr * P.B + bcur] += d
-                    acc.dcnt[hr * P.B + bcur] += 1.0
+                if t > rec_from:  # its delays (depart has moved bcur to t's batch), once the next packet is
+                    # admitted (off the instant's critical path); its record outlives that admission (NR > N)
+                    _record(acc.dacc, acc.dcount, P.dfloor, P.dstat, J, ft.hrow[s], pkt, pb + W - J, pkt[pb + W - J - 1], t,
+                            bcur)
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
             #      rtt that fall due now, then new flows' windows (static starts by flow id, then
@@ -424,7 +438,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                         now_i += 1
                 else:
                     break
-                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True)
+                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, dskip, ri, hp, service_end, True)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head
@@ -503,6 +517,6 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
-        raw = _make_raw(int(J), int(lay.pkt) + PKT_TIMES, bool(pc), lean, const, tag, nr_const, cost_width(int(J), lay.increments))
+        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J)), bool(pc), lean, const, tag, nr_const, cost_width(int(J), lay.increments))
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

@@ -92,6 +92,18 @@ def _delay_to(now: float, t: float) -> float:
     return d
 
 
+def _until(env, t: float):
+    """Waits until ``env.now == t`` exactly.  One timeout of :func:`_delay_to` does it unless no
+    float64 delay lands on t from ``now`` (``now + d`` rounds past t on both sides, which happens
+    when ``now`` lies half an ulp of t off t's grid); then a first step to about ``(now + t) / 2``,
+    from where ``t - now'`` is exact (Sterbenz: ``t / 2 <= now' <= t``) and so is the sum."""
+    d = _delay_to(env.now, t)
+    if env.now + d != t:
+        yield env.timeout((t - env.now) / 2)
+        d = t - env.now
+    yield env.timeout(d)
+
+
 # ---------------------------------------------------------------------------
 # the model's objects
 @dataclass(frozen=True)
@@ -167,6 +179,7 @@ class Packet:
     tag: dict = field(default_factory=dict)  # the scheduler's own per-packet values
     arrived: float = 0.0            # at the router (admission, or an open-loop arrival)
     joined: float = 0.0             # at the queue of the resource it is at
+    waits: list = field(default_factory=list)  # (resource, wait there) of each service started
 
 
 def make_tags(sc: Scenario, router: "ReferenceRouter"):
@@ -314,7 +327,7 @@ class ReferenceRouter:
         nxt = next(arrivals, None)
         while nxt is not None:
             t = nxt[0]
-            yield self.env.timeout(_delay_to(self.env.now, t))
+            yield from _until(self.env, t)
             while nxt is not None and nxt[0] == t:
                 self.poisson_arrivals.append((nxt[1], nxt[2]))
                 nxt = next(arrivals, None)
@@ -332,7 +345,7 @@ class ReferenceRouter:
         nxt = next(it, None)
         while nxt is not None:
             t = nxt[0]
-            yield self.env.timeout(_delay_to(self.env.now, t))
+            yield from _until(self.env, t)
             while nxt is not None and nxt[0] == t:
                 self.packet_arrivals.append((nxt[1], nxt[2]))
                 nxt = next(it, None)
@@ -414,8 +427,7 @@ class ReferenceRouter:
             p = fifo.pop(0)
             next_p = fifo[0] if fifo else None
             self.tags.start(p, j, next_p, t)
-            if t > self.warmup:
-                self._record(p.flow, j, t - p.joined)
+            p.waits.append((j, t - p.joined))
             if next_p is not None:
                 self.head_key[j][uid] = self.tags.head(next_p, j)
             else:
@@ -471,6 +483,8 @@ class ReferenceRouter:
                 f.departed_post += 1
             else:
                 self.class_departed[f.klass] += 1
+            for j, w in p.waits:   # every delay of a packet that leaves after warm-up
+                self._record(f, j, w)
             row = self._record(f, self.J, t - p.arrived)
             b = int(np.searchsorted(self.b_start, t, side="right")) - 1
             self.dsum[row, b] += t - p.arrived

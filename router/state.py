@@ -16,12 +16,12 @@ consecutive, ``head, head + 1, ..., head + count - 1``.  No queue-length
 counter is kept either: ``Q_ij`` (waiting or in service) is the count plus one
 when j serves that flow's packet.
 
-Packet records ``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR >= N`` and ``NR >=``
+Packet records ``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR > N`` and ``NR >=``
 every open-loop flow's buffer, a power of two) hold the scheduler's own
-per-packet slots (``m < layout.pkt``), then the engine's two times
-(``W = layout.pkt + PKT_TIMES``): the packet's arrival at the router
-(``pb + W - 2``) and at the resource it is at (``pb + W - 1``), for the delays
-(router/delays.py).
+per-packet slots (``m < layout.pkt``), then the engine's ``J + 1`` times
+(``W = layout.pkt + pkt_times(J)``): the packet's arrival at the router
+(``pb + W - J - 1``) and the start of its service at each resource j
+(``pb + W - J + j``), for the delays (router/delays.py).
 Costs live where the scenario needs them (``Params.pc``): when every flow has
 constant per-packet costs (no ``packet_sizes``) once per flow, in the flow
 row's float columns ``slot_f[s * NFC + F_COST + j]``; with per-packet sizes
@@ -39,6 +39,7 @@ import numpy as np
 
 from fq.contract import Layout, SchedState
 from router import heap
+from router.delays import row_width
 
 INF = np.inf
 
@@ -49,8 +50,14 @@ INF = np.inf
 N_ICOLS = 8  # a power of two, so row offsets are shifts
 #: I_CLASS of a static flow: windowed (greedy, the default) or an open-loop source (flows.traffic.PacketLaw)
 STATIC_WINDOWED, STATIC_OPEN = -1, -2
-#: words the engine appends to each packet record: arrival at the router, arrival at the current resource
-PKT_TIMES = 2
+
+
+def pkt_times(J: int) -> int:
+    """Words the engine appends to each packet record: its arrival at the router, then the start of
+    its service at each of the J resources."""
+    return J + 1
+
+
 # flow-table float columns: arrival time, weight, dominant service max_j s_ij / w_i, flow size
 # (packets; exact below 2**53), then (constant-cost flows) the cost record: the cost at each
 # resource, and with Layout.increments s_ij / w_i at each: n_fcols(J, increments) = F_COST + CW
@@ -97,6 +104,9 @@ class Params(NamedTuple):
     HS: int             # delay histogram rows of the static flows (then one per class)
     NB: int             # buckets per histogram (router.delays.layout)
     hbase: int          # bucket offset (router.delays.layout)
+    dstat: int          # a row's largest sojourn sits at dacc[hrow + dstat], its batch sums after it
+    dfloor: float       # delays are bucketed as max(delay, dfloor) (router.delays.floor_value)
+    dskip: float        # the wait of a packet at a resource it skips (router.delays.skip_value)
     rec_from: float     # delays are recorded at instants > rec_from (warmup; inf: recording off)
 
 
@@ -146,7 +156,8 @@ class FlowTable(NamedTuple):
     pkt: np.ndarray      # [C * NR * W] float64 packet records (the scheduler's tags)
     cst: np.ndarray      # [C * NR * CW] float64 per-packet cost records (Params.pc = 1), else [1] unused
     free: np.ndarray     # [C] free rows (a stack)
-    hrow: np.ndarray     # [C] delay histogram row of the flow in each row (static: Traffic.hist_row; class k: HS + k)
+    hrow: np.ndarray     # [C] where the delays of the flow in each row go (router.delays.row_offset of its delay
+    #                      row: static, Traffic.hist_row; class k, HS + k)
 
 
 class Resources(NamedTuple):
@@ -180,10 +191,10 @@ class Accumulators(NamedTuple):
     static_done_t: np.ndarray  # [n_static] completion time of finite static flows
     offered: np.ndarray        # [n_static] open-loop packet arrivals after warm-up
     drops: np.ndarray          # [n_static] of which dropped (the flow's buffer was full)
-    hist: np.ndarray           # [HR * (J + 1) * NB] delay histograms: row, then wait at j (j < J) or sojourn (J)
-    dmax: np.ndarray           # [HR] largest sojourn of each row
-    dsum: np.ndarray           # [HR * B] sum of sojourns per row and batch (by departure)
-    dcnt: np.ndarray           # [HR * B] their number
+    dacc: np.ndarray           # [HR * row_width] per delay row: the histograms (the wait at each resource, the
+    #                            sojourn), the largest sojourn, the sum and number of sojourns per batch
+    #                            (router.delays.row_width, split)
+    dcount: np.ndarray         # dacc's words as int64 (the same memory): the counts among them
 
 
 class TraceBuffer(NamedTuple):
@@ -244,13 +255,13 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     due = _due_size(C, NR, J, rtt)
     aq = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64), now_s=np.zeros(C + J, np.int64))
     Kc = max(K, 1)
+    dacc = np.zeros(HR * row_width(J, NB, B))
     acc = Accumulators(b_start=b_start, x=np.zeros(Kc), area=np.zeros((Kc, B)), departed=np.zeros((Kc, B)),
                        done_n=np.zeros((Kc, B)), done_packets=np.zeros((Kc, B)), done_time=np.zeros((Kc, B)),
                        class_arrived=np.zeros(Kc, np.int64), class_completed=np.zeros(Kc, np.int64),
                        static_done_t=np.full(max(n_static, 1), np.nan),
                        offered=np.zeros(max(n_static, 1), np.int64), drops=np.zeros(max(n_static, 1), np.int64),
-                       hist=np.zeros(HR * (J + 1) * NB, np.int64), dmax=np.zeros(HR),
-                       dsum=np.zeros(HR * B), dcnt=np.zeros(HR * B))
+                       dacc=dacc, dcount=dacc.view(np.int64))
     tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64),
                      arr_times=np.zeros(trace_cap), arr_ids=np.zeros(trace_cap * 3, np.int64),
                      dep_times=np.zeros(trace_cap * 2), dep_ids=np.zeros(trace_cap * 2, np.int64))

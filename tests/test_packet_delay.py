@@ -381,3 +381,25 @@ def test_no_wait_at_a_faster_deterministic_second_server():
     assert h[0, 1:].sum() > 0          # waits at the cpu
     assert h[1, 1:].sum() == 0   # none at the link
     assert math.isfinite(r.delays.dmax[0])
+
+
+def test_reference_reaches_an_instant_no_single_delay_lands_on():
+    """From now = 2.6449363498179213 no float64 delay d gives now + d == 7.070507394597397 (the sum
+    rounds past it on both sides); the reference's clock must still stop there exactly, as the
+    engine's does (an open-loop packet arriving then)."""
+    import simpy
+
+    from router.reference import _delay_to, _until
+
+    now, t = 2.6449363498179213, 7.070507394597397
+    assert now + _delay_to(now, t) != t
+    env = simpy.Environment(initial_time=now)
+    seen = []
+
+    def proc():
+        yield from _until(env, t)
+        seen.append(env.now)
+
+    env.process(proc())
+    env.run()
+    assert seen == [t]
