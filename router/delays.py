@@ -5,10 +5,12 @@ from the last resource it visits minus its arrival at the router: for a
 windowed flow its admission, for an open-loop source the instant it was
 generated) and its *wait* at each resource it visited (start of service minus
 the instant it joined the resource's queue) to the histograms of its row.
-SPEC §5b.  The loop keeps the waits in the packet's record (the join time is
-stored when it joins a queue and turned into the wait when its service starts)
-and records them all at its departure, after the admission that departure
-triggers, so the recording is off the instant's critical path.  A row is a static flow
+SPEC §5b.  The loop stores the start of each of its services in the packet's record
+(one store) and records everything at its departure, after the admission that
+departure triggers, so the recording is off the instant's critical path: the
+instant it joined a queue is its arrival at the first resource it visits and,
+at the others, the end of its previous service (start + cost, the very sum the
+loop computed).  A row is a static flow
 (or, with more than :data:`PER_FLOW_MAX` static flows, a ``[[flow]]`` table)
 or a class; each row holds ``J + 1`` histograms (the wait at each resource,
 then the sojourn).
@@ -76,13 +78,6 @@ def floor_value(base: int) -> float:
     return float(np.int64(((base + 1) << SHIFT) - 1).view(np.float64))
 
 
-def skip_value(base: int, NB: int) -> float:
-    """The lower edge of the top bucket, which no delay reaches (it lies above the longest run):
-    the wait the loop gives a packet at a resource it skips (no cost there), so that its record has
-    a wait at every resource; :func:`split` leaves the waits' top buckets out."""
-    return float(np.int64((base + NB - 1) << SHIFT).view(np.float64))
-
-
 def row_width(J: int, NB: int, B: int) -> int:
     """Words of one row's block in the delay accumulator (the loop's ``acc.dacc``): the ``J + 1``
     histograms interleaved bucket by bucket (bucket ``i`` of histogram ``j`` at ``i (J + 1) + j``:
@@ -106,7 +101,6 @@ def split(dacc: np.ndarray, rows: int, J: int, NB: int, B: int):
     n = a.view(np.int64)
     h = NB * (J + 1)
     hist = np.ascontiguousarray(n[:, :h].reshape(rows, NB, J + 1).transpose(0, 2, 1))
-    hist[:, :J, NB - 1] = 0   # the resources a packet skipped (skip_value)
     return hist, a[:, h].copy(), a[:, h + 1::2].copy(), n[:, h + 2::2].astype(np.float64)
 
 

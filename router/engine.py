@@ -148,11 +148,12 @@ def _compile_seconds(fn, args) -> float:
     return time.perf_counter() - t0
 
 
-def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int) -> bool:
-    """Whether the lean loop variant applies: rtt = 0, no trace and the scheduler's options at
-    their defaults (compiled in as constants).  Other settings take the generic variant, so
-    that a run compiles at most two loops per (J, scheduler)."""
-    return rtt == 0.0 and trace_cap == 0 and tuple(float(x) for x in opt) == sched.default_opt(J)
+def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int, open_loop: bool = False) -> bool:
+    """Whether the lean loop variant applies: rtt = 0, no trace, no open-loop packet source and the
+    scheduler's options at their defaults (compiled in as constants).  Other settings take the
+    generic variant, so that a run compiles at most two loops per (J, scheduler)."""
+    return (rtt == 0.0 and trace_cap == 0 and not open_loop
+            and tuple(float(x) for x in opt) == sched.default_opt(J))
 
 
 def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, warmup: float, B: int,
@@ -201,8 +202,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     P = Params(N=int(N), RM=NR - 1, W=W, NFC=NFC, pc=int(pc), NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key), HS=HS, NB=int(NB), hbase=int(hbase),
-               dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase),
-               dskip=delays.skip_value(hbase, NB), rec_from=float(warmup) if record_delays else INF)
+               dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
                                              batch_starts(warmup, T, B), rtt, pc, HR, NB)
     # static flows own rows 0..n_static-1 (flow id = row)
@@ -224,7 +224,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.ci[C_PKT_LAST] = len(pk.time) < first
     carry.cf[C_NEXT_PKT] = pk.time[0] if len(pk.time) else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc,
+    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None) else None,
+                    len(opt), pc,
                     NR)
 
     compile_seconds = 0.0

@@ -67,7 +67,7 @@ def packets_ready(tn, pk_t, pk_cur, pk_last):
 
 
 @jit(inline="always")
-def depart(s, t, warmup, slot_i, departed, b_start, bcur):
+def depart(s, t, warmup, slot_i, departed, b_start, bcur, open_loop):
     """A packet of the flow in row s leaves the router at t: departure counts.  Returns
     (code, batch index): DEP_NEXT when the window's next packet is due (the caller then
     moves the packet's place from in flight to a pending admission, or admits it at once and
@@ -83,7 +83,7 @@ def depart(s, t, warmup, slot_i, departed, b_start, bcur):
             slot_i[s * N_ICOLS + I_DEPPOST] += 1
         else:
             departed[k, bcur] += 1.0
-    if k == STATIC_OPEN:
+    if open_loop and k == STATIC_OPEN:  # (open_loop: a constant, False in the lean loop)
         slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
         if slot_i[s * N_ICOLS + I_REMAIN] == 0 and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 \
                 and slot_i[s * N_ICOLS + I_PENDING] == 0:

@@ -93,7 +93,6 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
     cnt = qs[qb + QS_COUNT]
     qs[qb + QS_COUNT] = cnt + 1
     ri[RI_ADMITTED * J + j] += 1
-    ft.pkt[pb + W - J + j] = t  # it joins j's queue now (the start of its service there makes it its wait)
     # Q_ij: its packets at j, waiting (this one included) or in service (j serves until
     # service_end[j], which is inf when j is idle and t while phase 1b has yet to reach j)
     q_ij = cnt + 1 + (1 if t < service_end[j] < INF and ri[RI_BUSY_SLOT * J + j] == s else 0)
@@ -103,7 +102,7 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
         heap.push(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, dskip, ri, hp, service_end, counted):
+def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource).
     ``counted``: the admission was pending (queued in phase 2, or delayed by rtt), so it moves
     from the flow's pending count to its in-flight count; a departure that admits at once
@@ -151,8 +150,6 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, dskip, ri
         slot_i[s * N_ICOLS + I_PENDING] -= 1
         slot_i[s * N_ICOLS + I_INFLIGHT] += 1
     sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant_service, t)  # noqa: F821
-    for jj in range(j0):
-        pkt[pb + W - J + jj] = dskip  # it skips jj: no wait there
     if j0 == 0:  # the common first resource as a constant index (interleaved A/B: about 4 % on bmf-wfq)
         _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, 0, t, uid, weight, ft, ri, hp, service_end)
     else:
@@ -160,16 +157,23 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, dskip, ri
 
 
 @jit(inline="always")
-def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, a, t, bcur):
-    """A packet that arrived at ``a`` leaves at ``t``: its wait at each resource (``pkt[ps + j]``;
-    ``skip_value`` where it has no cost) and its sojourn ``t - a`` into its row's histograms, its
-    sojourn into the row's maximum and its batch's sum and count (router/delays.py: ``hb`` is the
-    row's ``row_offset``, ``dstat`` where its statistics start after it; ``dcount`` is ``dacc``'s
-    words as integers, for the counts; the bucket of a delay x is that of max(x, dfloor))."""
+def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
+    """A packet that arrived at ``a`` leaves at ``t``: its wait at each resource it visited (the
+    start of its service there, ``pkt[ps + j]``, minus the instant it joined the queue: ``a`` at the
+    first, the end of its previous service, start + cost, at the others: the very sums the loop
+    computed) and its sojourn ``t - a`` into its row's histograms, its sojourn into the row's
+    maximum and its batch's sum and count (router/delays.py: ``hb`` is the row's ``row_offset``,
+    ``dstat`` where its statistics start after it; ``dcount`` is ``dacc``'s words as integers, for
+    the counts; the bucket of a delay x is that of max(x, dfloor))."""
+    joined = a
     for j in range(J):
-        w = pkt[ps + j]
-        w = w if w > dfloor else dfloor
-        dcount[hb + (f2i(w) >> SHIFT) * (J + 1) + j] += 1
+        c = cst[cb + j]
+        if c > 0.0:
+            st = pkt[ps + j]
+            w = st - joined
+            w = w if w > dfloor else dfloor
+            dcount[hb + (f2i(w) >> SHIFT) * (J + 1) + j] += 1
+            joined = st + c
     d = t - a
     x = d if d > dfloor else dfloor
     dcount[hb + (f2i(x) >> SHIFT) * (J + 1) + J] += 1
@@ -181,7 +185,7 @@ def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, a, t, bcur):
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr, P, tf, acc):
+                busy_post, trace_cap, tr_n, tr):
     """Idle resource j starts its smallest head (phase 3); returns the trace length."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
@@ -219,7 +223,7 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     lo = t if t > warmup else warmup
     if hi > lo:
         busy_post[j] += hi - lo
-    pkt[pb + W - J + j] = t - pkt[pb + W - J + j]  # its wait at j (_record)
+    pkt[pb + W - J + j] = t  # the start of its service at j (its wait there: _record)
     if tr_n < trace_cap:
         tr.times[2 * tr_n] = t
         tr.times[2 * tr_n + 1] = end
@@ -261,7 +265,6 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
         T = P.T
         warmup = P.warmup
         rec_from = P.rec_from
-        dskip = P.dskip
         max_services = P.max_services
         slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
         cst = ft.cst if PC else slot_f
@@ -275,7 +278,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
         t = cf[C_T]
         next_arr = cf[C_NEXT_ARR]
         next_static = cf[C_NEXT_STATIC]
-        next_pkt = cf[C_NEXT_PKT]
+        next_pkt = INF if LEAN else cf[C_NEXT_PKT]  # (no open-loop source in the lean loop)
         t_last_area = cf[C_T_AREA]
         services = ci[C_SERVICES]
         n_free = ci[C_NFREE]
@@ -340,7 +343,6 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                 cb = _cost_base(PC, J, NR, NFC, s, seq)
                 nj = j + 1
                 while nj < J and cst[cb + nj] <= 0.0:
-                    pkt[pb + W - J + nj] = dskip  # it skips nj: no wait there
                     nj += 1
                 if nj < J:
                     _enqueue(S, o, J, RM, W, PC, NFC, s, seq, pb, cst, cb, nj, t, slot_i[s * N_ICOLS + I_UID],
@@ -348,7 +350,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                     continue
                 # departure from the router
                 pk_departed += 1
-                dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur)
+                dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur, not LEAN)
                 if trace_cap > 0 and ci[C_DEP_N] < trace_cap:
                     dn = ci[C_DEP_N]
                     tr.dep_times[2 * dn] = t
@@ -375,7 +377,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                             if service_end[jj] == t:
                                 later = True
                         if not later and now_n == 0:
-                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, dskip, ri, hp, service_end,
+                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end,
                                    False)
                             pk_admitted += 1
                         else:
@@ -396,7 +398,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                         n_free += 1
                 if t > rec_from:  # its delays (depart has moved bcur to t's batch), once the next packet is
                     # admitted (off the instant's critical path); its record outlives that admission (NR > N)
-                    _record(acc.dacc, acc.dcount, P.dfloor, P.dstat, J, ft.hrow[s], pkt, pb + W - J, pkt[pb + W - J - 1], t,
+                    _record(acc.dacc, acc.dcount, P.dfloor, P.dstat, J, ft.hrow[s], pkt, pb + W - J, cst, cb, pkt[pb + W - J - 1], t,
                             bcur)
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
@@ -438,14 +440,14 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                         now_i += 1
                 else:
                     break
-                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, dskip, ri, hp, service_end, True)
+                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head
             for j in range(J):
                 if ri[RI_BUSY_SLOT * J + j] < 0:
                     tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                                       busy_post, trace_cap, tr_n, tr, P, tf, acc)
+                                       busy_post, trace_cap, tr_n, tr)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr

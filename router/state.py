@@ -106,7 +106,6 @@ class Params(NamedTuple):
     hbase: int          # bucket offset (router.delays.layout)
     dstat: int          # a row's largest sojourn sits at dacc[hrow + dstat], its batch sums after it
     dfloor: float       # delays are bucketed as max(delay, dfloor) (router.delays.floor_value)
-    dskip: float        # the wait of a packet at a resource it skips (router.delays.skip_value)
     rec_from: float     # delays are recorded at instants > rec_from (warmup; inf: recording off)
 
 
