@@ -191,23 +191,24 @@ C_VARIANTS = {"balanced": ((1 / 2000, 1 / 2000), 0), "cpu-bottleneck": ((1 / 200
 
 
 def two_resources(scheduler: str, duration: float, *, variant: str = "balanced", weights=(1.0, 1.0, 1.0),
-                  seed: int = 1) -> dict:
+                  seed: int = 1, router: dict | None = None) -> dict:
     """Three greedy flows (window 30) on a CPU and a link, packets of 200 or 1000 bytes: ``a``
     CPU-heavy (1/1000 and 1/2000 time units a byte), ``b`` link-heavy (the mirror), ``c`` lighter
     (:data:`C_VARIANTS`).  DRF (equal dominant service ``d``) loads the CPU and the link with
     ``balanced``: 2.5 d and 2.5 d (both bottlenecks; c's two costs are equal, its dominant
     resource counted as the CPU); ``cpu-bottleneck``: 2.5 d and 2.3 d; ``link-bottleneck``: 2.3 d
-    and 2.5 d.  Weights (1, 2, 1) on ``balanced`` leave the link the only bottleneck (CPU at 6/7)."""
+    and 2.5 d.  Weights (1, 2, 1) on ``balanced`` leave the link the only bottleneck (CPU at 6/7).
+    ``router``: more ``[router]`` settings (``{"virtual_time": "in-service"}``)."""
     c = C_VARIANTS[variant][0]
     cost = ([1 / 1000, 1 / 2000], [1 / 2000, 1 / 1000], list(c))
-    return {"resources": ["cpu", "link"], "router": {"scheduler": scheduler},
+    return {"resources": ["cpu", "link"], "router": {"scheduler": scheduler, **(router or {})},
             "run": {"duration": duration, "seed": seed},
             "flow": [{"name": n, "cost": [0.0, 0.0], "per_byte": pb, "weight": w, **SIZES}
                      for n, pb, w in zip("abc", cost, weights)]}
 
 
 def fairness_check(scheduler: str, duration: float, *, variant: str = "balanced", weights=(1.0, 1.0, 1.0),
-                   warmup: float = 100.0, seed: int = 1, trace: int = 2_000_000) -> dict:
+                   warmup: float = 100.0, seed: int = 1, router: dict | None = None, trace: int = 2_000_000) -> dict:
     """Relative fairness on :func:`two_resources` over ``[warmup, end]`` (windows full: every flow
     backlogged at the first resource), in units of ``L = max_i L_i / w_i`` (``L_i`` flow i's
     largest dominant service): the largest over pairs of the dominant service at the dominant
@@ -217,7 +218,7 @@ def fairness_check(scheduler: str, duration: float, *, variant: str = "balanced"
     import flows
     from router.run import simulate
 
-    sc = two_resources(scheduler, duration, variant=variant, weights=weights, seed=seed)
+    sc = two_resources(scheduler, duration, variant=variant, weights=weights, seed=seed, router=router)
     r = simulate(flows.from_dict(sc), trace=trace)
     tr = r.trace
     t1 = float(tr.start[-1])

@@ -42,13 +42,15 @@ def delay_table(run: float) -> list[str]:
 
 
 def fairness_table(run: float, seeds: int) -> list[str]:
-    names = ("drfq", "drfq-dovetail", "mr3", "fifo")
-    out = ["| scenario | measure | bound | " + " | ".join(names) + " |", "|---|---|---|---|---|---|---|"]
+    runs = {"drfq": ("drfq", None), "drfq (in-service)": ("drfq", {"virtual_time": "in-service"}),
+            "drfq-dovetail": ("drfq-dovetail", None), "mr3": ("mr3", None), "fifo": ("fifo", None)}
+    names = tuple(runs)
+    out = ["| scenario | measure | bound | " + " | ".join(names) + " |", "|---" * (3 + len(names)) + "|"]
     for variant, w in (("balanced", (1.0, 1.0, 1.0)), ("cpu-bottleneck", (1.0, 1.0, 1.0)),
                        ("link-bottleneck", (1.0, 1.0, 1.0)), ("balanced", (1.0, 2.0, 1.0))):
         name = variant if w == (1.0, 1.0, 1.0) else f"{variant}, weights 1:2:1"
-        cs = {s: [tb.fairness_check(s, run, variant=variant, weights=w, seed=k) for k in range(1, seeds + 1)]
-              for s in names}
+        cs = {s: [tb.fairness_check(runs[s][0], run, variant=variant, weights=w, seed=k, router=runs[s][1])
+                  for k in range(1, seeds + 1)] for s in names}
         for key, label, bound in (("dominant", "dominant service", 2.0), ("scheduled", "scheduled", 3.0)):
             out.append(f"| {name} | {label} | {bound:g} L | "
                        + " | ".join(cell(max(c[key] for c in cs[s]), bound) for s in names) + " |")

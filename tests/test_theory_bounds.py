@@ -104,10 +104,13 @@ def test_drr_deficit_bound_for_a_sparse_flow():
 
 # ---------------------------------------------------------------------------
 # relative fairness on two resources
+DRFQS = [("drfq", None), ("drfq", {"virtual_time": "in-service"}), ("drfq-dovetail", None)]
+
+
 @pytest.mark.parametrize("variant", ["balanced", "cpu-bottleneck"])
-@pytest.mark.parametrize("scheduler", ["drfq", "drfq-dovetail"])
-def test_drfq_fairness_bound_when_the_first_resource_is_a_bottleneck(scheduler, variant):
-    c = tb.fairness_check(scheduler, FAIR_RUN, variant=variant)
+@pytest.mark.parametrize("scheduler,router", DRFQS, ids=["drfq", "drfq-in-service", "drfq-dovetail"])
+def test_drfq_fairness_bound_when_the_first_resource_is_a_bottleneck(scheduler, router, variant):
+    c = tb.fairness_check(scheduler, FAIR_RUN, variant=variant, router=router)
     assert c["dominant"] <= c["drfq_bound"], c
     for pair, (measured, bound) in c["same_resource_pairs"].items():
         assert measured <= bound * (1 + 1e-9), (pair, c)
@@ -126,11 +129,12 @@ def test_fifo_exceeds_the_fairness_bounds():
 
 
 @pytest.mark.parametrize("variant,weights", [("link-bottleneck", (1.0, 1.0, 1.0)), ("balanced", (1.0, 2.0, 1.0))])
-@pytest.mark.parametrize("scheduler", ["drfq", "drfq-dovetail"])
-def test_drfq_fairness_degrades_when_the_first_resource_is_not_a_bottleneck(scheduler, variant, weights):
+@pytest.mark.parametrize("scheduler,router", DRFQS, ids=["drfq", "drfq-in-service", "drfq-dovetail"])
+def test_drfq_fairness_degrades_when_the_first_resource_is_not_a_bottleneck(scheduler, router, variant, weights):
     """The link alone a bottleneck, the CPU at 0.92 or 6/7: the CPU starts every packet promptly,
     the virtual time runs ahead of the link's backlog and the link's order tends to FIFO's (SPEC
     §4.1, docs/schedulers.md): the dominant services drift apart with the length of the interval,
-    far beyond the bound that holds when the first resource is a bottleneck."""
-    c = tb.fairness_check(scheduler, FAIR_RUN, variant=variant, weights=weights)
+    far beyond the bound that holds when the first resource is a bottleneck, with either virtual
+    time ([BR]'s largest start tag begun, [DRFQ]'s largest in service)."""
+    c = tb.fairness_check(scheduler, FAIR_RUN, variant=variant, weights=weights, router=router)
     assert c["dominant"] > 20 * c["drfq_bound"], c
