@@ -367,6 +367,7 @@ def test_mg1_two_point_sizes_pollaczek_khinchine():
     es, es2 = 0.6 * 0.2 + 0.4 * 2.0, 0.6 * 0.04 + 0.4 * 4.0
     pk = es + lam * es2 / (2.0 * (1.0 - lam * es))
     assert d["ci"][0] < pk < d["ci"][1], (pk, d)
+    assert d["ci"][1] - d["ci"][0] < 0.1 * pk
 
 
 def test_no_wait_at_a_faster_deterministic_second_server():
@@ -375,12 +376,18 @@ def test_no_wait_at_a_faster_deterministic_second_server():
     r = simulate(flows.from_dict({
         "resources": ["cpu", "link"], "router": {"scheduler": "fifo"},
         "run": {"duration": scaled(50_000.0, 5000.0), "warmup": 100.0},
-        "flow": [{"name": "p", "cost": [1.0, 0.6], "arrival": {"law": "poisson", "rate": 0.8}}]}))
+        "flow": [{"name": "p", "cost": [1.0, 0.6], "arrival": {"law": "poisson", "rate": 0.8}}]}), trace=200_000)
     h = r.delays.hist[0]
     assert h[0].sum() == h[1].sum() > 1000
     assert h[0, 1:].sum() > 0          # waits at the cpu
     assert h[1, 1:].sum() == 0   # none at the link
     assert math.isfinite(r.delays.dmax[0])
+    # exactly: every packet starts at the link the instant it leaves the cpu
+    tr = r.trace
+    assert len(tr.start) < 200_000
+    cpu_end = {int(k): float(e) for e, j, k in zip(tr.end, tr.resource, tr.seq) if j == 0}
+    link = [(int(k), float(a)) for a, j, k in zip(tr.start, tr.resource, tr.seq) if j == 1]
+    assert len(link) > 1000 and all(a == cpu_end[k] for k, a in link)
 
 
 def test_reference_reaches_an_instant_no_single_delay_lands_on():
