@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display: files only
 
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 #: line style of each objective
 STYLES = {"drf": "-", "pf": "--", "bmf": ":", "asset": "-."}
@@ -98,6 +99,49 @@ def plot_size_laws(rows, *, title: str | None = None) -> Figure:
             ax.set_ylabel("γ / γ Markov − 1 (%)")
         ax.legend(fontsize=7)
     for j in range(len(scheds), nrow * ncol):
+        axes[j // ncol][j % ncol].set_visible(False)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_delay_cdfs(cdfs, *, title: str | None = None) -> Figure:
+    """The sojourn's distribution function per scheduler, one panel per flow.
+
+    cdfs  the ``cdfs`` of :func:`analysis.scorecard.scorecard` (``{"scheduler", "flow",
+          "packet_time", "delay": [...], "fraction": [...]}``: the fraction of the flow's packets
+          whose sojourn is at most ``delay``, at the upper edges of the histogram's buckets).  The
+          delay axis is logarithmic; a dotted line marks the flow's own packet time.
+    """
+    cdfs = list(cdfs)
+    flows = list(dict.fromkeys(c["flow"] for c in cdfs))
+    scheds = list(dict.fromkeys(c["scheduler"] for c in cdfs))
+    ncol = min(3, max(1, len(flows)))
+    nrow = -(-len(flows) // ncol)
+    fig = Figure(figsize=(4.2 * ncol, 3.2 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False)
+    styles = ["-", "--", "-.", ":"]
+    for i, name in enumerate(flows):
+        ax = axes[i // ncol][i % ncol]
+        for m, s in enumerate(scheds):
+            for c in cdfs:
+                if c["flow"] == name and c["scheduler"] == s and c["delay"]:
+                    ax.step([c["delay"][0]] + list(c["delay"]), [0.0] + list(c["fraction"]), where="post",
+                            color=f"C{m % 10}", linestyle=styles[m % len(styles)], lw=1.2, label=s)
+        pt = next((c["packet_time"] for c in cdfs if c["flow"] == name), None)
+        if pt:
+            ax.axvline(pt, color="0.4", lw=0.8, linestyle=":")
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0.0, 1.01)
+        ax.set_title(name, fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.set_xlabel("sojourn (time units)")
+        if i % ncol == 0:
+            ax.set_ylabel("fraction of packets")
+        if i == 0:
+            ax.legend(fontsize=7, loc="lower right")
+    for j in range(len(flows), nrow * ncol):
         axes[j // ncol][j % ncol].set_visible(False)
     if title:
         fig.suptitle(title)
