@@ -120,7 +120,7 @@ def drf_shares(sc) -> list[float]:
     return [float(phi[table == k].mean()) for k in range(len(sc.flows))]
 
 
-def _check(sc, schedulers, intervals):
+def _check(sc, schedulers, intervals, option):
     from fq.registry import SCHEDULERS
 
     if sc.classes:
@@ -130,11 +130,11 @@ def _check(sc, schedulers, intervals):
         raise MrfqError(f"scenario {sc.name}: no [[flow]] table to score")
     for s in schedulers:
         if s not in SCHEDULERS:
-            raise MrfqError(f"--schedulers: unknown scheduler {s!r}; choose from {', '.join(SCHEDULERS)}")
+            raise MrfqError(f"{option}: unknown scheduler {s!r}; choose from {', '.join(SCHEDULERS)}")
     if len(set(schedulers)) != len(schedulers):
-        raise MrfqError("--schedulers: a scheduler is given twice")
+        raise MrfqError(f"{option}: a scheduler is given twice")
     if not schedulers:
-        raise MrfqError(f"--schedulers: empty; choose from {', '.join(SCHEDULERS)}")
+        raise MrfqError(f"{option}: empty; choose from {', '.join(SCHEDULERS)}")
     if intervals is not None:
         e = [float(x) for x in intervals]
         if len(e) < 2 or len(e) > MAX_INTERVALS + 1:
@@ -156,13 +156,14 @@ def _trace_cap(sc, t_end: float) -> int:
     return int(n)
 
 
-def scorecard(sc, schedulers, *, intervals=None) -> ScorecardResult:
+def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -> ScorecardResult:
     """Run ``sc`` (a validated :class:`flows.scenario.Scenario`) under every scheduler of
-    ``schedulers`` with its own seed; see the module docstring."""
+    ``schedulers`` with its own seed; see the module docstring.  ``option`` names the list of
+    schedulers in error messages."""
     from router.run import simulate
 
     schedulers = list(schedulers)
-    _check(sc, schedulers, intervals)
+    _check(sc, schedulers, intervals, option)
     own = sc.router.scheduler
     for s in schedulers:  # every scheduler's scenario through the gate before the first run
         if s != own:
