@@ -13,7 +13,7 @@ task                          entry point
 scenarios                     :func:`presets`, :func:`load`, :func:`schedulers`
 one packet-level run          :func:`run` -> :class:`RunReport`
 packet vs fluid sweep         :func:`compare` -> :class:`Records` (one row per scheduler, load, class)
-every scheduler, same packets :func:`scorecard` -> :class:`ScorecardReport` (one row per scheduler, flow)
+scheduler scorecard           :func:`scorecard` -> :class:`ScorecardReport` (one row per scheduler, flow)
 static fluid allocations      :func:`allocate` -> :class:`Records` (one row per transaction)
 flow-level Markov model       :func:`fluid` -> :class:`Records` (one row per objective and class)
 cluster scenarios             :func:`cluster_presets`, :func:`load_cluster`

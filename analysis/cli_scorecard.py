@@ -44,12 +44,15 @@ def parse_intervals(text: str) -> list[float]:
 
 
 def cmd_scorecard(args) -> int:
-    from analysis.plots import plot_delay_cdfs
+    from analysis.plots import plot_delay_cdfs, plot_interval_shares
     from analysis.scorecard import format_scorecard, scorecard
     from fq.registry import SCHEDULERS
 
-    if args.plot:
-        check_output_path("--plot", args.plot, figure=True)
+    for opt, path in (("--plot", args.plot), ("--plot-intervals", args.plot_intervals)):
+        if path:
+            check_output_path(opt, path, figure=True)
+    if args.plot_intervals and not args.intervals:
+        raise MrfqError("--plot-intervals: give --intervals too (the edges of the intervals to draw)")
     sc = load_scenario_arg(args)
     scheds = parse_names("--schedulers", args.schedulers, tuple(SCHEDULERS)) if args.schedulers else list(SCHEDULERS)
     if args.duration is not None and args.warmup is None and not sc.run.warmup < args.duration:
@@ -62,12 +65,16 @@ def cmd_scorecard(args) -> int:
     res = scorecard(sc, scheds, intervals=intervals)
     if args.plot:
         save_figure(plot_delay_cdfs(res.cdfs, title=f"{sc.name}: sojourn CDF per flow (seed {res.seed})"), args.plot)
+    if args.plot_intervals:
+        save_figure(plot_interval_shares(res.intervals, title=f"{sc.name}: dominant share per interval "
+                                         f"(seed {res.seed})"), args.plot_intervals)
     if args.json:
         print(dumps_strict(res.to_json()))
     else:
         print(format_scorecard(res))
-        if args.plot:
-            print(f"\nfigure written to {args.plot}")
+        for path in (args.plot, args.plot_intervals):
+            if path:
+                print(f"figure written to {path}")
     return 0
 
 
@@ -88,4 +95,6 @@ def register(sub) -> None:
                         "START:STOP:STEP (from the service trace)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", metavar="FILE.png", help="write the sojourn CDFs: one panel per flow, one line per scheduler")
+    p.add_argument("--plot-intervals", metavar="FILE.png",
+                   help="with --intervals: write each flow's dominant share per interval, one line per scheduler")
     p.set_defaults(func=cmd_scorecard)
