@@ -217,12 +217,12 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
 
 
 def _interval_rows(sc, r, s, edges, costs) -> list[dict]:
-    """Per [[flow]] table and interval: the share of its dominant resource's time its flows were
-    served there (summed over a counted table's flows) and the mean sojourn of the packets that
-    left in it."""
+    """Per [[flow]] table and interval ``[t_i, t_i+1)`` (the last one closed, like the run's own counts
+    that end at its last instant): the share of its dominant resource's time its flows were served
+    there (summed over a counted table's flows) and the mean sojourn of the packets that left in it."""
     tr, dep = r.trace, r.departures
-    if len(tr.start) >= _trace_cap(sc, edges[-1]) and tr.start[-1] < edges[-1]:  # cannot happen: the cap bounds it
-        raise MrfqError(f"--intervals: the service trace filled before {edges[-1]:g}; lower the last edge")
+    if len(tr.start) >= _trace_cap(sc, edges[-1]) and tr.start[-1] < edges[-1]:
+        raise RuntimeError(f"the service trace filled before {edges[-1]:g}: _trace_cap is not an upper bound")
     table = sc.static_spec()
     n_static = len(table)
     fl = tr.flow.astype(np.int64)
@@ -242,7 +242,7 @@ def _interval_rows(sc, r, s, edges, costs) -> list[dict]:
         name = f.name if f.count == 1 else f"{f.name}.*"
         for a, b in zip(edges, edges[1:]):
             busy = float(np.clip(np.minimum(en, b) - np.maximum(st, a), 0.0, None).sum())
-            dm = (dspec == k) & (dep.time >= a) & (dep.time < b)
+            dm = (dspec == k) & (dep.time >= a) & ((dep.time < b) if b < edges[-1] else (dep.time <= b))
             out.append({"scheduler": s, "flow": name, "start": a, "end": b,
                         "dominant_share": busy / (b - a), "departed": int(dm.sum()),
                         "mean_delay": float(soj[dm].mean()) if dm.any() else math.nan})
@@ -290,11 +290,12 @@ def format_scorecard(res: ScorecardResult) -> str:
         lines += ["", f"{'scheduler':<14} {'flow':<12} {'interval':>21} {'dom. share':>10} {'departed':>9} "
                       f"{'mean delay':>10}"]
         prev = None
+        last = max(r["end"] for r in res.intervals)
         for r in res.intervals:
             if prev is not None and (r["scheduler"], r["flow"]) != prev:
                 lines.append("")
             prev = (r["scheduler"], r["flow"])
-            iv = f"[{r['start']:g}, {r['end']:g})"
+            iv = f"[{r['start']:g}, {r['end']:g}{']' if r['end'] == last else ')'}"
             lines.append(f"{r['scheduler']:<14} {r['flow']:<12} {iv:>21} {r['dominant_share']:>10.4f} "
                          f"{r['departed']:>9,} {_g(r['mean_delay']):>10}")
         lines.append("dom. share = the flow's service time at its dominant resource in the interval over the "

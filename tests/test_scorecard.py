@@ -141,3 +141,29 @@ def test_plot_has_one_panel_per_flow(tmp_path, capsys):
     rc, text, _ = _cli(["scorecard", "--preset", "isolation", "--schedulers", "drfq", "--duration", "1500",
                         "--plot", str(out)], capsys)
     assert rc == 0 and out.stat().st_size > 10_000 and "figure written to" in text
+
+
+def test_intervals_account_for_every_departure_and_an_idle_flow_gets_nothing():
+    """With no warm-up, the departures counted per interval over [0, duration) are the run's packets
+    of each flow; a flow alone and backlogged holds its dominant resource the whole interval."""
+    card = api.scorecard("wakeup", schedulers=["drfq"], intervals=[0.0, 700.0, 1000.0, 3000.0])
+    run = card.raw.runs["drfq"]
+    iv = card.intervals.to_records()
+    for k, name in enumerate(["early", "late", "returning"]):
+        assert sum(r["departed"] for r in iv if r["flow"] == name) == run.flows[k].packets
+    share = {(r["flow"], r["start"]): r["dominant_share"] for r in iv}
+    assert share["early", 700.0] == 1.0 and share["late", 700.0] == 0.0 and share["returning", 700.0] == 0.0
+
+
+def test_a_counted_table_is_one_row_with_per_flow_rate_and_share():
+    sc = api.load({"resources": ["cpu", "link"], "router": {"window": 10},
+                   "run": {"duration": 2000.0, "warmup": 200.0, "seed": 3},
+                   "flow": [{"name": "a", "cost": [1.0, 0.5], "count": 3},
+                            {"name": "b", "cost": [0.5, 1.0], "arrival": {"law": "cbr", "rate": 0.2}}]})
+    card = api.scorecard(sc, schedulers=["drfq"])
+    rows = {r["flow"]: r for r in card.rows}
+    assert set(rows) == {"a.*", "b"}
+    # b is capped at its demand 0.2 (a tenth of the CPU); the three a flows share the rest: 0.9 / 3 each
+    assert rows["b"]["share"] == pytest.approx(0.2) and rows["a.*"]["share"] == pytest.approx(0.3)
+    assert rows["a.*"]["rate"] == pytest.approx(0.3, rel=0.02) and rows["b"]["rate"] == pytest.approx(0.2, rel=0.02)
+    assert rows["b"]["source"] == "cbr" and rows["a.*"]["drops"] is None and rows["b"]["drops"] == 0
