@@ -325,11 +325,11 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
                           "class": [{"cost": [1.0, 0.5], "rate": 0.2, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
-    simulate(sc)
+    simulate(sc, record_delays=False)  # as run_point runs
     for objective in MARKOV:
         fluid_path(sc, objective, 1, batches=2)
     for d, nm, scheduler in specs:
-        simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1)
+        simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1, record_delays=False)
 
 
 #: seconds between two looks of a worker's parent watch

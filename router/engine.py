@@ -225,8 +225,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.cf[C_NEXT_PKT] = pk.time[0] if len(pk.time) else INF
     opt = tuple(float(x) for x in opt)
     loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None) else None,
-                    len(opt), pc,
-                    NR)
+                    len(opt), pc, NR, rec=bool(record_delays))
 
     compile_seconds = 0.0
     loop_cpu = loop_wall = 0.0
@@ -372,7 +371,7 @@ def needs_packet_costs(specs: Specs) -> bool:
 
 # used by compile warm-ups (analysis.sweep): the loop variant a run of these settings takes
 def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, specialise: bool = True,
-                 pc: bool = False, window: int = 30):
+                 pc: bool = False, window: int = 30, record_delays: bool = True):
     opt = tuple(float(x) for x in opt)
     return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc,
-                    ring_size(window + 1))
+                    ring_size(window + 1), rec=bool(record_delays))

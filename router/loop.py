@@ -185,7 +185,7 @@ def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr):
+                busy_post, trace_cap, tr_n, tr, rec):
     """Idle resource j starts its smallest head (phase 3); returns the trace length."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
@@ -223,7 +223,8 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     lo = t if t > warmup else warmup
     if hi > lo:
         busy_post[j] += hi - lo
-    pkt[pb + W - J + j] = t  # the start of its service at j (its wait there: _record)
+    if rec:
+        pkt[pb + W - J + j] = t  # the start of its service at j (its wait there: _record)
     if tr_n < trace_cap:
         tr.times[2 * tr_n] = t
         tr.times[2 * tr_n + 1] = end
@@ -234,11 +235,12 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     return tr_n
 
 
-def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
     NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time; CW_CONST the
-    cost record's width, J or 2 J with the scheduler's increments)."""
+    cost record's width, J or 2 J with the scheduler's increments; REC: the delays are recorded,
+    else the loop has no code for them)."""
 
     def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr):
         """The event loop proper (see the module docstring for the event order).
@@ -396,7 +398,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)
                         t_last_area = t
                         n_free += 1
-                if t > rec_from:  # its delays (depart has moved bcur to t's batch), once the next packet is
+                if REC and t > rec_from:  # its delays (depart has moved bcur to t's batch), once the next packet is
                     # admitted (off the instant's critical path); its record outlives that admission (NR > N)
                     _record(acc.dacc, acc.dcount, P.dfloor, P.dstat, J, ft.hrow[s], pkt, pb + W - J, cst, cb, pkt[pb + W - J - 1], t,
                             bcur)
@@ -447,7 +449,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
             for j in range(J):
                 if ri[RI_BUSY_SLOT * J + j] < 0:
                     tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                                       busy_post, trace_cap, tr_n, tr)
+                                       busy_post, trace_cap, tr_n, tr, REC)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr
@@ -499,15 +501,17 @@ _LOOPS: dict = {}
 CONST_RINGS = (32,)
 
 
-def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0):
+def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0, rec: bool = True):
     """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
     options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
     trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow;
     the packet ring size ``nr`` compiled in when lean and in :data:`CONST_RINGS`, else read at
-    run time.  Built once per process; numba caches the machine code on disk."""
+    run time; the delays recorded (``rec``), or no code for them (a run with
+    ``record_delays=False`` runs as fast as a loop that knows nothing of delays).  Built once per
+    process; numba caches the machine code on disk."""
     lean = opt is not None
     nr_const = int(nr) if lean and nr in CONST_RINGS else 0
-    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const)
+    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const, bool(rec))
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
@@ -519,6 +523,7 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
-        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J)), bool(pc), lean, const, tag, nr_const, cost_width(int(J), lay.increments))
+        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J)), bool(pc), lean, const, tag, nr_const,
+                        cost_width(int(J), lay.increments), bool(rec))
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn
