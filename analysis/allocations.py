@@ -150,6 +150,47 @@ def drf(a, w=None) -> Allocation:
     return _alloc(A, progressive_filling(A, W, A.max(axis=1)), "drf")
 
 
+def drf_demands(a, demand, w=None) -> Allocation:
+    """DRF with demands ([DRF] §4 (demand vectors); SPEC §1.1): progressive filling of the
+    weighted dominant shares ``phi_i max_j a_ij / w_i`` in which transaction i also freezes when its
+    rate reaches ``demand[i]`` (packets per time unit; ``inf``: no cap).
+
+    A transaction whose demand lies below its share gets its demand; the others share what it
+    leaves.  So a capped transaction's rate is ``min(demand_i, DRF share with the caps)``, and with
+    no finite demand this is :func:`drf`.
+
+    >>> [round(x, 4) for x in drf_demands([[1.0, 0.25], [0.25, 1.0], [0.5, 0.5]],
+    ...                                    [float("inf"), float("inf"), 0.1]).phi]
+    [0.76, 0.76, 0.1]
+    """
+    A, W = prepare(a, w)
+    D = np.array(demand, dtype=np.float64)
+    if D.shape != (A.shape[0],):
+        raise MrfqError(f"demand: has shape {D.shape}; must be one rate per transaction ({A.shape[0]})")
+    if np.any(np.isnan(D)) or np.any(D < 0):
+        i = int(np.flatnonzero(np.isnan(D) | (D < 0))[0])
+        raise MrfqError(f"demand[{i}] = {D[i]:g}: must be >= 0 (inf: no cap)")
+    n, J = A.shape
+    speed = W / A.max(axis=1)
+    phi = np.zeros(n)
+    frozen = D <= 0
+    sat = np.zeros(J, dtype=bool)
+    while not frozen.all():
+        act = ~frozen
+        fixed = phi[frozen] @ A[frozen]
+        slope = speed[act] @ A[act]
+        ok = (slope > 0) & ~sat
+        tj = np.full(J, np.inf)
+        tj[ok] = (1.0 - fixed[ok]) / slope[ok]
+        tcap = np.where(act, D / speed, np.inf)
+        t = min(tj.min(), tcap.min())
+        phi[act] = np.minimum(t * speed[act], D[act])
+        newly = ok & (tj <= t * (1.0 + 1e-12))
+        sat |= newly
+        frozen |= act & ((A[:, newly] > 0).any(axis=1) | (tcap <= t * (1.0 + 1e-12)))
+    return _alloc(A, phi, "drf")
+
+
 def asset_fairness(a, w=None) -> Allocation:
     """Asset fairness [DRF] §5.1: weighted max-min of ``phi_i sum_j a_ij`` (progressive filling)."""
     A, W = prepare(a, w)

@@ -13,6 +13,7 @@ task                          entry point
 scenarios                     :func:`presets`, :func:`load`, :func:`schedulers`
 one packet-level run          :func:`run` -> :class:`RunReport`
 packet vs fluid sweep         :func:`compare` -> :class:`Records` (one row per scheduler, load, class)
+scheduler scorecard           :func:`scorecard` -> :class:`ScorecardReport` (one row per scheduler, flow)
 static fluid allocations      :func:`allocate` -> :class:`Records` (one row per transaction)
 flow-level Markov model       :func:`fluid` -> :class:`Records` (one row per objective and class)
 cluster scenarios             :func:`cluster_presets`, :func:`load_cluster`
@@ -38,8 +39,8 @@ from typing import Any
 from flows.errors import MrfqError
 
 __all__ = [
-    "Records", "RunReport", "allocate", "cluster_allocate", "cluster_presets", "cluster_simulate", "compare",
-    "fluid", "load", "load_cluster", "presets", "run", "schedulers",
+    "Records", "RunReport", "ScorecardReport", "allocate", "cluster_allocate", "cluster_presets", "cluster_simulate", "compare",
+    "fluid", "load", "load_cluster", "presets", "run", "schedulers", "scorecard",
 ]
 
 
@@ -208,6 +209,71 @@ def run(scenario, *, scheduler: str | None = None, seed: int | None = None, dura
 
     return RunReport(simulate(_scenario(scenario), scheduler=scheduler, seed=seed, duration=duration,
                               virtual_time=virtual_time))
+
+
+# ---------------------------------------------------------------------------
+# every scheduler on the same packets
+# ---------------------------------------------------------------------------
+class ScorecardReport:
+    """What ``mrfq scorecard`` prints, as tables.
+
+    ``rows`` (also ``to_records()``): one row per scheduler and ``[[flow]]`` table, with the keys of
+    ``mrfq scorecard --json``'s ``flows`` (``rate``, ``share``, ``mean``, ``ci``, ``p99``,
+    ``drops``, ...); ``schedulers``: one row per scheduler (``services``, ``cpu_ns_per_service``);
+    ``intervals``: with ``intervals=``, one row per scheduler, flow and interval; ``cdfs``: the
+    sojourn CDFs :func:`analysis.plots.plot_delay_cdfs` draws.  ``raw`` is the
+    :class:`analysis.scorecard.ScorecardResult` (its ``runs``: every scheduler's
+    :class:`router.run.RunResult`).
+    """
+
+    def __init__(self, result):
+        self.raw = result
+        self.rows = Records(result.rows, raw=result)
+        self.schedulers = Records(result.schedulers)
+        self.intervals = Records(result.intervals)
+        self.cdfs = Records(result.cdfs)
+
+    def __repr__(self) -> str:
+        return (f"ScorecardReport({self.raw.scenario.name}, seed {self.raw.seed}: {len(self.schedulers)} schedulers, "
+                f"{len(self.rows)} rows)")
+
+    def to_records(self) -> list[dict]:
+        """One dict per scheduler and flow (copies)."""
+        return self.rows.to_records()
+
+    def to_frame(self):
+        """:meth:`to_records` as a pandas DataFrame."""
+        return self.rows.to_frame()
+
+    def plot(self, *, title: str | None = None):
+        """The sojourn CDFs: one panel per flow, one line per scheduler (a matplotlib Figure)."""
+        from analysis.plots import plot_delay_cdfs
+
+        return plot_delay_cdfs(self.raw.cdfs, title=title)
+
+
+def scorecard(scenario, *, schedulers: Sequence[str] | None = None, seed: int | None = None,
+              duration: float | None = None, intervals: Sequence[float] | None = None) -> ScorecardReport:
+    """Every scheduler (or ``schedulers``) on the same packets, as ``mrfq scorecard``: per
+    scheduler and flow its rate against its DRF share (an open-loop flow's: ``min(demand, DRF
+    share)``), the sojourn's mean with its interval and p99, drops; per scheduler the event loop's
+    CPU ns per service.  ``intervals``: edges ``t0 < t1 < ...``; each flow's dominant share and
+    mean delay in each interval.
+
+    The ``isolation`` preset, shortened: the light Poisson flow's p99 sojourn, in units of its own
+    packet time, stays within a few under DRFQ; under FIFO it queues behind the greedy flows:
+
+    >>> card = scorecard("isolation", schedulers=["drfq", "fifo"], duration=5000.0)
+    >>> [(r["scheduler"], r["p99_over_packet_time"] < 5) for r in card.rows if r["flow"] == "light"]
+    [('drfq', True), ('fifo', False)]
+    """
+    from analysis.scorecard import scorecard as _scorecard
+    from fq.registry import SCHEDULERS
+
+    sc = _scenario(scenario).with_overrides(seed=seed, duration=duration)
+    return ScorecardReport(_scorecard(sc, list(SCHEDULERS) if schedulers is None else list(schedulers),
+                                      intervals=None if intervals is None else [float(x) for x in intervals],
+                                      option="schedulers"))
 
 
 # ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Each package registers its own subcommands (``analysis.cli_run``: run;
 ``router.cli``: presets, bench; ``analysis.cli_fluid``: alloc, fluid; ``analysis.cli_compare``:
-compare, results; ``analysis.cli_cluster``: cluster); this module only builds the parser and runs the handler
+compare, results; ``analysis.cli_scorecard``: scorecard; ``analysis.cli_cluster``: cluster); this module only builds the parser and runs the handler
 behind three lines of defence:
 
 * bad input (:class:`flows.errors.MrfqError`) -> one line on stderr, exit 2 (no command at
@@ -46,7 +46,7 @@ def version() -> str:
 
 
 def build_parser() -> Parser:
-    from analysis import cli_cluster, cli_compare, cli_fluid, cli_run
+    from analysis import cli_cluster, cli_compare, cli_fluid, cli_run, cli_scorecard
     from router import cli as router_cli
 
     p = Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
@@ -58,6 +58,7 @@ def build_parser() -> Parser:
     router_cli.register(sub)
     cli_fluid.register(sub)
     cli_compare.register(sub)
+    cli_scorecard.register(sub)
     cli_cluster.register(sub)
     return p
 

@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # no display: files only
 
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 #: line style of each objective
 STYLES = {"drf": "-", "pf": "--", "bmf": ":", "asset": "-."}
@@ -99,6 +100,83 @@ def plot_size_laws(rows, *, title: str | None = None) -> Figure:
         ax.legend(fontsize=7)
     for j in range(len(scheds), nrow * ncol):
         axes[j // ncol][j % ncol].set_visible(False)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_delay_cdfs(cdfs, *, title: str | None = None) -> Figure:
+    """The sojourn's distribution function per scheduler, one panel per flow.
+
+    cdfs  the ``cdfs`` of :func:`analysis.scorecard.scorecard` (``{"scheduler", "flow",
+          "packet_time", "delay": [...], "fraction": [...]}``: the fraction of the flow's packets
+          whose sojourn is at most ``delay``, at the upper edges of the histogram's buckets).  The
+          delay axis is logarithmic and shared by the panels; a dotted line marks the flow's own
+          packet time.
+    """
+    cdfs = list(cdfs)
+    flows = list(dict.fromkeys(c["flow"] for c in cdfs))
+    scheds = list(dict.fromkeys(c["scheduler"] for c in cdfs))
+    ncol = min(3, max(1, len(flows)))
+    nrow = -(-len(flows) // ncol)
+    fig = Figure(figsize=(4.2 * ncol, 3.2 * nrow), layout="constrained")
+    axes = fig.subplots(nrow, ncol, squeeze=False, sharex=True)
+    styles = ["-", "--", "-.", ":"]
+    for i, name in enumerate(flows):
+        ax = axes[i // ncol][i % ncol]
+        for m, s in enumerate(scheds):
+            for c in cdfs:
+                if c["flow"] == name and c["scheduler"] == s and c["delay"]:
+                    ax.step([c["delay"][0]] + list(c["delay"]), [0.0] + list(c["fraction"]), where="post",
+                            color=f"C{m % 10}", linestyle=styles[m % len(styles)], lw=1.2, label=s)
+        pt = next((c["packet_time"] for c in cdfs if c["flow"] == name), None)
+        if pt:
+            ax.axvline(pt, color="0.4", lw=0.8, linestyle=":")
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0.0, 1.01)
+        ax.set_title(name, fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.set_xlabel("sojourn (time units)")
+        if i % ncol == 0:
+            ax.set_ylabel("fraction of packets")
+        if i == 0:
+            ax.legend(fontsize=7, loc="lower right")
+    for j in range(len(flows), nrow * ncol):
+        axes[j // ncol][j % ncol].set_visible(False)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_interval_shares(intervals, *, title: str | None = None) -> Figure:
+    """Each flow's share of its dominant resource per interval, one panel per flow, one line per
+    scheduler.
+
+    intervals  the ``intervals`` of :func:`analysis.scorecard.scorecard` (``{"scheduler", "flow",
+               "start", "end", "dominant_share", ...}``), drawn as steps over time.
+    """
+    rows = list(intervals)
+    flows = list(dict.fromkeys(r["flow"] for r in rows))
+    scheds = list(dict.fromkeys(r["scheduler"] for r in rows))
+    fig = Figure(figsize=(7.0, 1.9 * max(1, len(flows)) + 0.6), layout="constrained")
+    axes = fig.subplots(max(1, len(flows)), 1, squeeze=False, sharex=True)
+    styles = ["-", "--", "-.", ":"]
+    for i, name in enumerate(flows):
+        ax = axes[i][0]
+        for m, s in enumerate(scheds):
+            pts = sorted((r["start"], r["end"], r["dominant_share"]) for r in rows
+                         if r["flow"] == name and r["scheduler"] == s)
+            if pts:
+                ax.stairs([p[2] for p in pts], [pts[0][0]] + [p[1] for p in pts], color=f"C{m % 10}",
+                          linestyle=styles[m % len(styles)], lw=1.2, label=s)
+        ax.set_ylim(0.0, 1.05)
+        ax.set_ylabel("dominant share", fontsize=8)
+        ax.set_title(name, fontsize=9)
+        ax.grid(True, alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize=7, loc="upper right")
+    axes[-1][0].set_xlabel("time")
     if title:
         fig.suptitle(title)
     return fig

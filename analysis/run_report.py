@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 
 from analysis.batch_stats import ratio_ci
+from analysis.delay_stats import row_delays
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,25 @@ def _null(v):
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
 
+DELAY_KEYS = ("mean", "ci", "p50", "p90", "p99", "p999", "max")
+
+
+def _delay_json(s: dict) -> dict:
+    return {k: [_null(x) for x in s[k]] if k == "ci" else _null(s[k]) for k in DELAY_KEYS}
+
+
 def run_json(r) -> dict:
-    """``r.to_json()`` with each class's gamma, interval and method (null where undefined)."""
+    """``r.to_json()`` with each class's gamma, interval and method (null where undefined), and on
+    each flow and class its sojourn ``delay`` (:mod:`analysis.delay_stats`; with more than
+    ``router.delays.PER_FLOW_MAX`` static flows a flow's is its [[flow]] table's)."""
     d = r.to_json()
     for c, e in zip(d["classes"], class_estimates(r)):
         c.update(gamma=_null(e.gamma), ci=[_null(e.ci[0]), _null(e.ci[1])], method=e.method)
+    dh = r.delays
+    if dh is not None:
+        rows = [_delay_json(s) for s in row_delays(dh, r.scenario.run.confidence)]
+        for f, row in zip(d["flows"], dh.flow_row.tolist()):
+            f["delay"] = rows[row]
+        for k, c in enumerate(d["classes"]):
+            c["delay"] = rows[dh.n_static_rows + k]
     return d

@@ -58,7 +58,8 @@ def run_point(scenario_dict: dict, name: str, point: Point) -> dict:
     from fq.registry import SCHEDULERS
 
     sc = flows.from_dict(scenario_dict, name=name)
-    r = simulate(sc, scheduler=point.scheduler, seed=point.seed, duration=point.duration)
+    # the payload has no delays: the run does not record them (the same services otherwise)
+    r = simulate(sc, scheduler=point.scheduler, seed=point.seed, duration=point.duration, record_delays=False)
     objective = SCHEDULERS[point.scheduler].objective
     cv = fluid_path(r.scenario, objective, point.seed, batches=r.scenario.run.batches) if objective else None
     return {
@@ -324,11 +325,11 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
                           "class": [{"cost": [1.0, 0.5], "rate": 0.2, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
-    simulate(sc)
+    simulate(sc, record_delays=False)  # as run_point runs
     for objective in MARKOV:
         fluid_path(sc, objective, 1, batches=2)
     for d, nm, scheduler in specs:
-        simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1)
+        simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1, record_delays=False)
 
 
 #: seconds between two looks of a worker's parent watch

@@ -15,10 +15,10 @@ from flows.scenario import (
     preset_names,
     to_dict,
 )
-from flows.traffic import ArrivalStream, SizeLaw
+from flows.traffic import ArrivalStream, PacketLaw, PacketStream, SizeLaw
 
 __all__ = [
-    "ArrivalStream", "SizeLaw", "ClassSpec", "FlowSpec", "MrfqError", "PacketSizes", "RouterConfig", "RunConfig", "Scenario",
+    "ArrivalStream", "PacketLaw", "PacketStream", "SizeLaw", "ClassSpec", "FlowSpec", "MrfqError", "PacketSizes", "RouterConfig", "RunConfig", "Scenario",
     "ScenarioError", "from_dict", "load_preset", "load_scenario", "preset_description",
     "preset_names", "to_dict",
 ]

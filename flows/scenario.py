@@ -32,6 +32,8 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     load = 0.8                           # optional: scale class rates from their `share`
     trace = "arrivals.csv"               # optional: arrivals from a CSV (time,class,packets), path
                                          # relative to this file; then no rate/share/size per class
+    packet_trace = "packets.csv"         # optional: packet arrivals (time,flow[,size]) of the flows
+                                         # with arrival = {law = "trace"}
     [[flow]]                             # a static flow
     name = "a"
     cost = [0.6667, 1.0]
@@ -39,6 +41,9 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     start = 0.0
     packets = 0                          # 0 = backlogged forever
     count = 1                            # > 1: this many identical flows, named a.0, a.1, ...
+    arrival = {law = "poisson", rate = 0.5}  # optional: an open-loop source instead of the window
+                                         # (cbr: rate; onoff: rate, on, off; trace: the packet_trace)
+    buffer = 1000                        # an open-loop flow's packets inside the router (tail drop)
     [[class]]                            # Poisson flow arrivals, geometric sizes
     name = "c1"
     cost = [0.25, 1.0]
@@ -69,10 +74,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from flows.traffic import SIZE_LAWS, ArrivalTrace, SizeLaw, read_arrival_trace
+from flows.traffic import (
+    ARRIVAL_LAWS, SIZE_LAWS, ArrivalTrace, PacketLaw, PacketTrace, SizeLaw, read_arrival_trace, read_packet_trace,
+)
 from flows.validate import check_keys as _check_keys
 from flows.validate import err as _err
 from flows.validate import number as _num
+from flows.validate import path_text
 from flows.validate import name_list as _names
 from flows.validate import quote as _q
 from flows.validate import read_toml
@@ -107,6 +115,9 @@ MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overlo
 MAX_TABLE_BYTES = 4 * 2**30       # the engine's initial flow table (static flows + 64 rows), as its growth cap
 MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
+MAX_BUFFER = MAX_WINDOW           # flow.buffer: packets an open-loop flow holds inside the router (ring slots)
+DEFAULT_BUFFER = 1000             # flow.buffer when an open-loop flow gives none
+MIN_GAP = 1e-9                    # 1 / rate, on and off are >= MIN_GAP x the largest per-packet time
 
 
 def _vec(where: str, v: Any, n: int, *, allow_none: bool = False) -> tuple[float, ...]:
@@ -168,9 +179,16 @@ class FlowSpec:
     per_byte: tuple[float, ...] | None = None
     packet_sizes: PacketSizes | None = None
     count: int = 1         # this many identical flows (``name.0``, ``name.1``, ... when > 1)
+    #: open-loop source (None: a windowed greedy flow, the default) and its buffer (packets inside the router)
+    arrival: PacketLaw | None = None
+    buffer: int = 0
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
+
+    @property
+    def open_loop(self) -> bool:
+        return self.arrival is not None
 
     def flow_names(self) -> list[str]:
         return [self.name] if self.count == 1 else [f"{self.name}.{i}" for i in range(self.count)]
@@ -273,6 +291,21 @@ class Scenario:
     load: float | None = None
     name: str = "scenario"
     arrival_trace: ArrivalTrace | None = None
+    #: packet arrivals of the flows with ``arrival = {law = "trace"}`` (``[traffic] packet_trace``)
+    packet_trace: PacketTrace | None = None
+
+    def min_packet_time(self) -> float:
+        """The smallest positive per-packet time at any resource (every packet size's, a packet
+        trace's sizes included): the delay histograms' scale (router/delays.py)."""
+        specs = list(self.flows) + list(self.classes)
+        return min(x for i, s in enumerate(specs)
+                   for t in _packet_times(s) + (trace_packet_times(self, i) if i < len(self.flows) else [])
+                   for x in t if x > 0.0)
+
+    @property
+    def max_buffer(self) -> int:
+        """The largest ``buffer`` of an open-loop flow (0: none)."""
+        return max([f.buffer for f in self.flows if f.open_loop] or [0])
 
     @property
     def geometric_sizes(self) -> bool:
@@ -360,6 +393,8 @@ class Scenario:
         d = to_dict(self)
         if self.arrival_trace is not None:  # the trace's content, not only its path
             d["traffic"]["trace_sha256"] = self.arrival_trace.sha256
+        if self.packet_trace is not None:
+            d["traffic"]["packet_trace_sha256"] = self.packet_trace.sha256
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -371,8 +406,9 @@ _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "
         "flow_order")
 #: run.flow_order: how static flow ids (the order of ties, flow table rows) follow the [[flow]] tables
 FLOW_ORDERS = ("tables", "round-robin")
-_TRAFFIC = ("load", "trace")
-_FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count")
+_TRAFFIC = ("load", "trace", "packet_trace")
+_FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count",
+         "arrival", "buffer")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
           "packet_size_probs", "size")
 
@@ -454,6 +490,99 @@ def _arrival_trace(t: Mapping[str, Any], base_dir: Path | None, raw: list[dict],
         c["rate"] = n / span if span > 0 else 0.0
         c["mean_packets"] = float(tr.sizes[tr.classes == k].mean()) if n else 1.0
     return tr
+
+
+def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int]:
+    """A static flow's open-loop source ``arrival = {law = ...}`` and its ``buffer``: (law, buffer),
+    ``(None, 0)`` for a windowed flow (the default)."""
+    a = f.get("arrival")
+    if a is None:
+        if "buffer" in f:
+            raise _err(f"{where}.buffer: only for an open-loop flow; add arrival = {{law = \"poisson\", rate = ...}} "
+                       "(a windowed flow holds router.window packets)")
+        return None, 0
+    if not isinstance(a, Mapping):
+        raise _err(f"{where}.arrival = {_q(a)}: must be a table, e.g. arrival = {{law = \"poisson\", rate = 0.5}}")
+    law = a.get("law")
+    if law not in ARRIVAL_LAWS:
+        raise _err(f"{where}.arrival.law = {_q(law)}: unknown; choose one of {', '.join(ARRIVAL_LAWS)}")
+    keys = {"poisson": ("law", "rate"), "cbr": ("law", "rate"), "onoff": ("law", "rate", "on", "off"),
+            "trace": ("law",)}[law]
+    _check_keys(f"{where}.arrival", a, keys)
+    for k in keys:
+        if k not in a:
+            raise _err(f"{where}.arrival.{k}: missing; law = {_q(law)} takes {', '.join(keys[1:])}")
+    rate = 0.0
+    on = off = None
+    if law != "trace":
+        rate = _num(f"{where}.arrival.rate", a["rate"], lo=0.0, lo_open=True, hi=MAX_MAGNITUDE)
+    if law == "onoff":
+        on = _num(f"{where}.arrival.on", a["on"], lo=0.0, lo_open=True, hi=MAX_TIME)
+        off = _num(f"{where}.arrival.off", a["off"], lo=0.0, lo_open=True, hi=MAX_TIME)
+    buffer = _int(f"{where}.buffer", f.get("buffer", DEFAULT_BUFFER), lo=1, hi=MAX_BUFFER)
+    return PacketLaw(law, rate, on, off), buffer
+
+
+def _packet_trace(t: Mapping[str, Any], base_dir: Path | None, sc: Scenario) -> PacketTrace | None:
+    """``[traffic] packet_trace = "file.csv"``: the packet arrivals of the flows whose source is
+    ``arrival = {law = "trace"}`` (path relative to the scenario file's folder)."""
+    tp = t.get("packet_trace")
+    names = [n for f in sc.flows if f.open_loop and f.arrival.law == "trace" for n in f.flow_names()]
+    if tp is None:
+        if names:
+            i = next(i for i, f in enumerate(sc.flows) if f.open_loop and f.arrival.law == "trace")
+            raise _err(f"flow[{i}].arrival.law = 'trace': the scenario has no [traffic] packet_trace = \"file.csv\" "
+                       "(time,flow[,size] rows)")
+        return None
+    if not isinstance(tp, str) or not tp:
+        raise _err(f"traffic.packet_trace = {_q(tp)}: must be the path of a CSV file (time,flow[,size])")
+    if not names:
+        raise _err("traffic.packet_trace: no [[flow]] has arrival = {law = \"trace\"}; give the flows the trace "
+                   "drives that source")
+    path = Path(tp)
+    if not path.is_absolute():
+        path = (base_dir if base_dir is not None else Path.cwd()) / path
+    starts = {n: f.start for f in sc.flows for n in f.flow_names()}
+    pt = read_packet_trace("traffic.packet_trace", path.resolve(), sc.static_flow_names(), set(names), starts)
+    table, _ = sc.static_ids()
+    for i, f in enumerate(sc.flows):
+        if not (f.open_loop and f.arrival.law == "trace"):
+            continue
+        if pt.sizes is None:
+            if f.per_byte is not None and f.packet_sizes is None:
+                raise _err(f"flow[{i}].per_byte: needs packet sizes: packet_sizes = [...], or a size column in "
+                           "traffic.packet_trace (time,flow,size)")
+            continue
+        if f.per_byte is None or f.packet_sizes is not None:
+            raise _err(f"flow[{i}]: the packet trace gives sizes, so this flow needs per_byte = [...] (cost per "
+                       "byte at each resource) and no packet_sizes (the trace's sizes replace them)")
+        # every packet of the flow visits the same resources (see _check_positive), whatever its size
+        rows = np.flatnonzero(table[pt.flows] == i)
+        if len(rows):
+            s = np.asarray(f.cost)[None, :] + np.asarray(f.per_byte)[None, :] * pt.sizes[rows, None]
+            pos = s > 0
+            bad = np.flatnonzero((pos != pos[0]).any(axis=1) | ~pos.any(axis=1) | ~np.isfinite(s).all(axis=1))
+            if len(bad):
+                r = rows[bad[0]]
+                raise _err(f"traffic.packet_trace: {path_text(path)} line {int(pt.lines[r])}: size = {pt.sizes[r]:g}: flow[{i}]'s "
+                           f"packet would cost {s[bad[0]].tolist()}, visiting other resources than its line "
+                           f"{int(pt.lines[rows[0]])} packet (or none); give every resource a positive cost or a "
+                           "zero per-byte cost")
+    return pt
+
+
+def trace_packet_times(sc: Scenario, k: int) -> list[tuple[float, ...]]:
+    """The per-packet times of [[flow]] table k's smallest and largest packet of the packet trace
+    (a trace-driven flow with sizes; else none)."""
+    f = sc.flows[k]
+    pt = sc.packet_trace
+    if pt is None or pt.sizes is None or not (f.open_loop and f.arrival.law == "trace") or f.per_byte is None:
+        return []
+    table, _ = sc.static_ids()
+    z = pt.sizes[table[pt.flows] == k]
+    if not len(z):
+        return []
+    return [tuple(c + b * x for c, b in zip(f.cost, f.per_byte)) for x in (float(z.min()), float(z.max()))]
 
 
 def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | Path | None = None) -> Scenario:
@@ -565,14 +694,21 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         f = _table(w, f)
         _check_keys(w, f, _FLOW)
         cost = _cost(w, f.get("cost"))
-        pb, ps = _packet_sizes(w, f, J)
-        _check_positive(w, cost, pb, ps)
+        law, buffer = _packet_law(w, f)
+        if law is not None and law.law == "trace" and "per_byte" in f and "packet_sizes" not in f \
+                and "packet_size_probs" not in f:
+            # the packet trace's size column gives every packet's size (checked with the trace)
+            pb, ps = _vec(f"{w}.per_byte", f["per_byte"], J), None
+        else:
+            pb, ps = _packet_sizes(w, f, J)
+            _check_positive(w, cost, pb, ps)
         flows.append(FlowSpec(
+            arrival=law, buffer=buffer,
             name=_name(w, f.get("name"), f"f{i + 1}"), cost=cost,
             weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=MIN_WEIGHT, hi=MAX_MAGNITUDE),
             start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0, hi=MAX_TIME),
             packets=_int(f"{w}.packets", f.get("packets", 0), lo=0, hi=MAX_COUNT),
-            per_byte=pb if ps is not None else None, packet_sizes=ps,
+            per_byte=pb if ps is not None or "per_byte" in f else None, packet_sizes=ps,
             count=_int(f"{w}.count", f.get("count", 1), lo=1, hi=MAX_STATIC_FLOWS),
         ))
     n_static = sum(f.count for f in flows)
@@ -650,12 +786,16 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         raise _err(f"name = {_q(nm)}: must be a string of at most {MAX_NAME} characters")
     sc = Scenario(resources=tuple(res), router=router, run=run, flows=tuple(flows),
                   classes=classes, load=load, name=nm, arrival_trace=arrival_trace)
+    pt = _packet_trace(t, Path(base_dir) if base_dir is not None else None, sc)
+    if pt is not None:
+        sc = dataclasses.replace(sc, packet_trace=pt)
     _check_resources(sc)
     return sc
 
 
 def _packet_times(spec) -> list[tuple[float, ...]]:
-    """Per-packet processing times at each resource, one tuple per packet size."""
+    """Per-packet processing times at each resource, one tuple per packet size (a trace-driven
+    flow's trace sizes: :func:`trace_packet_times`)."""
     if spec.packet_sizes is None:
         return [tuple(spec.cost)]
     return [tuple(c + b * z for c, b in zip(spec.cost, spec.per_byte)) for z in spec.packet_sizes.sizes]
@@ -681,10 +821,12 @@ def _check_resources(sc: Scenario) -> None:
     """
     specs = [(f"flow[{i}]", f) for i, f in enumerate(sc.flows)] + [(f"class[{k}]", c)
                                                                    for k, c in enumerate(sc.classes)]
-    largest = max(max(t) for _, s in specs for t in _packet_times(s))
+    times = [_packet_times(s) + (trace_packet_times(sc, i) if i < len(sc.flows) else [])
+             for i, (_, s) in enumerate(specs)]
+    largest = max(max(t) for ts in times for t in ts)
     min_j = [math.inf] * sc.n_resources
-    for where, s in specs:
-        for t in _packet_times(s):
+    for (where, s), ts in zip(specs, times):
+        for t in ts:
             for j, x in enumerate(t):
                 if x <= 0:
                     continue
@@ -716,8 +858,24 @@ def _check_resources(sc: Scenario) -> None:
             raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({sc.n_static} "
                        f"static + {arrivals:.4g} expected arrivals + 6 standard deviations); raise run.max_flows "
                        f"(at most {MAX_FLOWS_CAP:,}) or shorten run.duration")
+    for i, f in enumerate(sc.flows):
+        if f.open_loop and f.arrival.law != "trace":
+            gap = 1.0 / f.arrival.rate
+            if gap < TIME_RESOLUTION * sc.run.duration or gap < MIN_GAP * largest:
+                raise _err(f"flow[{i}].arrival.rate = {f.arrival.rate:g}: more than one packet per "
+                           f"{max(TIME_RESOLUTION * sc.run.duration, MIN_GAP * largest):.3g} time units (the clock or "
+                           "the packet times could not be resolved); lower the rate")
+            for k in ("on", "off"):
+                v = getattr(f.arrival, k)
+                if v is not None and v < MIN_GAP * largest:
+                    raise _err(f"flow[{i}].arrival.{k} = {v:g}: must be >= {MIN_GAP * largest:.3g} "
+                               f"({MIN_GAP:g} x the largest time per packet)")
+            n = f.count * f.arrival.rate * sc.run.duration
+            if sc.run.max_services == 0 and n > MAX_SERVICES_BOUND:
+                raise _err(f"flow[{i}].arrival.rate = {f.arrival.rate:g}: {n:.3g} packet arrivals over run.duration, "
+                           f"more than {MAX_SERVICES_BOUND:.0e}; shorten run.duration or set run.max_services")
     nr = 1
-    while nr < sc.router.window:
+    while nr < max(sc.router.window, sc.max_buffer):
         nr *= 2
     J = sc.n_resources
     # words per row (router/state.py): per ring slot the scheduler's tags (at most J + 1, dovetail),
@@ -741,7 +899,13 @@ def to_dict(s: Scenario) -> dict[str, Any]:
         out = {}
         for f in dataclasses.fields(x):
             v = getattr(x, f.name)
-            if f.name == "packet_sizes":
+            if f.name == "arrival":
+                if v is not None:
+                    out["arrival"] = v.to_dict()
+            elif f.name == "buffer":
+                if getattr(x, "arrival", None) is not None:
+                    out["buffer"] = v
+            elif f.name == "packet_sizes":
                 if v is not None:
                     out["packet_sizes"] = list(v.sizes)
                     out["packet_size_probs"] = list(v.probs)
@@ -780,6 +944,8 @@ def to_dict(s: Scenario) -> dict[str, Any]:
             for c in cl:
                 c.pop("share", None)
         d["class"] = cl
+    if s.packet_trace is not None:
+        d.setdefault("traffic", {})["packet_trace"] = s.packet_trace.path
     return d
 
 

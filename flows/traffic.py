@@ -16,8 +16,11 @@ Random streams (the spawn tree of a scenario's ``run.seed``)::
     │   │                                    cdf[k-1] <= u < cdf[k], cdf[k] = sum_{i<=k} lambda_i / Lambda
     │   └── child 0.2: sizes                 two uniforms (u1, u2) per arrival, turned into packets
     │                                        by the class's size law (:class:`SizeLaw`)
-    └── child 1: packet-size hash key        ``cost_key``, one uint32 for the counter-based hash of
-                                             (flow, packet) that picks per-packet sizes (router.engine)
+    ├── child 1: packet-size hash key        ``cost_key``, one uint32 for the counter-based hash of
+    │                                        (flow, packet) that picks per-packet sizes (router.engine)
+    └── child 2: open-loop packet sources    child i: static flow i's source (:class:`PacketLaw`)
+        ├── child 2.i.0: gaps                exponential(1 / rate) (poisson, onoff; cbr draws none)
+        └── child 2.i.1: on/off periods      exponential(on), exponential(off), alternately (onoff)
 
 Each stream is consumed at a fixed rate per arrival (one exponential, one
 uniform, two uniforms), whatever the class or the size law, so the ``n``-th
@@ -318,3 +321,317 @@ class ArrivalStream:
 def arrivals_until(scenario, seed: int | None, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(times, classes, sizes) of every flow arrival in ``[0, T]`` for this scenario and seed."""
     return ArrivalStream(scenario, seed).until(T)
+
+
+# ---------------------------------------------------------------------------
+# open-loop packet sources of static flows
+#: the laws a static flow's ``arrival = {law = ...}`` may name ("trace": its rows of ``[traffic] packet_trace``)
+ARRIVAL_LAWS = ("poisson", "cbr", "onoff", "trace")
+#: packets a source generates per block (any value gives the same arrivals)
+PACKET_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class PacketLaw:
+    """An open-loop packet source: packets arrive at the router by their own law.
+
+    * ``poisson`` (``rate``): exponential gaps of mean ``1 / rate``, the first one after ``start``;
+    * ``cbr`` (``rate``): one packet every ``1 / rate`` exactly, the first at ``start``
+      (packet k at ``start + k / rate``, k = 0, 1, ...: no accumulated rounding);
+    * ``onoff`` (``rate``, ``on``, ``off``): exponential on and off periods of means ``on`` and
+      ``off``, starting with an on period at ``start``; Poisson at ``rate`` while on (the mean rate
+      is ``rate on / (on + off)``);
+    * ``trace``: the flow's rows of the scenario's ``[traffic] packet_trace``.
+
+    Units: ``rate`` packets per time unit; ``on``, ``off`` time units.
+    """
+
+    law: str
+    rate: float = 0.0
+    on: float | None = None
+    off: float | None = None
+
+    @property
+    def mean_rate(self) -> float:
+        """Long-run packets per time unit (nan for a trace)."""
+        if self.law == "onoff":
+            return self.rate * self.on / (self.on + self.off)
+        if self.law == "trace":
+            return math.nan
+        return self.rate
+
+    def to_dict(self) -> dict:
+        """The TOML table that validates back to this law (``arrival = {...}``)."""
+        d: dict = {"law": self.law}
+        if self.law != "trace":
+            d["rate"] = self.rate
+        if self.law == "onoff":
+            d["on"] = self.on
+            d["off"] = self.off
+        return d
+
+
+def packet_seeds(seed: int, flow_id: int) -> tuple[np.random.Generator, np.random.Generator]:
+    """(gap generator, period generator) of static flow ``flow_id``'s packet source: children 0 and 1
+    of child ``flow_id`` of child 2 of ``SeedSequence(seed)`` (the spawn tree of the module docstring;
+    a flow's packets do not depend on the other flows, the scheduler or the chunking)."""
+    return tuple(np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(2, int(flow_id), c))))
+                 for c in (0, 1))
+
+
+class _Source:
+    """The packet arrivals of one open-loop flow, generated in blocks, handed out up to a horizon."""
+
+    def __init__(self, law: PacketLaw, start: float, packets: int, seed: int, flow_id: int):
+        self.law = law
+        self.left = packets if packets > 0 else -1   # packets still to generate (-1: forever)
+        self.g_gap, self.g_period = packet_seeds(seed, flow_id)
+        self.start = float(start)
+        self.k = 0                  # cbr: packets generated
+        self.u = 0.0                # onoff: on-time elapsed at the last arrival (Poisson in on-time)
+        self.on_end = 0.0           # onoff: on-time at which the current on period ends
+        self.shift = self.start     # onoff: real time = on-time + shift (start plus the off periods so far)
+        self.t = self.start         # poisson: the last arrival (the start before the first)
+        self.pending = np.zeros(0)  # generated, not yet handed out (all >= the last horizon)
+        if law.law == "onoff":
+            self.on_end = float(self.g_period.exponential(law.on))
+
+    def _block(self) -> np.ndarray:
+        n = PACKET_BLOCK if self.left < 0 else min(PACKET_BLOCK, self.left)
+        if n == 0:
+            return np.zeros(0)
+        law = self.law
+        if law.law == "cbr":
+            out = self.start + np.arange(self.k, self.k + n, dtype=np.float64) / law.rate
+            self.k += n
+        elif law.law == "poisson":
+            gaps = self.g_gap.exponential(1.0 / law.rate, size=n)
+            out = np.add.accumulate(np.concatenate(([self.t], gaps)))[1:]   # left to right
+            self.t = float(out[-1])
+        else:  # onoff: Poisson points in on-time, off periods inserted where an on period ends
+            gaps = self.g_gap.exponential(1.0 / law.rate, size=n)
+            u = np.add.accumulate(np.concatenate(([self.u], gaps)))[1:]
+            self.u = float(u[-1])
+            out = np.empty(n)
+            for i in range(n):
+                while u[i] >= self.on_end:   # the on period ended before this point: an off period follows
+                    self.shift += float(self.g_period.exponential(law.off))
+                    self.on_end += float(self.g_period.exponential(law.on))
+                out[i] = u[i] + self.shift
+        if self.left > 0:
+            self.left -= n
+        return out
+
+    def until(self, H: float) -> np.ndarray:
+        """Every arrival not yet handed out at a time ``< H``."""
+        parts = [self.pending]
+        while (not len(parts[-1]) or parts[-1][-1] < H) and self.left != 0:
+            parts.append(self._block())
+        a = np.concatenate(parts)
+        cut = int(np.searchsorted(a, H, side="left"))
+        self.pending = a[cut:]
+        return a[:cut]
+
+    @property
+    def done(self) -> bool:
+        return self.left == 0 and not len(self.pending)
+
+
+@dataclass(frozen=True, eq=False)
+class PacketTrace:
+    """A validated packet trace: rows ``(time, flow)`` with static flow ids, in (time, flow id) order,
+    and the packet sizes in bytes when the file has a ``size`` column (else ``None``)."""
+
+    path: str
+    sha256: str
+    times: np.ndarray     # float64, non-decreasing
+    flows: np.ndarray     # int64 static flow ids
+    sizes: np.ndarray | None
+    lines: np.ndarray     # int64 the file line of each row (for error messages)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PacketTrace) and (self.path, self.sha256) == (other.path, other.sha256)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.sha256))
+
+
+def read_packet_trace(where: str, path: Path, flow_names: list[str], trace_flows: set[str],
+                      starts: dict[str, float]) -> PacketTrace:
+    """Read and validate a CSV of ``time,flow`` or ``time,flow,size`` rows (header required, static
+    flows by name, e.g. ``voip`` or ``web.3`` for flow 3 of a counted table).
+
+    Every error is one :class:`ScenarioError` line naming ``where``, the file and the line.  Times
+    must be finite, non-decreasing and not before the flow's ``start``; a row must name a flow with
+    ``arrival = {law = "trace"}`` (``trace_flows``); sizes (bytes) are finite numbers >= 0.  Rows
+    of one instant are handed to the router in flow-id order (a stable sort)."""
+    shown = path_text(path)
+    raw = read_file(path, where=f"{where} = '{shown}'", max_bytes=MAX_TRACE_BYTES)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise ScenarioError(f"{where}: {shown} line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); "
+                            "save the file as UTF-8") from None
+    rows = trace_rows(text, at=lambda n: f"{where}: {shown} line {n}")
+    header = next(rows, (1, None))[1]
+    cols = [c.strip().lower() for c in header] if header is not None else None
+    if cols not in (["time", "flow"], ["time", "flow", "size"]):
+        raise ScenarioError(f"{where}: {shown} line 1: header {quote(header)}: must be exactly 'time,flow' or "
+                            "'time,flow,size'")
+    ncol = len(cols)
+    index = {n: i for i, n in enumerate(flow_names)}
+    times, fl, sizes, lines = [], [], [], []
+    last = -math.inf
+    for i, row in rows:
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != ncol:
+            raise ScenarioError(f"{where}: {shown} line {i}: {len(row):,} fields: must be {ncol} ({','.join(cols)})")
+        ts, fs = row[0].strip(), row[1].strip()
+        try:
+            t = float(ts)
+        except ValueError:
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {quote(ts)}: must be a number") from None
+        if not math.isfinite(t) or t < 0.0:
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: must be a finite number >= 0")
+        if t < last:
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: decreases (previous row {last!r}); "
+                                "sort the rows by time")
+        if fs not in index:
+            raise ScenarioError(f"{where}: {shown} line {i}: flow = {quote(fs)}: unknown; the scenario's static flows "
+                                f"are {name_list(flow_names) or '(none)'}")
+        if fs not in trace_flows:
+            raise ScenarioError(f"{where}: {shown} line {i}: flow = {quote(fs)}: not trace-driven; give its [[flow]] "
+                                "table arrival = {law = \"trace\"}")
+        if t < starts[fs]:
+            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: before flow {quote(fs)} starts "
+                                f"(start = {starts[fs]:g})")
+        if ncol == 3:
+            zs = row[2].strip()
+            try:
+                z = float(zs)
+            except ValueError:
+                z = math.nan
+            if not (math.isfinite(z) and z >= 0.0):
+                raise ScenarioError(f"{where}: {shown} line {i}: size = {quote(zs)}: must be a finite number of bytes >= 0")
+            sizes.append(z)
+        last = t
+        times.append(t)
+        fl.append(index[fs])
+        lines.append(i)
+    t_arr = np.array(times, np.float64)
+    f_arr = np.array(fl, np.int64)
+    order = np.lexsort((f_arr, t_arr)) if len(t_arr) else np.zeros(0, np.int64)  # by time, then flow id (stable)
+    return PacketTrace(path=str(path), sha256=hashlib.sha256(raw).hexdigest(), times=t_arr[order],
+                       flows=f_arr[order], sizes=np.array(sizes, np.float64)[order] if ncol == 3 else None,
+                       lines=np.array(lines, np.int64)[order])
+
+
+class _TraceSource:
+    """The rows of a packet trace, handed out up to a horizon (as :class:`_Source`)."""
+
+    def __init__(self, trace: PacketTrace):
+        self.trace = trace
+        self.at = 0
+
+    def until(self, H: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        b = int(np.searchsorted(self.trace.times, H, side="left"))
+        a, self.at = self.at, max(self.at, b)
+        return self.trace.times[a:self.at], self.trace.flows[a:self.at], self.sizes(a, self.at)
+
+    def sizes(self, a: int, b: int) -> np.ndarray:
+        return self.trace.sizes[a:b] if self.trace.sizes is not None else np.zeros(b - a)
+
+    @property
+    def done(self) -> bool:
+        return self.at >= len(self.trace.times)
+
+
+class PacketStream:
+    """The packet arrivals of a scenario's open-loop static flows, merged in (time, flow id) order.
+
+    ``take(n)`` returns the next ``n`` arrivals as (times float64, flow ids int64, sizes float64: a
+    packet trace's ``size`` column, else 0), fewer once every source has ended.  The values never depend on how the calls split them: each flow's arrivals
+    come from its own generators (:func:`packet_seeds`), and the merge hands out only arrivals before
+    a horizon that moves forward, once every source has generated all of its own before it.
+    ``scenario`` needs ``flows`` (``arrival``, ``start``, ``packets``), ``static_ids()`` and
+    ``packet_trace``.
+    """
+
+    def __init__(self, scenario, seed: int | None = None):
+        self.seed = scenario.run.seed if seed is None else int(seed)
+        table, _ = scenario.static_ids()
+        self.sources: list[tuple[int, _Source]] = []
+        rate = 0.0
+        laws = [getattr(f, "arrival", None) for f in scenario.flows]
+        h0 = math.inf
+        for fid, k in enumerate(table.tolist()):
+            law = laws[k]
+            if law is not None and law.law != "trace":
+                f = scenario.flows[k]
+                self.sources.append((fid, _Source(law, f.start, f.packets, self.seed, fid)))
+                rate += law.mean_rate
+                h0 = min(h0, f.start)
+        self.rate = rate
+        tr = getattr(scenario, "packet_trace", None)
+        self.trace = _TraceSource(tr) if tr is not None else None
+        self.H = h0 if self.sources else math.inf
+        self.buf_t = np.zeros(0)
+        self.buf_f = np.zeros(0, np.int64)
+        self.buf_z = np.zeros(0)
+
+    @property
+    def finite(self) -> bool:
+        return all(s.left >= 0 for _, s in self.sources)
+
+    def _done(self) -> bool:
+        return all(s.done for _, s in self.sources) and (self.trace is None or self.trace.done)
+
+    def _extend(self, n: int) -> None:
+        """Move the horizon until the buffer holds at least ``n`` arrivals or every source has ended."""
+        while len(self.buf_t) < n and not self._done():
+            if self.sources and not all(s.done for _, s in self.sources):
+                H = self.H + max(n - len(self.buf_t), PACKET_BLOCK) / self.rate
+            else:
+                H = math.inf
+            ts, fs, zs = [self.buf_t], [self.buf_f], [self.buf_z]
+            for fid, s in self.sources:
+                a = s.until(H)
+                ts.append(a)
+                fs.append(np.full(len(a), fid, np.int64))
+                zs.append(np.zeros(len(a)))
+            if self.trace is not None:
+                a, f, z = self.trace.until(H)
+                ts.append(a)
+                fs.append(f)
+                zs.append(z)
+            t = np.concatenate(ts)
+            f = np.concatenate(fs)
+            order = np.lexsort((f, t))
+            self.buf_t, self.buf_f, self.buf_z = t[order], f[order], np.concatenate(zs)[order]
+            self.H = H
+
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The next ``n`` packet arrivals: (times, static flow ids, sizes in bytes or 0)."""
+        n = int(n)
+        if self.trace is not None and not self.sources:  # a trace alone: its rows in order
+            a = self.trace.at
+            b = min(a + n, len(self.trace.trace.times))
+            self.trace.at = b
+            return self.trace.trace.times[a:b].copy(), self.trace.trace.flows[a:b].copy(), self.trace.sizes(a, b)
+        self._extend(n)
+        t, f, z = self.buf_t[:n], self.buf_f[:n], self.buf_z[:n]
+        self.buf_t, self.buf_f, self.buf_z = self.buf_t[n:], self.buf_f[n:], self.buf_z[n:]
+        return np.ascontiguousarray(t), np.ascontiguousarray(f), np.ascontiguousarray(z)
+
+    def until(self, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every packet arrival at a time ``<= T`` (for tests and the reference)."""
+        parts = []
+        while True:
+            t, f, z = self.take(CHUNK)
+            keep = t <= T
+            parts.append((t[keep], f[keep], z[keep]))
+            if len(t) < CHUNK or not keep.all():
+                break
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))

@@ -275,24 +275,27 @@ small = scenario_for(WORKLOADS[0], 1000)
 simulate(small)  # import, load the cached loop, one tiny run: the baseline
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 sc = scenario_for(w, int(sys.argv[2]))
+record = sys.argv[3] == "on"
 # the C yardstick times its loop after setting up its flows (their first windows injected); so
 # that both time the same work, the engine times its loop after the first service (the setup:
 # the flow table and every first window admitted at t = 0), in the same run
-r = simulate(sc, timed_from=1 if w.mode == "static" else 0)
+r = simulate(sc, timed_from=1 if w.mode == "static" else 0, record_delays=record)
 n, cpu, wall = (r.loop_services, r.loop_cpu_seconds, r.loop_wall_seconds) if w.mode == "static" else (
     r.services, r.cpu_seconds, r.wall_seconds)
 print(json.dumps({"services": n, "cpu": cpu, "wall": wall, "setup_cpu": r.cpu_seconds - cpu,
                   "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "baseline_kb": base,
                   "state_kb": r.state_bytes / 1024, "max_active_flows": r.max_active_flows,
-                  "mean_flows": sum(c.mean_flows for c in r.classes) if r.classes else None}))
+                  "mean_flows": sum(c.mean_flows for c in r.classes) if r.classes else None,
+                  "delay_kb": r.delays.nbytes / 1024 if r.delays is not None else 0.0}))
 """
 
 
 class MrfqSide:
-    """Timed mrfq runs of one workload (in this process, or one fresh process per run)."""
+    """Timed mrfq runs of one workload (in this process, or one fresh process per run), with the
+    per-packet delays recorded (the default) or not (``record=False``)."""
 
-    def __init__(self, w: Workload, services: int):
-        self.w, self.services = w, services
+    def __init__(self, w: Workload, services: int, record: bool = True):
+        self.w, self.services, self.record = w, services, record
         self.sc = scenario_for(w, services) if not w.isolated else None
         self.extra: dict = {}
 
@@ -302,11 +305,12 @@ class MrfqSide:
         if self.w.isolated:
             self._isolated(1000)  # compile into the cache once
         else:
-            simulate(self.sc.replace(**{"run.max_services": min(self.services, 100000)}))
+            simulate(self.sc.replace(**{"run.max_services": min(self.services, 100000)}), record_delays=self.record)
 
     def _isolated(self, services: int) -> dict:
         env = dict(os.environ, MRFQ_NUMBA_CACHE="1")
-        p = subprocess.run(own_rss([sys.executable, "-c", _ISOLATED, self.w.name, str(services)]), env=env,
+        p = subprocess.run(own_rss([sys.executable, "-c", _ISOLATED, self.w.name, str(services),
+                                    "on" if self.record else "off"]), env=env,
                            capture_output=True, text=True, check=True)
         return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -314,12 +318,14 @@ class MrfqSide:
         """(Msvc per CPU second, Msvc per wall second, services) of one timed run."""
         if self.w.isolated:
             d = self._isolated(self.services)
-            for key in ("maxrss_kb", "baseline_kb", "state_kb", "max_active_flows", "mean_flows", "setup_cpu"):
+            for key in ("maxrss_kb", "baseline_kb", "state_kb", "max_active_flows", "mean_flows", "setup_cpu",
+                        "delay_kb"):
                 self.extra.setdefault(key, []).append(d[key])
             return d["services"] / d["cpu"] / 1e6, d["services"] / d["wall"] / 1e6, d["services"]
         from router.run import simulate
 
-        r = simulate(self.sc)
+        r = simulate(self.sc, record_delays=self.record)
+        self.extra.setdefault("delay_kb", []).append(r.delays.nbytes / 1024 if r.delays is not None else 0.0)
         tr = self.sc.arrival_trace
         if tr is not None:
             if r.t_end >= tr.times[-1]:  # cannot happen with twice the packets the run serves
@@ -360,8 +366,9 @@ class CSide:
         return float(kv["Msvc_per_cpu_s"]), float(kv["Msvc_per_s"])
 
 
-def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dict:
-    """Interleaved timed runs: mrfq, C, mrfq, C, ...; the ratio per pair.  A static row runs at
+def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: bool = True) -> dict:
+    """Interleaved timed runs: mrfq, mrfq with the delays not recorded (``off``), C, mrfq, ...; the
+    ratios mrfq / C and mrfq / (mrfq, delays off) per repetition (the C yardstick records no delays).  A static row runs at
     least ``MIN_SERVICES_PER_FLOW`` services per flow: with fewer, the timed loop (setup
     excluded) is a fraction of a second at 10^6 flows and each flow is served a few times,
     every one a cache miss (2e6 services at 10^6 flows gave 0.08 s of loop beside 1.6 s of setup)."""
@@ -370,15 +377,20 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dic
     if w.isolated and w.mode == "static":
         services = max(services, MIN_SERVICES_ISOLATED)
     m = MrfqSide(w, services)
+    m_off = MrfqSide(w, services, record=False) if off else None
     c = CSide(binary, w, services) if binary is not None and w.c_sched else None
     m.warm()
+    if m_off is not None:
+        m_off.warm()
     if c is not None:
         c.warm()
-    mc, mw, cc, cw, n = [], [], [], [], 0
+    mc, mw, cc, cw, oc, n = [], [], [], [], [], 0
     for _ in range(reps):
         a, b, n = m.once()
         mc.append(a)
         mw.append(b)
+        if m_off is not None:
+            oc.append(m_off.once()[0])
         if c is not None:
             x, y = c.once()
             cc.append(x)
@@ -388,7 +400,12 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None) -> dic
            "c_msvc_per_cpu_s": statistics.median(cc) if cc else None,
            "c_msvc_per_wall_s": statistics.median(cw) if cw else None,
            "ratio": None, "ratio_low": None, "ratio_high": None, "ratio_q1": None, "ratio_q3": None,
-           "pairs": len(mc)}
+           "pairs": len(mc), "off_msvc_per_cpu_s": statistics.median(oc) if oc else None,
+           "on_off": None, "on_off_low": None, "on_off_high": None,
+           "delay_kb": max(m.extra["delay_kb"]) if m.extra.get("delay_kb") else None}
+    if oc:
+        so = _spread([a / x for a, x in zip(mc, oc)])
+        row.update(on_off=so["ratio"], on_off_low=so["ratio_low"], on_off_high=so["ratio_high"])
     if cc:
         sp = _spread([a / x for a, x in zip(mc, cc)])
         sp.pop("ratios")
@@ -531,7 +548,10 @@ def _row_text(row: dict) -> str:
         mem = f"  flows in system: mean {row['mean_flows']:.2f}"
         if "c_mean_flows" in row:
             mem += f" (C {row['c_mean_flows']:.2f}, same arrivals)"
-    return f"{row['workload']:<30} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}{mem}"
+    oo = (f"{row['on_off']:5.2f} [{row['on_off_low']:.2f}-{row['on_off_high']:.2f}]" if row.get("on_off") is not None
+          else f"{'-':>16}")
+    return (f"{row['workload']:<30} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}"
+            f"  {oo}{mem}")
 
 
 def log_flows_table(rows: list[dict]) -> list[tuple[int, float, float]]:
@@ -574,8 +594,8 @@ def run(args) -> int:
         rows.append(row)
         if not args.json:
             if len(rows) == 1:
-                print(f"{'workload':<30} {'mrfq Msvc/cpu-s':>9} {'/wall-s':>9} {'C /cpu-s':>9}  "
-                      "ratio mrfq/C: median [min-max, IQR]")
+                print(f"{'workload':<30} {'mrfq Msvc/cpu-s':>9} {'/wall-s':>9} {'C* /cpu-s':>9}  "
+                      "ratio mrfq/C*: median [min-max, IQR]  delays on/off: median [min-max]")
             print(_row_text(row), flush=True)
     out = {"rows": rows, "services_per_run": services, "repetitions": reps}
     if c_note:
@@ -589,9 +609,14 @@ def run(args) -> int:
         return 0
     if c_note:
         print(c_note)
-    print(f"({reps} interleaved pairs mrfq, C of {services:,} services each after a warm-up run of each; "
-          "ratio = mrfq / C by CPU time per pair, median [min-max, interquartile range]; "
-          "indicative only on a shared machine)")
+    print(f"({reps} interleaved repetitions of mrfq, mrfq with delays off, C of {services:,} services each after "
+          "a warm-up run of each; ratio = mrfq / C by CPU time per repetition, median [min-max, interquartile "
+          "range]; * the C yardstick records no delays; on/off = mrfq (delays recorded, the default) / mrfq with "
+          "record_delays=False (its loop compiled without the recording); indicative only on a shared machine)")
+    kb = [r["delay_kb"] for r in rows if r.get("delay_kb")]
+    if kb:
+        print("delay histograms (fixed per run, independent of its length): " + ", ".join(
+            f"{r['workload']}: {r['delay_kb']:,.0f} KiB" for r in rows if r.get("delay_kb")))
     lf = log_flows_table(rows)
     if len(lf) >= 2:
         print("cost per service vs log(flows), static drfq: " + ", ".join(

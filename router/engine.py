@@ -38,14 +38,17 @@ from typing import NamedTuple
 import numpy as np
 
 from flows.errors import MrfqError
+from flows.scenario import MAX_TIME
 from router import heap
 from router.batches import add_area_py, batch_starts
-from router.flowtable import DONE, MORE_ARRIVALS
+from router import delays
+from router.flowtable import DONE, MORE_ARRIVALS, MORE_PACKETS
 from router.loop import loop_for
 from router.state import (
-    C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T,
-    C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS, I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH,
-    ArrivalChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, ring_size,
+    C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
+    C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
+    I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
+    ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, pkt_times, ring_size,
 )
 
 INF = np.inf
@@ -98,6 +101,17 @@ class KernelResult(NamedTuple):
     loop_cpu: float               # their CPU seconds (process time, compile excluded)
     loop_wall: float              # and wall seconds
     state_bytes: int              # bytes of the engine's arrays at the end (flow table, heaps, tags, ...)
+    offered: np.ndarray           # [n_static] open-loop packet arrivals after warm-up
+    drops: np.ndarray             # [n_static] of which dropped
+    hist: np.ndarray              # [HR, J + 1, NB] delay histograms (router/delays.py)
+    dmax: np.ndarray              # [HR] largest sojourn of each row
+    dsum: np.ndarray              # [HR, B] sojourn sums per batch
+    dcnt: np.ndarray              # [HR, B] and counts
+    hbase: int                    # bucket layout (router.delays.bucket_edges)
+    dep_time: np.ndarray          # the first trace_cap departures from the router: time,
+    dep_arrived: np.ndarray       # the packet's arrival at the router,
+    dep_flow: np.ndarray          # flow id,
+    dep_seq: np.ndarray           # and sequence
 
 
 def _type_key(a):
@@ -134,17 +148,19 @@ def _compile_seconds(fn, args) -> float:
     return time.perf_counter() - t0
 
 
-def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int) -> bool:
-    """Whether the lean loop variant applies: rtt = 0, no trace and the scheduler's options at
-    their defaults (compiled in as constants).  Other settings take the generic variant, so
-    that a run compiles at most two loops per (J, scheduler)."""
-    return rtt == 0.0 and trace_cap == 0 and tuple(float(x) for x in opt) == sched.default_opt(J)
+def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int, open_loop: bool = False) -> bool:
+    """Whether the lean loop variant applies: rtt = 0, no trace, no open-loop packet source and the
+    scheduler's options at their defaults (compiled in as constants).  Other settings take the
+    generic variant, so that a run compiles at most two loops per (J, scheduler)."""
+    return (rtt == 0.0 and trace_cap == 0 and not open_loop
+            and tuple(float(x) for x in opt) == sched.default_opt(J))
 
 
 def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, warmup: float, B: int,
                     max_services: int, trace_cap: int, specs: Specs, traffic: Traffic, n_static: int, K: int,
                     arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096,
-                    packet_costs: bool | None = None, timed_from: int = 0) -> tuple[KernelResult, float]:
+                    packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
+                    min_cost: float = 1.0, record_delays: bool = True) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -159,26 +175,43 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     after it are timed (``loop_cpu``, ``loop_wall``, ``loop_services``): with 1, the work after the
     setup (every static flow's first window admitted at t = 0), which the C yardstick does before
     starting its clock (router/bench.py).  The calls resume bit for bit, so the results are the same.
+    ``packets.take(n)`` hands out the next n open-loop packet arrivals as (times, static flow ids)
+    (a flows.traffic.PacketStream; ``None``: no open-loop flow).  ``hist_rows``: ``(HS, [n_static]
+    row of each static flow)`` for the delay histograms (default: one row per static flow), classes
+    after them; ``min_cost`` the smallest positive per-packet time (the histograms' lowest resolved
+    delay, router/delays.py); ``record_delays=False`` records none (same services, same trace).
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
         raise MrfqError(f"T = {T}: the run's end must be finite (the loop relies on it)")
     lay = sched.module.layout(J)
-    NR = ring_size(N)
-    W = lay.pkt
+    buf_max = int(traffic.table_buffer.max()) if len(traffic.table_buffer) else 0
+    NR = ring_size(max(N + 1, buf_max))  # > N: a departure's record outlives the admission it triggers
+    W = lay.pkt + pkt_times(J)
     C = n_static + 64
+    if hist_rows is None:
+        hist_rows = (n_static, np.arange(max(n_static, 1), dtype=np.int64))
+    HS = int(hist_rows[0])
+    HR = HS + max(K, 1)
+    # buckets up to the longest run the gate admits (flows.scenario.MAX_TIME): the histograms' size
+    # depends on the smallest per-packet time only, never on the run's length
+    hbase, NB = delays.layout(min_cost, MAX_TIME)
+    traffic = traffic._replace(hist_row=np.ascontiguousarray(hist_rows[1], dtype=np.int64))
     pc = needs_packet_costs(specs) if packet_costs is None else bool(packet_costs)
     NFC = n_fcols(J, lay.increments)
     P = Params(N=int(N), RM=NR - 1, W=W, NFC=NFC, pc=int(pc), NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
-               n_static=n_static, K=int(K), cost_key=int(cost_key))
+               n_static=n_static, K=int(K), cost_key=int(cost_key), HS=HS, NB=int(NB), hbase=int(hbase),
+               dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
-                                             batch_starts(warmup, T, B), rtt, pc)
+                                             batch_starts(warmup, T, B), rtt, pc, HR, NB)
     # static flows own rows 0..n_static-1 (flow id = row)
     if n_static:
         ft.slot_i[I_UID:n_static * N_ICOLS:N_ICOLS] = np.arange(n_static)
-        ft.slot_i[I_CLASS:n_static * N_ICOLS:N_ICOLS] = -1
+        ft.slot_i[I_CLASS:n_static * N_ICOLS:N_ICOLS] = np.where(
+            traffic.table_buffer[traffic.static_spec[:n_static]] > 0, STATIC_OPEN, STATIC_WINDOWED)
         ft.slot_f[F_WEIGHT:n_static * NFC:NFC] = specs.weight[traffic.static_spec[:n_static]]
+    ft.hrow[:n_static] = traffic.hist_row[:n_static] * delays.row_width(J, NB, B) - hbase * (J + 1)  # row_offset
     carry.ci[C_NEXT_UID] = n_static
     carry.cf[C_NEXT_STATIC] = traffic.table_start[traffic.static_spec[traffic.static_order[0]]] if n_static > 0 else INF
     # the first chunk of flow arrivals (at most FIRST_CHUNK: see there); the cursor
@@ -187,9 +220,12 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     arr = _take(arrivals, first if K > 0 else 0)
     carry.ci[C_ARR_LAST] = len(arr.time) < first
     carry.cf[C_NEXT_ARR] = arr.time[0] if len(arr.time) else INF
+    pk = _take_packets(packets, first)
+    carry.ci[C_PKT_LAST] = len(pk.time) < first
+    carry.cf[C_NEXT_PKT] = pk.time[0] if len(pk.time) else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc,
-                    NR)
+    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None) else None,
+                    len(opt), pc, NR, rec=bool(record_delays))
 
     compile_seconds = 0.0
     loop_cpu = loop_wall = 0.0
@@ -203,7 +239,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             stop_at = int(timed_from)
         if max_services > 0 and max_services < stop_at:
             stop_at = int(max_services)
-        args = (P._replace(max_services=stop_at), specs, traffic, arr, carry, ft, S, opt, rs, aq, acc, tr)
+        args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr)
         compile_seconds += _compile_seconds(loop, args)
         if not timing and done >= timed_from:
             timing, loop_s0 = True, done
@@ -224,6 +260,13 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             arr = ArrivalChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(arr, more)))
             carry.ci[C_ARR_CUR] = 0
             carry.ci[C_ARR_LAST] = len(more.time) < chunk
+            continue
+        if code == MORE_PACKETS:
+            cur = int(carry.ci[C_PKT_CUR])
+            more = _take_packets(packets, chunk)
+            pk = PacketChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(pk, more)))
+            carry.ci[C_PKT_CUR] = 0
+            carry.ci[C_PKT_LAST] = len(more.time) < chunk
             continue
         # GROW_FLOWS: double the flow table, the heaps and the admission queues
         if 2 * C > heap.SLOT_MASK + 1:
@@ -268,7 +311,10 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         np.maximum(static_admitted, 0, out=static_admitted)
     else:
         static_admitted = np.zeros(1, np.int64)
-    state_bytes = sum(a.nbytes for group in (ft, S, rs, aq, acc, tr, carry, arr, traffic) for a in group)
+    state_bytes = sum(a.nbytes for group in (ft, S, rs, aq, acc, tr, carry, arr, pk, traffic) for a in group)
+    dep_n = int(ci[C_DEP_N])
+    dep_times = tr.dep_times.reshape(-1, 2)[:dep_n]
+    dep_ids = tr.dep_ids.reshape(-1, 2)[:dep_n]
     tr_n = ci[C_TR_N]
     times = tr.times.reshape(-1, 2)[:tr_n]
     ids = tr.ids.reshape(-1, 3)[:tr_n]
@@ -290,6 +336,10 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         arrival_class=arr_ids[:, 1].copy(), arrival_packets=arr_ids[:, 2].copy(),
         loop_services=int(ci[C_SERVICES]) - loop_s0 if timing else 0, loop_cpu=loop_cpu, loop_wall=loop_wall,
         state_bytes=int(state_bytes),
+        offered=acc.offered[:n_static].copy(), drops=acc.drops[:n_static].copy(),
+        **dict(zip(("hist", "dmax", "dsum", "dcnt"), delays.split(acc.dacc, HR, J, NB, B))), hbase=int(hbase),
+        dep_time=dep_times[:, 0].copy(), dep_arrived=dep_times[:, 1].copy(), dep_flow=dep_ids[:, 0].copy(),
+        dep_seq=dep_ids[:, 1].copy(),
     ), compile_seconds
 
 
@@ -303,14 +353,25 @@ def _take(arrivals, n: int) -> ArrivalChunk:
                         np.ascontiguousarray(L, dtype=np.int64))
 
 
+def _take_packets(packets, n: int) -> PacketChunk:
+    """The next n open-loop packet arrivals as contiguous (float64 times, int64 flow ids)."""
+    if packets is not None and n > 0:
+        t, f, z = packets.take(n)
+    else:
+        t, f, z = np.zeros(0), np.zeros(0, np.int64), np.zeros(0)
+    return PacketChunk(np.ascontiguousarray(t, dtype=np.float64), np.ascontiguousarray(f, dtype=np.int64),
+                       np.ascontiguousarray(z, dtype=np.float64))
+
+
 def needs_packet_costs(specs: Specs) -> bool:
-    """Whether costs are kept per packet: some flow or class has packet sizes (else per flow)."""
-    return bool((np.asarray(specs.n_sizes) > 1).any())
+    """Whether costs are kept per packet: some flow or class has packet sizes, or a packet trace
+    gives sizes (else per flow)."""
+    return bool((np.asarray(specs.n_sizes) != 1).any())
 
 
 # used by compile warm-ups (analysis.sweep): the loop variant a run of these settings takes
 def loop_variant(sched, opt: tuple, J: int, rtt: float, trace_cap: int, specialise: bool = True,
-                 pc: bool = False, window: int = 30):
+                 pc: bool = False, window: int = 30, record_delays: bool = True):
     opt = tuple(float(x) for x in opt)
     return loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap) else None, len(opt), pc,
-                    ring_size(window))
+                    ring_size(window + 1), rec=bool(record_delays))

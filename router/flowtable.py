@@ -20,9 +20,10 @@ import numpy as np
 
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router.batches import add_area
+from router.delays import row_offset
 from router.state import (
-    ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_STATIC, C_NEXT_UID, C_NFREE, C_ST_PTR,
-    C_T_AREA, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
+    ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
+    C_NFREE, C_PKT_CUR, C_ST_PTR, C_T_AREA, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
     F_SIZE, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
@@ -33,7 +34,7 @@ DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
 # codes the loop returns: DONE (time T or max_services reached), GROW_FLOWS (more flow arrivals due
 # at the next instant than free table rows), MORE_ARRIVALS (the chunk might not hold every arrival
 # due at the next instant: the host appends the next chunk)
-DONE, GROW_FLOWS, MORE_ARRIVALS = 0, 1, 2
+DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS = 0, 1, 2, 3
 
 
 @jit(inline="always")
@@ -53,20 +54,41 @@ def arrivals_ready(tn, arr_t, arr_cur, arr_last, n_free):
 
 
 @jit(inline="always")
-def depart(s, t, warmup, slot_i, departed, b_start, bcur):
+def packets_ready(tn, pk_t, pk_cur, pk_last):
+    """Before the loop handles instant ``tn`` with open-loop packet arrivals due: DONE when the
+    chunk holds every packet arrival at ``tn``, else MORE_PACKETS (the host appends the next chunk)."""
+    i = pk_cur
+    n = pk_t.shape[0]
+    while i < n and pk_t[i] == tn:
+        i += 1
+    if i == n and pk_last == 0:
+        return MORE_PACKETS
+    return DONE
+
+
+@jit(inline="always")
+def depart(s, t, warmup, slot_i, departed, b_start, bcur, open_loop):
     """A packet of the flow in row s leaves the router at t: departure counts.  Returns
     (code, batch index): DEP_NEXT when the window's next packet is due (the caller then
     moves the packet's place from in flight to a pending admission, or admits it at once and
     the counts stay as they are), DEP_FLOW_DONE when that was the flow's last packet, else
-    DEP_NONE; ``bcur``, the batch of the last class departure, only moves forward (clock order)."""
+    DEP_NONE; ``bcur``, the batch of the last departure after warm-up, only moves forward (clock
+    order).  An open-loop flow (``I_CLASS = STATIC_OPEN``) admits nothing when a packet leaves: its
+    packets arrive by their own law (``I_REMAIN``: those still to arrive, -1 forever)."""
     k = slot_i[s * N_ICOLS + I_CLASS]
     if t > warmup:
+        while t >= b_start[bcur + 1]:  # = batch_index(t): t <= T here
+            bcur += 1
         if k < 0:
             slot_i[s * N_ICOLS + I_DEPPOST] += 1
         else:
-            while t >= b_start[bcur + 1]:  # = batch_index(t): t <= T here
-                bcur += 1
             departed[k, bcur] += 1.0
+    if open_loop and k == STATIC_OPEN:  # (open_loop: a constant, False in the lean loop)
+        slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+        if slot_i[s * N_ICOLS + I_REMAIN] == 0 and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 \
+                and slot_i[s * N_ICOLS + I_PENDING] == 0:
+            return DEP_FLOW_DONE, bcur
+        return DEP_NONE, bcur
     if slot_i[s * N_ICOLS + I_REMAIN] != 0:
         if slot_i[s * N_ICOLS + I_REMAIN] > 0:
             slot_i[s * N_ICOLS + I_REMAIN] -= 1
@@ -97,8 +119,11 @@ def flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur):
 
 
 @jit_no_refcount
-def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_cap):
-    """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order):
+def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap):
+    """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order), then
+    the open-loop packet arrivals at t (in stream order: by flow id), each admitted (queued in
+    ``aq.now_s`` like a window's admission) if its flow holds fewer than ``buffer`` packets inside
+    the router, else dropped (tail drop; counted after warm-up).  Flow starts and arrivals:
     each new flow gets a table row (the scheduler's rows zeroed) and queues min(N, L)
     admissions in ``aq.now_s`` (one entry ``row << ADM_BITS | min(N, L)``; the loop admits
     them right after).  Arrivals are read from
@@ -119,12 +144,14 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
     arr_cur = ci[C_ARR_CUR]
     log_n = ci[C_ARR_LOG_N]
     while next_static == t or next_arr == t:
+        is_open = False
         if next_static == t:
             s = tf.static_order[st_ptr]
             st_ptr += 1
             next_static = tf.table_start[tf.static_spec[tf.static_order[st_ptr]]] if st_ptr < P.n_static else INF
             sp_row = tf.static_spec[s]
             size_total = tf.table_packets[sp_row]
+            is_open = tf.table_buffer[sp_row] > 0
         else:
             # the next arrival of the stream: class, size; then the time of the one after
             k = arr.klass[arr_cur]
@@ -143,6 +170,7 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
             next_uid += 1
             sp_row = tf.class_spec[k]
             slot_i[s * N_ICOLS + I_CLASS] = k
+            ft.hrow[s] = row_offset(P.HS + k, J, P.NB, P.B, P.hbase)
             slot_f[s * NFC + F_WEIGHT] = sp.weight[tf.class_spec[k]]
             acc.class_arrived[k] += 1
             add_area(acc.area, acc.x, P.K, t_last_area, t, P.warmup, P.T, P.B)
@@ -196,11 +224,47 @@ def flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_ca
         n0 = N
         if size_total > 0 and size_total < N:
             n0 = size_total
+        if is_open:  # an open-loop source: its packets arrive by their own law
+            n0 = 0
         if slot_i[s * N_ICOLS + I_REMAIN] > 0:
             slot_i[s * N_ICOLS + I_REMAIN] -= n0
-        slot_i[s * N_ICOLS + I_PENDING] += n0
-        aq.now_s[now_n] = (s << ADM_BITS) | n0
-        now_n += 1
+        if n0 > 0:
+            slot_i[s * N_ICOLS + I_PENDING] += n0
+            aq.now_s[now_n] = (s << ADM_BITS) | n0
+            now_n += 1
+
+    # ---- open-loop packet arrivals at t, by flow id (packets_ready: the chunk holds all of them)
+    next_pkt = cf[C_NEXT_PKT]
+    if next_pkt == t:
+        cur = ci[C_PKT_CUR]
+        n = pk.time.shape[0]
+        last = -1
+        while cur < n and pk.time[cur] == t:
+            s = pk.flow[cur]
+            cur += 1
+            post = t > P.warmup
+            if post:
+                acc.offered[s] += 1
+            if slot_i[s * N_ICOLS + I_REMAIN] > 0:
+                slot_i[s * N_ICOLS + I_REMAIN] -= 1
+            held = slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING]
+            if held < tf.table_buffer[tf.static_spec[s]]:
+                if sp.n_sizes[tf.static_spec[s]] == 0:
+                    # its size from the packet trace, left in the first word of its cost record
+                    # (ring slot of sequence NEXTSEQ + PENDING) for the admission to read
+                    seq = slot_i[s * N_ICOLS + I_NEXTSEQ] + slot_i[s * N_ICOLS + I_PENDING]
+                    cst[(s * (RM + 1) + (seq & RM)) * (NFC - F_COST)] = pk.size[cur - 1]
+                slot_i[s * N_ICOLS + I_PENDING] += 1
+                if s == last:  # the flow's arrivals at t are consecutive: one entry, counted up
+                    aq.now_s[now_n - 1] += 1
+                else:
+                    aq.now_s[now_n] = (s << ADM_BITS) | 1
+                    now_n += 1
+                    last = s
+            elif post:
+                acc.drops[s] += 1
+        cf[C_NEXT_PKT] = pk.time[cur] if cur < n else INF
+        ci[C_PKT_CUR] = cur
 
     cf[C_NEXT_ARR] = next_arr
     cf[C_NEXT_STATIC] = next_static

@@ -56,13 +56,18 @@ import numpy as np
 
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router import heap
-from router.flowtable import DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts
+from router.delays import SHIFT
+from router.heap import f2i
+from router.flowtable import (
+    DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
+)
 from router.packets import packet_uniform
 from router.state import (
-    ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_NEXT_ARR, C_NEXT_STATIC, C_NFREE,
+    ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_DEP_N, C_NEXT_ARR,
+    C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
     C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
     I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
-    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, cost_width,
+    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, cost_width, pkt_times,
 )
 
 INF = np.inf
@@ -106,6 +111,7 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
     slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
     pb = (s * (RM + 1) + (seq & RM)) * W
+    pkt[pb + W - J - 1] = t  # its arrival at the router (its delays: router/delays.py)
     cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
     uid = slot_i[s * N_ICOLS + I_UID]
     weight = slot_f[s * NFC + F_WEIGHT]
@@ -113,13 +119,17 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
     if PC:  # its Specs row: its [[flow]] table's for a static flow, its class's else
         k = slot_i[s * N_ICOLS + I_CLASS]
         row = tf.static_spec[s] if k < 0 else tf.class_spec[k]
-    if PC and sp.n_sizes[row] > 1:
-        # a packet size from the counter-based hash; costs = per packet + per byte * size
-        u = packet_uniform(cost_key, uid, seq)
-        z = 0
-        while z < sp.n_sizes[row] - 1 and u >= sp.cdf[row, z]:
-            z += 1
-        size = sp.sizes[row, z]
+    if PC and sp.n_sizes[row] != 1:
+        # a packet size from the counter-based hash, or (n_sizes = 0) the packet trace's, which the
+        # arrival left in the cost record; costs = per packet + per byte * size
+        if sp.n_sizes[row] > 1:
+            u = packet_uniform(cost_key, uid, seq)
+            z = 0
+            while z < sp.n_sizes[row] - 1 and u >= sp.cdf[row, z]:
+                z += 1
+            size = sp.sizes[row, z]
+        else:
+            size = cst[cb]
         dominant = 0.0
         for jj in range(J):
             c = sp.cost[row, jj] + sp.per_byte[row, jj] * size
@@ -146,8 +156,36 @@ def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, s
         _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end)
 
 
+@jit(inline="always")
+def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
+    """A packet that arrived at ``a`` leaves at ``t``: its wait at each resource it visited (the
+    start of its service there, ``pkt[ps + j]``, minus the instant it joined the queue: ``a`` at the
+    first, the end of its previous service, start + cost, at the others: the very sums the loop
+    computed) and its sojourn ``t - a`` into its row's histograms, its sojourn into the row's
+    maximum and its batch's sum and count (router/delays.py: ``hb`` is the row's ``row_offset``,
+    ``dstat`` where its statistics start after it; ``dcount`` is ``dacc``'s words as integers, for
+    the counts; the bucket of a delay x is that of max(x, dfloor))."""
+    joined = a
+    for j in range(J):
+        c = cst[cb + j]
+        if c > 0.0:
+            st = pkt[ps + j]
+            w = st - joined
+            w = w if w > dfloor else dfloor
+            dcount[hb + (f2i(w) >> SHIFT) * (J + 1) + j] += 1
+            joined = st + c
+    d = t - a
+    x = d if d > dfloor else dfloor
+    dcount[hb + (f2i(x) >> SHIFT) * (J + 1) + J] += 1
+    m = hb + dstat
+    if d > dacc[m]:
+        dacc[m] = d
+    dacc[m + 1 + 2 * bcur] += d
+    dcount[m + 2 + 2 * bcur] += 1
+
+
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr):
+                busy_post, trace_cap, tr_n, tr, rec):
     """Idle resource j starts its smallest head (phase 3); returns the trace length."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
@@ -185,6 +223,8 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     lo = t if t > warmup else warmup
     if hi > lo:
         busy_post[j] += hi - lo
+    if rec:
+        pkt[pb + W - J + j] = t  # the start of its service at j (its wait there: _record)
     if tr_n < trace_cap:
         tr.times[2 * tr_n] = t
         tr.times[2 * tr_n + 1] = end
@@ -195,13 +235,14 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     return tr_n
 
 
-def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
     NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time; CW_CONST the
-    cost record's width, J or 2 J with the scheduler's increments)."""
+    cost record's width, J or 2 J with the scheduler's increments; REC: the delays are recorded,
+    else the loop has no code for them)."""
 
-    def event_loop(P, sp, tf, arr, carry, ft, S, opt, rs, aq, acc, tr):
+    def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr):
         """The event loop proper (see the module docstring for the event order).
 
         Arrays are never reassigned here, and the loop is compiled without numba's runtime,
@@ -225,6 +266,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
         NR = RM + 1
         T = P.T
         warmup = P.warmup
+        rec_from = P.rec_from
         max_services = P.max_services
         slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
         cst = ft.cst if PC else slot_f
@@ -238,6 +280,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
         t = cf[C_T]
         next_arr = cf[C_NEXT_ARR]
         next_static = cf[C_NEXT_STATIC]
+        next_pkt = INF if LEAN else cf[C_NEXT_PKT]  # (no open-loop source in the lean loop)
         t_last_area = cf[C_T_AREA]
         services = ci[C_SERVICES]
         n_free = ci[C_NFREE]
@@ -254,6 +297,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
             ext = next_static
             if next_arr < ext:
                 ext = next_arr
+            if next_pkt < ext:
+                ext = next_pkt
             if rtt > 0.0 and adm_n > 0 and due_t[adm_head] < ext:  # (no such admissions in the lean loop)
                 ext = due_t[adm_head]
             tn = ext
@@ -267,6 +312,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                 break
             if next_arr == tn:
                 code = arrivals_ready(tn, arr.time, ci[C_ARR_CUR], ci[C_ARR_LAST], n_free)
+                if code != DONE:
+                    break
+            if next_pkt == tn:
+                code = packets_ready(tn, pk.time, ci[C_PKT_CUR], ci[C_PKT_LAST])
                 if code != DONE:
                     break
             t = tn
@@ -303,7 +352,14 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                     continue
                 # departure from the router
                 pk_departed += 1
-                dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur)
+                dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur, not LEAN)
+                if trace_cap > 0 and ci[C_DEP_N] < trace_cap:
+                    dn = ci[C_DEP_N]
+                    tr.dep_times[2 * dn] = t
+                    tr.dep_times[2 * dn + 1] = pkt[pb + W - J - 1]
+                    tr.dep_ids[2 * dn] = slot_i[s * N_ICOLS + I_UID]
+                    tr.dep_ids[2 * dn + 1] = seq
+                    ci[C_DEP_N] = dn + 1
                 if dep == DEP_NEXT:
                     # the window's next packet: now (rtt = 0) or rtt later; until then the
                     # departed packet's place is a pending admission (in flight - 1, pending + 1)
@@ -342,6 +398,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)
                         t_last_area = t
                         n_free += 1
+                if REC and t > rec_from:  # its delays (depart has moved bcur to t's batch), once the next packet is
+                    # admitted (off the instant's critical path); its record outlives that admission (NR > N)
+                    _record(acc.dacc, acc.dcount, P.dfloor, P.dstat, J, ft.hrow[s], pkt, pb + W - J, cst, cb, pkt[pb + W - J - 1], t,
+                            bcur)
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
             #      rtt that fall due now, then new flows' windows (static starts by flow id, then
@@ -351,15 +411,17 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
             #      reads; with rtt > 0 no departure admits at once, so the delayed admissions,
             #      taken first, precede them.  Nothing to do unless ext == t (an external
             #      event due now, or an admission queued above).
-            if ext == t and (next_static == t or next_arr == t):
+            if ext == t and (next_static == t or next_arr == t or next_pkt == t):
                 cf[C_NEXT_ARR] = next_arr
                 cf[C_NEXT_STATIC] = next_static
+                cf[C_NEXT_PKT] = next_pkt
                 cf[C_T_AREA] = t_last_area
                 ci[C_NFREE] = n_free
                 ci[C_ACTIVE] = n_active
-                now_n = flow_starts(J, t, P, sp, tf, arr, carry, ft, S, aq, now_n, acc, tr, trace_cap)
+                now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap)
                 next_arr = cf[C_NEXT_ARR]
                 next_static = cf[C_NEXT_STATIC]
+                next_pkt = cf[C_NEXT_PKT]
                 t_last_area = cf[C_T_AREA]
                 n_free = ci[C_NFREE]
                 n_active = ci[C_ACTIVE]
@@ -387,11 +449,12 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
             for j in range(J):
                 if ri[RI_BUSY_SLOT * J + j] < 0:
                     tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                                       busy_post, trace_cap, tr_n, tr)
+                                       busy_post, trace_cap, tr_n, tr, REC)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr
         cf[C_NEXT_STATIC] = next_static
+        cf[C_NEXT_PKT] = next_pkt
         cf[C_T_AREA] = t_last_area
         ci[C_SERVICES] = services
         ci[C_NFREE] = n_free
@@ -423,7 +486,7 @@ def _sources_hash() -> str:
         h = hashlib.sha256()
         here = Path(__file__).parent
         files = sorted((here.parent / "fq").glob("*.py")) + [
-            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state")]
+            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state", "delays")]
         for f in files:
             h.update(f.name.encode())
             h.update(f.read_bytes())
@@ -438,15 +501,17 @@ _LOOPS: dict = {}
 CONST_RINGS = (32,)
 
 
-def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0):
+def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0, rec: bool = True):
     """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
     options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
     trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow;
     the packet ring size ``nr`` compiled in when lean and in :data:`CONST_RINGS`, else read at
-    run time.  Built once per process; numba caches the machine code on disk."""
+    run time; the delays recorded (``rec``), or no code for them (a run with
+    ``record_delays=False`` runs as fast as a loop that knows nothing of delays).  Built once per
+    process; numba caches the machine code on disk."""
     lean = opt is not None
     nr_const = int(nr) if lean and nr in CONST_RINGS else 0
-    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const)
+    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const, bool(rec))
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
@@ -458,6 +523,7 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
-        raw = _make_raw(int(J), int(lay.pkt), bool(pc), lean, const, tag, nr_const, cost_width(int(J), lay.increments))
+        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J)), bool(pc), lean, const, tag, nr_const,
+                        cost_width(int(J), lay.increments), bool(rec))
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

@@ -52,9 +52,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from flows.scenario import Scenario
+from flows.scenario import MAX_TIME, Scenario
 from fq.registry import resolve
-from flows.traffic import ArrivalStream, cost_key
+from flows.traffic import ArrivalStream, PacketStream, cost_key
+from router.batches import batch_starts
+from router.delays import PER_FLOW_MAX, bucket_py
+from router.delays import layout as delay_layout
 
 M32 = 0xFFFFFFFF
 
@@ -89,6 +92,18 @@ def _delay_to(now: float, t: float) -> float:
     return d
 
 
+def _until(env, t: float):
+    """Waits until ``env.now == t`` exactly.  One timeout of :func:`_delay_to` does it unless no
+    float64 delay lands on t from ``now`` (``now + d`` rounds past t on both sides, which happens
+    when ``now`` lies half an ulp of t off t's grid); then a first step to about ``(now + t) / 2``,
+    from where ``t - now'`` is exact (Sterbenz: ``t / 2 <= now' <= t``) and so is the sum."""
+    d = _delay_to(env.now, t)
+    if env.now + d != t:
+        yield env.timeout((t - env.now) / 2)
+        d = t - env.now
+    yield env.timeout(d)
+
+
 # ---------------------------------------------------------------------------
 # the model's objects
 @dataclass(frozen=True)
@@ -103,6 +118,8 @@ class Profile:
 
     @classmethod
     def of(cls, spec, J: int) -> "Profile":
+        if spec.packet_sizes is None and spec.per_byte is not None:  # sizes from the packet trace
+            return cls(tuple(spec.cost), tuple(spec.per_byte), (), (), spec.weight)
         if spec.packet_sizes is None:
             return cls(tuple(spec.cost), (0.0,) * J, (0.0,), (1.0,), spec.weight)
         cdf = [float(x) for x in np.cumsum(spec.packet_sizes.probs)]   # as router.run._spec_arrays
@@ -110,8 +127,11 @@ class Profile:
         return cls(tuple(spec.cost), tuple(spec.per_byte), tuple(spec.packet_sizes.sizes), tuple(cdf),
                    spec.weight)
 
-    def packet_costs(self, cost_key: int, uid: int, seq: int) -> tuple[float, ...]:
-        """``s_j = cost_j + per_byte_j * size``, the size drawn by the counter-based hash."""
+    def packet_costs(self, cost_key: int, uid: int, seq: int, size: float | None = None) -> tuple[float, ...]:
+        """``s_j = cost_j + per_byte_j * size``, the size drawn by the counter-based hash (or given: the
+        packet trace's)."""
+        if size is not None and not self.sizes:
+            return tuple(c + b * size for c, b in zip(self.cost, self.per_byte))
         size = self.sizes[0]
         if len(self.sizes) > 1:
             u = packet_uniform(cost_key, uid, seq)
@@ -138,6 +158,9 @@ class Flow:
     pending: int = 0                # admissions waiting out the rtt
     departed_post: int = 0          # departures after warm-up
     done_at: float | None = None
+    buffer: int = 0                 # an open-loop source's buffer (0: a windowed flow)
+    offered: int = 0                # open-loop packet arrivals after warm-up
+    drops: int = 0                  # of which dropped
     Q: list[int] = field(default_factory=list)      # packets at each resource, waiting or in service
     tag: dict = field(default_factory=dict)         # the scheduler's own per-flow values
 
@@ -154,6 +177,9 @@ class Packet:
     route: list[int]                # the resources it visits (s_j > 0), in order
     hop: int = 0                    # index into route
     tag: dict = field(default_factory=dict)  # the scheduler's own per-packet values
+    arrived: float = 0.0            # at the router (admission, or an open-loop arrival)
+    joined: float = 0.0             # at the queue of the resource it is at
+    waits: list = field(default_factory=list)  # (resource, wait there) of each service started
 
 
 def make_tags(sc: Scenario, router: "ReferenceRouter"):
@@ -171,6 +197,8 @@ class ReferenceFlow:
     packets: int                    # departures after warm-up
     completion_time: float | None   # finite flows: last departure - start
     admitted: int                   # packets admitted over the whole run
+    drops: int = 0                  # open-loop packet arrivals after warm-up dropped
+    offered: int = 0                # open-loop packet arrivals after warm-up
 
 
 @dataclass(frozen=True)
@@ -187,6 +215,11 @@ class ReferenceResult:
     max_active_flows: int           # most flows (static + Poisson) in the router at once
     trace: list[tuple[float, float, int, int, int]]   # (start, end, resource, flow id, seq)
     arrivals: list[tuple[int, float, int, int]] = field(default_factory=list)  # (flow id, time, class, packets)
+    departures: list[tuple[float, float, int, int]] = field(default_factory=list)  # (time, sojourn, flow id, seq)
+    hist: np.ndarray | None = None   # [rows, J + 1, NB] delay histograms, as router.run.DelayHistograms
+    dmax: np.ndarray | None = None
+    dsum: np.ndarray | None = None
+    dcnt: np.ndarray | None = None
 
     def rows(self, resource: int | None = None, names=None):
         """Like :meth:`router.run.Trace.rows`: ``(start, flow, seq)`` on one resource or ``(start, j, flow, seq)``."""
@@ -226,8 +259,22 @@ class ReferenceRouter:
         names = sc.static_flow_names()
         spec = sc.static_spec()
         profiles = [Profile.of(f, J) for f in sc.flows]
-        self.static = [Flow(i, names[i], profiles[s], s, None, sc.flows[s].start, sc.flows[s].packets, J)
+        self.static = [Flow(i, names[i], profiles[s], s, None, sc.flows[s].start, sc.flows[s].packets, J,
+                            buffer=sc.flows[s].buffer if sc.flows[s].open_loop else 0)
                        for i, s in enumerate(spec.tolist())]
+        # delays (router/delays.py): one row per static flow (or [[flow]] table), then per class
+        n = len(self.static)
+        self.flow_row = list(range(n)) if n <= PER_FLOW_MAX else spec.tolist()
+        self.n_static_rows = n if n <= PER_FLOW_MAX else len(sc.flows)
+        self.hbase, self.NB = delay_layout(sc.min_packet_time(), MAX_TIME)   # as router.engine
+        rows = self.n_static_rows + len(sc.classes)
+        B = sc.run.batches
+        self.hist = np.zeros((rows, J + 1, self.NB), np.int64)
+        self.dmax = np.zeros(rows)
+        self.dsum = np.zeros((rows, B))
+        self.dcnt = np.zeros((rows, B))
+        self.b_start = batch_starts(self.warmup, self.T, B)
+        self.departures: list[tuple[float, float, int, int]] = []
         self.class_profiles = [Profile.of(c, J) for c in sc.classes]
         self.next_uid = sc.n_static
         self.active = 0
@@ -249,6 +296,7 @@ class ReferenceRouter:
         self.due_admissions: list[Flow] = []      # in the order they were scheduled
         self.static_starts: list[Flow] = []
         self.poisson_arrivals: list[tuple[int, int]] = []   # (class, size)
+        self.packet_arrivals: list[tuple[int, float]] = []   # open-loop packet arrivals: (static flow id, size)
         self.arrival_log: list[tuple[int, float, int, int]] = []   # (flow id, time, class, packets)
 
         self.cost_key = cost_key(sc.run.seed)
@@ -256,6 +304,8 @@ class ReferenceRouter:
             self.env.process(self._static_start(f))
         if sc.classes:
             self.env.process(self._arrival_source(iter(ArrivalStream(sc))))
+        if any(f.open_loop for f in sc.flows):
+            self.env.process(self._packet_source(PacketStream(sc)))
 
     def waiting(self, j: int) -> list[Packet]:
         """The packets waiting at resource j (not in service), flow by flow, each flow's in order."""
@@ -277,10 +327,28 @@ class ReferenceRouter:
         nxt = next(arrivals, None)
         while nxt is not None:
             t = nxt[0]
-            yield self.env.timeout(_delay_to(self.env.now, t))
+            yield from _until(self.env, t)
             while nxt is not None and nxt[0] == t:
                 self.poisson_arrivals.append((nxt[1], nxt[2]))
                 nxt = next(arrivals, None)
+            self._post()
+
+    def _packet_source(self, stream):
+        """Posts the open-loop packet arrivals (flows.traffic.PacketStream), all those of one instant at once."""
+        def rows():
+            while True:
+                times, fids, sizes = stream.take(4096)
+                yield from zip(times.tolist(), fids.tolist(), sizes.tolist())
+                if len(times) < 4096:
+                    return
+        it = rows()
+        nxt = next(it, None)
+        while nxt is not None:
+            t = nxt[0]
+            yield from _until(self.env, t)
+            while nxt is not None and nxt[0] == t:
+                self.packet_arrivals.append((nxt[1], nxt[2]))
+                nxt = next(it, None)
             self._post()
 
     def _service(self, j: int, p: Packet):
@@ -299,7 +367,9 @@ class ReferenceRouter:
         t = self.env.now
         completions = sorted(self.completions)
         due, starts, arrivals = self.due_admissions, self.static_starts, self.poisson_arrivals
+        packets = self.packet_arrivals
         self.completions, self.due_admissions, self.static_starts, self.poisson_arrivals = [], [], [], []
+        self.packet_arrivals = []
         self.board_time = None
 
         # phase 1a: completing packets leave their servers
@@ -332,6 +402,17 @@ class ReferenceRouter:
             self.next_uid += 1
             self.class_arrived[k] += 1
             self._start_flow(f, t)
+        # ... then the open-loop packet arrivals (by flow id): admitted, or dropped when the buffer is full
+        for uid, size in packets:
+            f = self.static[uid]
+            if t > self.warmup:
+                f.offered += 1
+            if f.to_admit > 0:
+                f.to_admit -= 1
+            if f.in_router < f.buffer:
+                self._admit(f, t, size)
+            elif t > self.warmup:
+                f.drops += 1
         # phase 3: idle resources start the head of smallest (key, flow id), if the scheduler is ready
         for j in range(self.J):
             if self.serving[j] is not None:
@@ -346,6 +427,7 @@ class ReferenceRouter:
             p = fifo.pop(0)
             next_p = fifo[0] if fifo else None
             self.tags.start(p, j, next_p, t)
+            p.waits.append((j, t - p.joined))
             if next_p is not None:
                 self.head_key[j][uid] = self.tags.head(next_p, j)
             else:
@@ -363,20 +445,22 @@ class ReferenceRouter:
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         n0 = self.N if f.size == 0 or f.size >= self.N else f.size
+        if f.buffer > 0:
+            n0 = 0  # an open-loop source: its packets arrive by their own law
         for _ in range(n0):
             if f.to_admit > 0:
                 f.to_admit -= 1
             self._admit(f, t)
 
-    def _admit(self, f: Flow, t: float) -> None:
+    def _admit(self, f: Flow, t: float, size: float | None = None) -> None:
         seq = f.next_seq
         f.next_seq += 1
-        s = f.profile.packet_costs(self.cost_key, f.uid, seq)
+        s = f.profile.packet_costs(self.cost_key, f.uid, seq, size)
         route = [j for j in range(self.J) if s[j] > 0.0]
         if not route:
             raise ValueError(f"packet {seq} of flow {f.name!r} costs nothing at every resource "
                              f"(s = {list(s)}): the router model leaves such a packet undefined")
-        p = Packet(f, seq, s, route)
+        p = Packet(f, seq, s, route, arrived=t)
         f.in_router += 1
         self.tags.admit(p, t)
         self._enqueue(p, route[0], t)
@@ -384,6 +468,7 @@ class ReferenceRouter:
     def _enqueue(self, p: Packet, j: int, t: float) -> None:
         p.flow.Q[j] += 1
         self.admitted[j] += 1
+        p.joined = t
         self.tags.arrive(p, j, t)
         fifo = self.fifo[j].setdefault(p.flow.uid, [])
         fifo.append(p)
@@ -398,6 +483,18 @@ class ReferenceRouter:
                 f.departed_post += 1
             else:
                 self.class_departed[f.klass] += 1
+            for j, w in p.waits:   # every delay of a packet that leaves after warm-up
+                self._record(f, j, w)
+            row = self._record(f, self.J, t - p.arrived)
+            b = int(np.searchsorted(self.b_start, t, side="right")) - 1
+            self.dsum[row, b] += t - p.arrived
+            self.dcnt[row, b] += 1.0
+        self.departures.append((float(t), float(t - p.arrived), f.uid, p.seq))
+        if f.buffer > 0:  # an open-loop source admits nothing when a packet leaves
+            if f.to_admit == 0 and f.in_router == 0:
+                f.done_at = t
+                self.active -= 1
+            return
         if f.to_admit != 0:
             if f.to_admit > 0:
                 f.to_admit -= 1
@@ -412,6 +509,15 @@ class ReferenceRouter:
             if f.klass is not None:
                 self.class_completed[f.klass] += 1
 
+    def _record(self, f: Flow, j: int, d: float) -> int:
+        """Delay d of a packet of f into histogram j (a wait at j < J, the sojourn at J, whose maximum
+        is kept too); returns the row."""
+        row = self.flow_row[f.uid] if f.klass is None else self.n_static_rows + f.klass
+        self.hist[row, j, bucket_py(d, self.hbase, self.NB)] += 1
+        if j == self.J:
+            self.dmax[row] = max(self.dmax[row], d)
+        return row
+
     # ---- run -------------------------------------------------------------------
     def run(self) -> ReferenceResult:
         env = self.env
@@ -425,13 +531,15 @@ class ReferenceRouter:
         span = t_end - self.warmup
         flows = [ReferenceFlow(
             name=f.name, rate=f.departed_post / span if span > 0 else math.nan, packets=f.departed_post,
-            completion_time=None if f.done_at is None else f.done_at - f.arrived, admitted=f.next_seq - 1)
+            completion_time=None if f.done_at is None else f.done_at - f.arrived, admitted=f.next_seq - 1,
+            drops=f.drops, offered=f.offered)
             for f in self.static]
         return ReferenceResult(
             t_end=float(t_end), services=self.services, served=tuple(self.served), admitted=tuple(self.admitted),
             flows=flows, class_arrived=tuple(self.class_arrived), class_completed=tuple(self.class_completed),
             class_departed=tuple(self.class_departed), flows_started=self.next_uid,
-            max_active_flows=self.max_active, trace=self.trace, arrivals=self.arrival_log)
+            max_active_flows=self.max_active, trace=self.trace, arrivals=self.arrival_log,
+            departures=self.departures, hist=self.hist, dmax=self.dmax, dsum=self.dsum, dcnt=self.dcnt)
 
 
 def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,

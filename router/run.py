@@ -26,8 +26,9 @@ import numpy as np
 
 from flows.errors import MrfqError
 from flows.scenario import Scenario
-from flows.traffic import CHUNK, ArrivalStream, cost_key
+from flows.traffic import CHUNK, ArrivalStream, PacketStream, cost_key
 from fq.registry import resolve
+from router import delays as _delays
 from router.state import Specs, Traffic
 
 
@@ -41,6 +42,8 @@ class FlowResult:
     rate: float            # packets per time unit after warm-up
     packets: int           # packets that left the router after warm-up
     completion_time: float | None  # finite flows: time from start to last departure
+    drops: int = 0         # open-loop flows: packet arrivals after warm-up dropped (buffer full)
+    offered: int = 0       # open-loop flows: packet arrivals after warm-up (0 for a windowed flow)
 
 
 class FlowResults(Sequence):
@@ -48,10 +51,14 @@ class FlowResults(Sequence):
     kept as columns (10^6 flows cost three arrays, not 10^6 objects); ``rate``, ``packets`` and
     ``completion_time`` (nan: not completed) are the columns themselves."""
 
-    def __init__(self, scenario: Scenario, rate: np.ndarray, packets: np.ndarray, completion_time: np.ndarray):
+    def __init__(self, scenario: Scenario, rate: np.ndarray, packets: np.ndarray, completion_time: np.ndarray,
+                 drops: np.ndarray | None = None, offered: np.ndarray | None = None):
         self._sc = scenario
         self._spec, self._index = scenario.static_ids()
         self.rate, self.packets, self.completion_time = rate, packets, completion_time
+        z = np.zeros(len(rate), np.int64)
+        self.drops = drops if drops is not None else z
+        self.offered = offered if offered is not None else z
 
     def __len__(self) -> int:
         return len(self.rate)
@@ -68,7 +75,8 @@ class FlowResults(Sequence):
         i %= len(self)
         ct = float(self.completion_time[i])
         return FlowResult(name=self.name(i), rate=float(self.rate[i]), packets=int(self.packets[i]),
-                          completion_time=None if math.isnan(ct) else ct)
+                          completion_time=None if math.isnan(ct) else ct, drops=int(self.drops[i]),
+                          offered=int(self.offered[i]))
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (FlowResults, list)) else NotImplemented
@@ -135,6 +143,60 @@ class FlowArrivals:
 
 
 @dataclass(frozen=True)
+class Departures:
+    """The first ``trace`` departures from the router, in order: time, the packet's arrival at the
+    router (its sojourn is the difference), flow id, packet sequence."""
+
+    time: np.ndarray
+    arrived: np.ndarray
+    flow: np.ndarray
+    seq: np.ndarray
+
+    def rows(self) -> list[tuple[float, float, int, int]]:
+        """``[(departure, sojourn, flow id, seq), ...]``"""
+        return [(float(t), float(t - a), int(u), int(k)) for t, a, u, k in zip(self.time, self.arrived, self.flow,
+                                                                             self.seq)]
+
+
+@dataclass(frozen=True, eq=False)
+class DelayHistograms:
+    """The run's delay histograms (router/delays.py), raw: :mod:`analysis.delay_stats` turns them into
+    means with intervals and quantiles.  Rows: ``rows`` names (the static flows, or with more than
+    ``router.delays.PER_FLOW_MAX`` of them the [[flow]] tables, as ``name.*`` when counted; then
+    the classes); per row ``J + 1`` histograms: the wait at each resource, then the sojourn."""
+
+    rows: list[str]
+    per_flow: bool                 # static rows are flows (else [[flow]] tables)
+    n_static_rows: int
+    flow_row: np.ndarray           # [n_static] row of each static flow
+    hist: np.ndarray               # [rows, J + 1, NB] counts
+    dmax: np.ndarray               # [rows] largest sojourn (exact)
+    dsum: np.ndarray               # [rows, B] sojourn sums per batch (by departure)
+    dcnt: np.ndarray               # [rows, B] sojourn counts per batch
+    base: int                      # bucket layout (router.delays.bucket_edges(base, NB))
+
+    @property
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        return _delays.bucket_edges(self.base, self.hist.shape[2])
+
+    def __eq__(self, other) -> bool:
+        """Equal rows, layout and every count, sum and maximum (bit for bit)."""
+        if not isinstance(other, DelayHistograms):
+            return NotImplemented
+        return (self.rows, self.per_flow, self.n_static_rows, self.base) == \
+            (other.rows, other.per_flow, other.n_static_rows, other.base) and all(
+                np.array_equal(getattr(self, k), getattr(other, k))
+                for k in ("flow_row", "hist", "dmax", "dsum", "dcnt"))
+
+    __hash__ = None
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the histograms and their sums (fixed for the run)."""
+        return int(self.hist.nbytes + self.dmax.nbytes + self.dsum.nbytes + self.dcnt.nbytes)
+
+
+@dataclass(frozen=True)
 class RunResult:
     scenario: Scenario
     scheduler: str
@@ -159,6 +221,8 @@ class RunResult:
     loop_wall_seconds: float = 0.0
     #: bytes of the engine's arrays at the end of the run (flow table, heaps, packet tags, ...)
     state_bytes: int = 0
+    delays: DelayHistograms | None = None
+    departures: Departures | None = None  # with ``trace``: the first ``trace`` departures
 
     def to_json(self) -> dict:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
@@ -170,7 +234,8 @@ class RunResult:
             "duration": self.t_end,
             "warmup": self.scenario.run.warmup,
             "flows": [{"name": f.name, "rate": f.rate, "packets": f.packets,
-                       "completion_time": nan(f.completion_time)} for f in self.flows],
+                       "completion_time": nan(f.completion_time), "drops": f.drops,
+                       "drop_fraction": f.drops / f.offered if f.offered else None} for f in self.flows],
             "classes": [{"name": c.name, "completed": c.completed, "arrived": c.arrived,
                          "mean_flows": nan(c.mean_flows), "throughput": nan(c.throughput)} for c in self.classes],
             "resources": [{"name": r.name, "utilization": r.utilization, "services": r.services}
@@ -194,7 +259,10 @@ def _spec_arrays(specs, J):
     for i, s in enumerate(specs):
         cost[i] = s.cost
         w[i] = s.weight
-        if s.packet_sizes is not None:
+        if s.packet_sizes is None and s.per_byte is not None:  # sizes from the packet trace
+            pb[i] = s.per_byte
+            nz[i] = 0
+        elif s.packet_sizes is not None:
             pb[i] = s.per_byte
             n = len(s.packet_sizes.sizes)
             nz[i] = n
@@ -207,7 +275,7 @@ def _spec_arrays(specs, J):
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
              max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK,
-             packet_costs: bool | None = None, timed_from: int = 0) -> RunResult:
+             packet_costs: bool | None = None, timed_from: int = 0, record_delays: bool = True) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
@@ -221,6 +289,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     results; for tests: the engine picks the per-flow layout then).  ``timed_from`` > 0 also times
     the loop alone after its first that many services (:attr:`RunResult.loop_cpu_seconds`; same
     results): ``timed_from=1`` leaves out the setup, as the C yardstick's clock does (router/bench.py).
+    ``record_delays=False`` leaves the delay histograms empty (the same services and results otherwise).
+    With ``trace``, :attr:`RunResult.departures` lists the first ``trace`` departures from the router.
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
@@ -250,7 +320,18 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
                       else np.arange(nF, dtype=np.int64)) if nF else np.zeros(1, np.int64),  # by (start, id)
         static_spec=static_spec if nF else np.zeros(1, np.int64),
         class_spec=np.arange(len(sc.flows), len(sc.flows) + max(K, 1), dtype=np.int64),
+        table_buffer=np.array([f.buffer if f.open_loop else 0 for f in sc.flows] or [0], dtype=np.int64),
+        hist_row=np.zeros(1, np.int64),
     )
+    per_flow = nF <= _delays.PER_FLOW_MAX
+    if per_flow:
+        hist_rows = (nF, np.arange(max(nF, 1), dtype=np.int64))
+        row_names = sc.static_flow_names()
+    else:
+        hist_rows = (len(sc.flows), static_spec)
+        row_names = [f.name if f.count == 1 else f"{f.name}.*" for f in sc.flows]
+    min_cost = sc.min_packet_time()
+    open_loop = any(f.open_loop for f in sc.flows)
     B = sc.run.batches
     T = sc.run.duration
     warmup = sc.run.warmup
@@ -263,7 +344,9 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         info, opt, J, N, rtt=float(sc.router.rtt), T=float(T), warmup=float(warmup), B=B,
         max_services=sc.run.max_services, trace_cap=int(trace), specs=_spec_arrays(specs, J), traffic=traffic,
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
-        chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from))
+        chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from),
+        packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,
+        record_delays=record_delays)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -286,7 +369,12 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     span = float(t_end) - warmup
     dep = st_dep_post[:nF].astype(np.int64)
     flows = FlowResults(sc, dep / span if span > 0 else np.full(nF, math.nan), dep,
-                        st_done_t[:nF] - table_start[static_spec])
+                        st_done_t[:nF] - table_start[static_spec], out.drops[:nF], out.offered[:nF])
+    hs = hist_rows[0]
+    nrow = hs + K
+    dh = DelayHistograms(rows=list(row_names) + [c.name for c in sc.classes], per_flow=per_flow, n_static_rows=hs,
+                         flow_row=hist_rows[1][:nF], hist=out.hist[:nrow], dmax=out.dmax[:nrow],
+                         dsum=out.dsum[:nrow], dcnt=out.dcnt[:nrow], base=out.hbase)
     classes = [ClassResult(
         name=c.name, completed=int(out.class_completed[k]), arrived=int(out.class_arrived[k]),
         mean_flows=float(area[k].sum()) / span if span > 0 else math.nan,
@@ -304,5 +392,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         batches={"area": area[:K], "departed": dep_pk[:K], "done_n": out.done_n[:K], "done_packets": done_pk[:K],
                  "done_time": done_fct[:K]},
         loop_services=out.loop_services, loop_cpu_seconds=out.loop_cpu, loop_wall_seconds=out.loop_wall,
-        state_bytes=out.state_bytes,
+        state_bytes=out.state_bytes, delays=dh,
+        departures=Departures(out.dep_time, out.dep_arrived, out.dep_flow, out.dep_seq) if trace else None,
     )
+

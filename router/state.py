@@ -16,8 +16,12 @@ consecutive, ``head, head + 1, ..., head + count - 1``.  No queue-length
 counter is kept either: ``Q_ij`` (waiting or in service) is the count plus one
 when j serves that flow's packet.
 
-Packet records ``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR >= N`` a power of
-two) hold only the scheduler's own per-packet slots (``W = layout.pkt``).
+Packet records ``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR > N`` and ``NR >=``
+every open-loop flow's buffer, a power of two) hold the scheduler's own
+per-packet slots (``m < layout.pkt``), then the engine's ``J + 1`` times
+(``W = layout.pkt + pkt_times(J)``): the packet's arrival at the router
+(``pb + W - J - 1``) and the start of its service at each resource j
+(``pb + W - J + j``), for the delays (router/delays.py).
 Costs live where the scenario needs them (``Params.pc``): when every flow has
 constant per-packet costs (no ``packet_sizes``) once per flow, in the flow
 row's float columns ``slot_f[s * NFC + F_COST + j]``; with per-packet sizes
@@ -35,6 +39,7 @@ import numpy as np
 
 from fq.contract import Layout, SchedState
 from router import heap
+from router.delays import row_width
 
 INF = np.inf
 
@@ -43,6 +48,16 @@ INF = np.inf
 # Traffic.static_spec[row] for a static flow and Traffic.class_spec[class] for a class flow)
 (I_UID, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_DEPPOST, I_FIRST) = range(8)
 N_ICOLS = 8  # a power of two, so row offsets are shifts
+#: I_CLASS of a static flow: windowed (greedy, the default) or an open-loop source (flows.traffic.PacketLaw)
+STATIC_WINDOWED, STATIC_OPEN = -1, -2
+
+
+def pkt_times(J: int) -> int:
+    """Words the engine appends to each packet record: its arrival at the router, then the start of
+    its service at each of the J resources."""
+    return J + 1
+
+
 # flow-table float columns: arrival time, weight, dominant service max_j s_ij / w_i, flow size
 # (packets; exact below 2**53), then (constant-cost flows) the cost record: the cost at each
 # resource, and with Layout.increments s_ij / w_i at each: n_fcols(J, increments) = F_COST + CW
@@ -52,11 +67,12 @@ QS_HEAD, QS_COUNT = range(2)
 QS_WIDTH = 2
 
 # scalars carried between calls of the loop: floats, then ints
-(C_T, C_NEXT_ARR, C_NEXT_STATIC, C_T_AREA) = range(4)
-N_CF = 4
+(C_T, C_NEXT_ARR, C_NEXT_STATIC, C_T_AREA, C_NEXT_PKT) = range(5)
+N_CF = 5
 (C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
- C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N) = range(16)
-N_CI = 16
+ C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_PKT_CUR, C_PKT_LAST,
+ C_DEP_N) = range(19)
+N_CI = 19
 # the int64 per-resource words of Resources.ri, J of each: ri[RI_* * J + j]; the row (-1 once idle)
 # and seq of the packet served last at j (in service while service_end[j] < inf)
 (RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N) = range(5)
@@ -85,6 +101,12 @@ class Params(NamedTuple):
     n_static: int
     K: int              # classes
     cost_key: int       # key of the packet-size hash
+    HS: int             # delay histogram rows of the static flows (then one per class)
+    NB: int             # buckets per histogram (router.delays.layout)
+    hbase: int          # bucket offset (router.delays.layout)
+    dstat: int          # a row's largest sojourn sits at dacc[hrow + dstat], its batch sums after it
+    dfloor: float       # delays are bucketed as max(delay, dfloor) (router.delays.floor_value)
+    rec_from: float     # delays are recorded at instants > rec_from (warmup; inf: recording off)
 
 
 class Specs(NamedTuple):
@@ -94,7 +116,7 @@ class Specs(NamedTuple):
     per_byte: np.ndarray   # [S, J] time units per byte
     sizes: np.ndarray      # [S, Z] packet sizes (bytes)
     cdf: np.ndarray        # [S, Z] their cumulative probabilities
-    n_sizes: np.ndarray    # [S] number of sizes (1 = constant costs)
+    n_sizes: np.ndarray    # [S] number of sizes (1 = constant costs; 0 = each packet's size from the packet trace)
     weight: np.ndarray     # [S]
 
 
@@ -106,6 +128,16 @@ class Traffic(NamedTuple):
     static_order: np.ndarray    # static flow ids by (start, id)
     static_spec: np.ndarray     # [n_static] row of Specs = the flow's [[flow]] table (flow.count repeats it)
     class_spec: np.ndarray      # [K] row of Specs
+    table_buffer: np.ndarray    # [n_tables] packets an open-loop flow of the table may hold (0: windowed)
+    hist_row: np.ndarray        # [n_static] delay histogram row of each static flow
+
+
+class PacketChunk(NamedTuple):
+    """The next open-loop packet arrivals, from flows.traffic.PacketStream (the cursor is in Carry)."""
+
+    time: np.ndarray     # float64
+    flow: np.ndarray     # int64 static flow id
+    size: np.ndarray     # float64 packet size in bytes (a packet trace's size column; else 0, unread)
 
 
 class ArrivalChunk(NamedTuple):
@@ -123,6 +155,8 @@ class FlowTable(NamedTuple):
     pkt: np.ndarray      # [C * NR * W] float64 packet records (the scheduler's tags)
     cst: np.ndarray      # [C * NR * CW] float64 per-packet cost records (Params.pc = 1), else [1] unused
     free: np.ndarray     # [C] free rows (a stack)
+    hrow: np.ndarray     # [C] where the delays of the flow in each row go (router.delays.row_offset of its delay
+    #                      row: static, Traffic.hist_row; class k, HS + k)
 
 
 class Resources(NamedTuple):
@@ -154,6 +188,12 @@ class Accumulators(NamedTuple):
     class_arrived: np.ndarray  # [K]
     class_completed: np.ndarray  # [K]
     static_done_t: np.ndarray  # [n_static] completion time of finite static flows
+    offered: np.ndarray        # [n_static] open-loop packet arrivals after warm-up
+    drops: np.ndarray          # [n_static] of which dropped (the flow's buffer was full)
+    dacc: np.ndarray           # [HR * row_width] per delay row: the histograms (the wait at each resource, the
+    #                            sojourn), the largest sojourn, the sum and number of sojourns per batch
+    #                            (router.delays.row_width, split)
+    dcount: np.ndarray         # dacc's words as int64 (the same memory): the counts among them
 
 
 class TraceBuffer(NamedTuple):
@@ -161,6 +201,8 @@ class TraceBuffer(NamedTuple):
     ids: np.ndarray        # [cap * 3] resource, flow id, packet sequence
     arr_times: np.ndarray  # [cap] flow arrival time
     arr_ids: np.ndarray    # [cap * 3] flow id, class, packets
+    dep_times: np.ndarray  # [cap * 2] departures from the router: time, the packet's arrival at the router
+    dep_ids: np.ndarray    # [cap * 2] flow id, packet sequence
 
 
 def cost_width(J: int, increments: bool) -> int:
@@ -192,7 +234,7 @@ def _due_size(C: int, NR: int, J: int, rtt: float) -> int:
 
 
 def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int, B: int, trace_cap: int,
-             b_start: np.ndarray, rtt: float, pc: int):
+             b_start: np.ndarray, rtt: float, pc: int, HR: int = 1, NB: int = 1):
     """Every array of a run with room for C flows (rows ``n_static..C-1`` free); per-packet
     costs only when ``pc`` (the scenario has packet sizes)."""
     ft = FlowTable(
@@ -202,6 +244,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
         pkt=np.zeros(max(C * NR * W, 1), np.float64),
         cst=np.zeros(C * NR * cost_width(J, lay.increments) if pc else 1, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
+        hrow=np.zeros(C, np.int64),
     )
     S = SchedState(flow=np.zeros(max(C * lay.flow, 1)), flow_res=np.zeros(max(C * J * lay.flow_res, 1)),
                    res=np.zeros(max(J * lay.res, 1)), glob=np.zeros(max(lay.glob, 1)))
@@ -211,12 +254,16 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     due = _due_size(C, NR, J, rtt)
     aq = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64), now_s=np.zeros(C + J, np.int64))
     Kc = max(K, 1)
+    dacc = np.zeros(HR * row_width(J, NB, B))
     acc = Accumulators(b_start=b_start, x=np.zeros(Kc), area=np.zeros((Kc, B)), departed=np.zeros((Kc, B)),
                        done_n=np.zeros((Kc, B)), done_packets=np.zeros((Kc, B)), done_time=np.zeros((Kc, B)),
                        class_arrived=np.zeros(Kc, np.int64), class_completed=np.zeros(Kc, np.int64),
-                       static_done_t=np.full(max(n_static, 1), np.nan))
+                       static_done_t=np.full(max(n_static, 1), np.nan),
+                       offered=np.zeros(max(n_static, 1), np.int64), drops=np.zeros(max(n_static, 1), np.int64),
+                       dacc=dacc, dcount=dacc.view(np.int64))
     tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64),
-                     arr_times=np.zeros(trace_cap), arr_ids=np.zeros(trace_cap * 3, np.int64))
+                     arr_times=np.zeros(trace_cap), arr_ids=np.zeros(trace_cap * 3, np.int64),
+                     dep_times=np.zeros(trace_cap * 2), dep_ids=np.zeros(trace_cap * 2, np.int64))
     carry = Carry(cf=np.zeros(N_CF), ci=np.zeros(N_CI, np.int64))
     carry.ci[C_NFREE] = C - n_static
     return ft, S, rs, aq, acc, tr, carry
@@ -238,7 +285,7 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, ft.slot_f.shape[0] * 2),
                     qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
                     cst=_grown(ft.cst, ft.cst.shape[0] * 2) if ft.cst.shape[0] > 1 else ft.cst,
-                    free=np.zeros(C2, np.int64))
+                    free=np.zeros(C2, np.int64), hrow=_grown(ft.hrow, C2))
     ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
     ft2.free[C2 - C: C2 - C + n_free] = ft.free[:n_free]
     carry.ci[C_NFREE] = C2 - C + n_free

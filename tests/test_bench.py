@@ -97,6 +97,10 @@ def test_run_pairs_without_c(tmp_path):
     row = bench.run_pairs(bench.WORKLOADS[0], 5000, 2, None)
     assert row["pairs"] == 2 and row["ratio"] is None and row["c_msvc_per_cpu_s"] is None
     assert row["services"] >= 5000 and row["mrfq_msvc_per_cpu_s"] > 0
+    # the same engine with the delays off, interleaved: its rate and the ratio per repetition
+    assert row["off_msvc_per_cpu_s"] > 0 and row["on_off_low"] <= row["on_off"] <= row["on_off_high"]
+    assert row["delay_kb"] > 0
+    assert f"{row['on_off']:5.2f} [" in bench._row_text(row)
 
 
 @pytest.mark.nojit
@@ -155,8 +159,13 @@ def test_state_bytes_per_static_flow():
     """The engine's arrays per static flow (drfq, J = 2, window 30: a 32-slot ring): the 456-byte
     row of the README's layout table (ints 64, floats 48, queue records 32, tags 256, heaps 32,
     free list 8, admissions 8, scheduler 8), the static completion time (8) and the two flow
-    id arrays of Traffic (16); the C yardstick holds 704 (its 192-byte flow, 32 ring entries of 16)."""
+    id arrays of Traffic (16): 480 bytes; plus, for the delays, each packet record's J + 1 = 3 times
+    (its arrival, then its join time or wait at each resource: 32 slots x 24 bytes), the row's
+    histogram offset (8, and 8 in Traffic.hist_row) and the open-loop arrival and drop counts (16):
+    1280 bytes.  Both runs have more than router.delays.PER_FLOW_MAX static flows, so their
+    histograms are per [[flow]] table, the same size.  The C yardstick holds 704 (its 192-byte
+    flow, 32 ring entries of 16) and records no delays."""
     from router.run import simulate
 
-    small, large = (simulate(_counted(n, services=100)).state_bytes for n in (5, 505))
-    assert (large - small) / 1000 == 480
+    small, large = (simulate(_counted(n, services=100)).state_bytes for n in (205, 705))
+    assert (large - small) / 1000 == 480 + 32 * 24 + 8 + 8 + 16

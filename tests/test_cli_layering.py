@@ -87,4 +87,5 @@ def test_entry_point_is_the_top_dispatcher():
     from analysis.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
-    assert set(sub.choices) == {"run", "presets", "bench", "alloc", "fluid", "compare", "results", "cluster"}
+    assert set(sub.choices) == {"run", "presets", "bench", "alloc", "fluid", "compare", "results", "scorecard",
+                                "cluster"}

@@ -2,7 +2,8 @@
 
 First the oracle itself, on the hand-checked traces of SPEC §4.6 (whole lists);
 then the engine must reproduce the oracle's service trace exactly — every
-``(start, end, resource, flow, seq)`` tuple, float equality — on random small
+``(start, end, resource, flow, seq)`` tuple, float equality, and every departure
+from the router with its sojourn, and the delay histograms — on random small
 scenarios built on a cost grid where ties happen (STYLE practice 4).
 
 The engine discrepancies this oracle found (dovetailing with ``idle_reset``,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -246,6 +248,10 @@ def check_engine_equals_reference(sc) -> None:
     assert tuple(c.arrived for c in eng.classes) == ref.class_arrived
     assert tuple(c.completed for c in eng.classes) == ref.class_completed
     assert tuple(int(x) for x in eng.batches["departed"].sum(axis=1)) == ref.class_departed
+    # every departure from the router with its sojourn, and the delay histograms, bit for bit
+    assert eng.departures.rows() == ref.departures
+    assert np.array_equal(eng.delays.hist, ref.hist) and np.array_equal(eng.delays.dmax, ref.dmax)
+    assert np.array_equal(eng.delays.dsum, ref.dsum) and np.array_equal(eng.delays.dcnt, ref.dcnt)
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)

@@ -1,0 +1,100 @@
+"""``mrfq scorecard``: every scheduler on the same packets, one table and one figure.
+
+Every argument and output path is checked before the first simulation; the figure is written
+atomically (:mod:`flows.cli_args`).  The runs and the table are :mod:`analysis.scorecard`'s.
+"""
+
+from __future__ import annotations
+
+from flows.cli_args import (
+    add_scenario_args,
+    check_output_path,
+    dumps_strict,
+    int_type,
+    load_scenario_arg,
+    number_type,
+    parse_names,
+    parse_number,
+    save_figure,
+)
+from flows.errors import MrfqError
+from flows.scenario import MAX_SEED, MAX_TIME
+
+
+def parse_intervals(text: str) -> list[float]:
+    """``--intervals``: edges ``t0,t1,...`` or ``START:STOP:STEP`` (inclusive)."""
+    from analysis.scorecard import MAX_INTERVALS
+
+    s = str(text).strip()
+    if ":" in s:
+        parts = s.split(":")
+        if len(parts) != 3:
+            raise MrfqError(f"--intervals {text!r}: give START:STOP:STEP (e.g. 1000:1500:50) or edges like 0,10,20")
+        a, b, st = (parse_number("--intervals", p, lo=0.0, hi=MAX_TIME) for p in parts)
+        if st <= 0 or b <= a:
+            raise MrfqError(f"--intervals {text!r}: need START < STOP and STEP > 0")
+        n = int((b - a) / st + 1e-9)
+        if n > MAX_INTERVALS:
+            raise MrfqError(f"--intervals {text!r}: {n:,} intervals; at most {MAX_INTERVALS}")
+        return [a + i * st for i in range(n + 1)]
+    parts = s.split(",")
+    if len(parts) > MAX_INTERVALS + 1:
+        raise MrfqError(f"--intervals: {len(parts):,} edges; at most {MAX_INTERVALS + 1}")
+    return [parse_number("--intervals", p, lo=0.0, hi=MAX_TIME) for p in parts]
+
+
+def cmd_scorecard(args) -> int:
+    from analysis.plots import plot_delay_cdfs, plot_interval_shares
+    from analysis.scorecard import format_scorecard, scorecard
+    from fq.registry import SCHEDULERS
+
+    for opt, path in (("--plot", args.plot), ("--plot-intervals", args.plot_intervals)):
+        if path:
+            check_output_path(opt, path, figure=True)
+    if args.plot_intervals and not args.intervals:
+        raise MrfqError("--plot-intervals: give --intervals too (the edges of the intervals to draw)")
+    sc = load_scenario_arg(args)
+    scheds = parse_names("--schedulers", args.schedulers, tuple(SCHEDULERS)) if args.schedulers else list(SCHEDULERS)
+    if args.duration is not None and args.warmup is None and not sc.run.warmup < args.duration:
+        raise MrfqError(f"--duration {args.duration:g}: not longer than the scenario's run.warmup = "
+                        f"{sc.run.warmup:g}; also give --warmup (e.g. --warmup {args.duration / 10:g}, 10 % of it)")
+    if args.warmup is not None:
+        sc = sc.replace(**{"run.warmup": args.warmup})
+    sc = sc.with_overrides(seed=args.seed, duration=args.duration, virtual_time=args.virtual_time)
+    intervals = parse_intervals(args.intervals) if args.intervals else None
+    res = scorecard(sc, scheds, intervals=intervals)
+    if args.plot:
+        save_figure(plot_delay_cdfs(res.cdfs, title=f"{sc.name}: sojourn CDF per flow (seed {res.seed})"), args.plot)
+    if args.plot_intervals:
+        save_figure(plot_interval_shares(res.intervals, title=f"{sc.name}: dominant share per interval "
+                                         f"(seed {res.seed})"), args.plot_intervals)
+    if args.json:
+        print(dumps_strict(res.to_json()))
+    else:
+        print(format_scorecard(res))
+        for path in (args.plot, args.plot_intervals):
+            if path:
+                print(f"figure written to {path}")
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``scorecard`` to an argparse subparsers object."""
+    from flows.scenario import VIRTUAL_TIMES
+
+    p = sub.add_parser("scorecard", help="every scheduler on the same packets: rates vs DRF shares, delays, drops")
+    add_scenario_args(p)
+    p.add_argument("--schedulers", help="comma-separated scheduler names (default: every scheduler)")
+    p.add_argument("--virtual-time", choices=VIRTUAL_TIMES, help="drfq: 'started' [BR] or 'in-service' [DRFQ]")
+    p.add_argument("--seed", type=int_type("--seed", lo=0, hi=MAX_SEED), help="override run.seed")
+    p.add_argument("--duration", type=number_type("--duration", lo=0.0, lo_open=True, hi=MAX_TIME),
+                   help="override run.duration")
+    p.add_argument("--warmup", type=number_type("--warmup", lo=0.0, hi=MAX_TIME), help="override run.warmup")
+    p.add_argument("--intervals", metavar="EDGES",
+                   help="also each flow's dominant share and mean delay per interval: edges t0,t1,... or "
+                        "START:STOP:STEP (from the service trace)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="FILE.png", help="write the sojourn CDFs: one panel per flow, one line per scheduler")
+    p.add_argument("--plot-intervals", metavar="FILE.png",
+                   help="with --intervals: write each flow's dominant share per interval, one line per scheduler")
+    p.set_defaults(func=cmd_scorecard)

@@ -1,0 +1,169 @@
+"""``mrfq scorecard``: every scheduler on the same packets (analysis/scorecard.py, analysis/cli_scorecard.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest import scaled
+
+from analysis import api
+from analysis.allocations import drf, drf_demands
+from analysis.cli import main
+from analysis.plots import plot_delay_cdfs
+from fq.registry import SCHEDULERS
+
+FLOWS = ["cpu-hog", "link-hog", "light"]
+
+
+def _cli(argv, capsys):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.nojit
+def test_drf_with_demands_caps_the_open_loop_flow_and_shares_the_rest():
+    a = [[1.0, 0.25], [0.25, 1.0], [0.5, 0.5]]
+    assert drf_demands(a, [math.inf] * 3).phi.tolist() == pytest.approx(drf(a).phi.tolist())
+    phi = drf_demands(a, [math.inf, math.inf, 0.1]).phi
+    # the light flow gets its demand; the hogs share the rest: s (1 + 1/4) = 1 - 0.05
+    assert phi.tolist() == pytest.approx([0.76, 0.76, 0.1])
+    # a demand above the share changes nothing
+    assert drf_demands(a, [math.inf, math.inf, 5.0]).phi.tolist() == pytest.approx(drf(a).phi.tolist())
+
+
+def test_table_has_every_scheduler_and_flow_and_same_seed_gives_the_same_table(capsys):
+    argv = ["scorecard", "--preset", "isolation", "--duration", "1500", "--warmup", "100"]
+    rc, out, err = _cli(argv, capsys)
+    assert rc == 0 and not err
+    rows = {tuple(line.split()[:2]) for line in out.splitlines() if len(line.split()) > 2}
+    for s in SCHEDULERS:
+        for f in FLOWS:
+            assert (s, f) in rows, (s, f)
+    rc2, out2, _ = _cli(argv, capsys)
+    # everything but the timing table is identical (the same packets, the same schedules)
+    table = out.split("\nscheduler          services")[0]
+    assert rc2 == 0 and out2.split("\nscheduler          services")[0] == table
+    assert "light" in table and "poisson" in table
+
+
+def test_same_seed_same_records_and_another_seed_other_packets():
+    a = api.scorecard("isolation", schedulers=["drfq", "fifo"], duration=1500.0)
+    b = api.scorecard("isolation", schedulers=["drfq", "fifo"], duration=1500.0)
+    assert a.to_records() == b.to_records() and a.cdfs.to_records() == b.cdfs.to_records()
+    c = api.scorecard("isolation", schedulers=["drfq", "fifo"], duration=1500.0, seed=2)
+    assert c.to_records() != a.to_records()
+    # common random numbers: every scheduler saw the light flow's same arrivals
+    runs = a.raw.runs
+    assert runs["drfq"].flows.offered.tolist() == runs["fifo"].flows.offered.tolist()
+
+
+@pytest.mark.slow
+def test_isolation_finding_light_flow_p99_under_drfq_far_below_fifo():
+    card = api.scorecard("isolation", schedulers=["drfq", "drfq-dovetail", "mr3", "fifo"],
+                         duration=scaled(50000.0, 5000.0))
+    light = {r["scheduler"]: r for r in card.rows if r["flow"] == "light"}
+    for s in ("drfq", "drfq-dovetail", "mr3"):
+        assert light[s]["p99_over_packet_time"] < 5, (s, light[s])
+        assert light[s]["p99"] < light["fifo"]["p99"] / 5
+    assert light["fifo"]["p99_over_packet_time"] > 20
+    # every flow near its DRF share (the light one at its demand: 20 % of its DRF share)
+    for r in card.rows:
+        assert r["rate_over_share"] == pytest.approx(1.0, abs=0.05), r
+    assert light["drfq"]["share"] == pytest.approx(0.177778)
+    assert light["drfq"]["drops"] == 0
+
+
+def test_wakeup_intervals_memoryless_vs_dovetailing():
+    edges = [1000, 1050, 1100, 2000, 2050]
+    card = api.scorecard("wakeup", schedulers=["drfq", "drfq-dovetail"], intervals=edges)
+    iv = {(r["scheduler"], r["flow"], r["start"]): r["dominant_share"] for r in card.intervals}
+    assert len(card.intervals) == 2 * 3 * (len(edges) - 1)
+    # memoryless: the flow that joins at 1000 and the one that was alone get 2/3 each at once
+    assert iv["drfq", "late", 1000] == pytest.approx(2 / 3, abs=0.03)
+    assert iv["drfq", "early", 1000] == pytest.approx(2 / 3, abs=0.03)
+    # dovetailing: the newcomer gets more, the flow that was alone less, in the first intervals
+    assert iv["drfq-dovetail", "late", 1000] > 0.75 and iv["drfq-dovetail", "early", 1000] < 0.55
+    # the flow that idled over [500, 2000) returns to its DRF share 0.4 at once under drfq
+    assert iv["drfq", "returning", 2000] == pytest.approx(0.4, abs=0.03)
+    assert iv["drfq", "returning", 1050] == 0.0
+    assert iv["drfq-dovetail", "returning", 2000] < 0.38
+
+
+def test_json_keys(capsys):
+    rc, out, _ = _cli(["scorecard", "--preset", "bursty", "--schedulers", "drfq,fifo", "--duration", "2000",
+                       "--json"], capsys)
+    assert rc == 0
+    d = json.loads(out)
+    assert set(d) == {"scenario", "seed", "duration", "warmup", "schedulers", "flows", "intervals"}
+    assert [s["scheduler"] for s in d["schedulers"]] == ["drfq", "fifo"]
+    assert set(d["schedulers"][0]) == {"scheduler", "services", "cpu_seconds", "cpu_ns_per_service"}
+    assert d["schedulers"][0]["cpu_ns_per_service"] > 0
+    assert [(r["scheduler"], r["flow"]) for r in d["flows"]] == [(s, f) for s in ("drfq", "fifo")
+                                                                 for f in ("hog", "smooth", "bursty")]
+    assert set(d["flows"][0]) >= {"rate", "dominant_rate", "share", "dominant_share", "demand", "rate_over_share",
+                                  "mean", "ci", "p50", "p99", "max", "packet_time", "p99_over_packet_time",
+                                  "drops", "drop_fraction", "source", "packets"}
+    bursty = [r for r in d["flows"] if r["flow"] == "bursty"]
+    assert all(r["source"] == "onoff" and r["demand"] == pytest.approx(0.35) for r in bursty)
+    assert d["flows"][0]["drops"] is None and d["intervals"] == []
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--schedulers", "drfq,nope"], "--schedulers: unknown name 'nope'"),
+    (["--schedulers", "drfq,drfq"], "--schedulers"),
+    (["--intervals", "5,3"], "--intervals"),
+    (["--intervals", "0,100000"], "--intervals"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
+    rc, out, err = _cli(["scorecard", "--preset", "isolation", "--duration", "1500", *argv], capsys)
+    assert rc == 2 and not out
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+@pytest.mark.nojit
+def test_a_scenario_with_classes_is_refused(capsys):
+    rc, _, err = _cli(["scorecard", "--preset", "dynamic-small"], capsys)
+    assert rc == 2 and "[[class]]" in err and err.count("\n") == 1
+
+
+def test_plot_has_one_panel_per_flow(tmp_path, capsys):
+    card = api.scorecard("isolation", schedulers=["drfq", "fifo"], duration=1500.0)
+    fig = plot_delay_cdfs(card.cdfs)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == FLOWS
+    assert all(len(ax.get_lines()) == 2 + 1 for ax in visible)  # one line per scheduler and the packet time
+    for c in card.cdfs:
+        assert c["fraction"][-1] == pytest.approx(1.0) and c["delay"] == sorted(c["delay"])
+    out = tmp_path / "cdf.png"
+    rc, text, _ = _cli(["scorecard", "--preset", "isolation", "--schedulers", "drfq", "--duration", "1500",
+                        "--plot", str(out)], capsys)
+    assert rc == 0 and out.stat().st_size > 10_000 and "figure written to" in text
+
+
+def test_intervals_account_for_every_departure_and_an_idle_flow_gets_nothing():
+    """With no warm-up, the departures counted per interval over [0, duration) are the run's packets
+    of each flow; a flow alone and backlogged holds its dominant resource the whole interval."""
+    card = api.scorecard("wakeup", schedulers=["drfq"], intervals=[0.0, 700.0, 1000.0, 3000.0])
+    run = card.raw.runs["drfq"]
+    iv = card.intervals.to_records()
+    for k, name in enumerate(["early", "late", "returning"]):
+        assert sum(r["departed"] for r in iv if r["flow"] == name) == run.flows[k].packets
+    share = {(r["flow"], r["start"]): r["dominant_share"] for r in iv}
+    assert share["early", 700.0] == 1.0 and share["late", 700.0] == 0.0 and share["returning", 700.0] == 0.0
+
+
+def test_a_counted_table_is_one_row_with_per_flow_rate_and_share():
+    sc = api.load({"resources": ["cpu", "link"], "router": {"window": 10},
+                   "run": {"duration": 2000.0, "warmup": 200.0, "seed": 3},
+                   "flow": [{"name": "a", "cost": [1.0, 0.5], "count": 3},
+                            {"name": "b", "cost": [0.5, 1.0], "arrival": {"law": "cbr", "rate": 0.2}}]})
+    card = api.scorecard(sc, schedulers=["drfq"])
+    rows = {r["flow"]: r for r in card.rows}
+    assert set(rows) == {"a.*", "b"}
+    # b is capped at its demand 0.2 (a tenth of the CPU); the three a flows share the rest: 0.9 / 3 each
+    assert rows["b"]["share"] == pytest.approx(0.2) and rows["a.*"]["share"] == pytest.approx(0.3)
+    assert rows["a.*"]["rate"] == pytest.approx(0.3, rel=0.02) and rows["b"]["rate"] == pytest.approx(0.2, rel=0.02)
+    assert rows["b"]["source"] == "cbr" and rows["a.*"]["drops"] is None and rows["b"]["drops"] == 0
