@@ -113,16 +113,17 @@ def _alloc(a, phi, objective, *, unique=True, prices=None) -> Allocation:
 # ---------------------------------------------------------------------------
 # progressive filling: DRF and asset fairness
 # ---------------------------------------------------------------------------
-def progressive_filling(a: np.ndarray, w: np.ndarray, norm: np.ndarray) -> np.ndarray:
+def progressive_filling(a: np.ndarray, w: np.ndarray, norm: np.ndarray, cap: np.ndarray | None = None) -> np.ndarray:
     """Weighted lexicographic max-min of the measure ``phi_i * norm_i / w_i``.
 
     Raise the level t of every unfrozen transaction together (``phi_i = t w_i / norm_i``)
     until a resource saturates; freeze every transaction using a saturated resource
-    (``a_ij > 0``); repeat (SPEC §1.1).  Validated arrays only.
+    (``a_ij > 0``); repeat (SPEC §1.1).  With ``cap`` (rates; inf: none) a transaction also
+    freezes when its rate reaches its cap ([DRF] §4, demand vectors).  Validated arrays only.
     """
     n, J = a.shape
     phi = np.zeros(n)
-    frozen = np.zeros(n, dtype=bool)
+    frozen = np.zeros(n, dtype=bool) if cap is None else cap <= 0
     sat = np.zeros(J, dtype=bool)
     speed = w / norm
     while not frozen.all():
@@ -133,10 +134,17 @@ def progressive_filling(a: np.ndarray, w: np.ndarray, norm: np.ndarray) -> np.nd
         tj = np.full(J, np.inf)
         tj[ok] = (1.0 - fixed[ok]) / slope[ok]
         t = tj.min()
-        phi[act] = t * speed[act]
+        if cap is None:
+            phi[act] = t * speed[act]
+        else:
+            tcap = np.where(act, cap / speed, np.inf)
+            t = min(t, tcap.min())
+            phi[act] = np.minimum(t * speed[act], cap[act])
         newly = ok & (tj <= t * (1.0 + 1e-12))
         sat |= newly
         frz = act & (a[:, newly] > 0).any(axis=1)
+        if cap is not None:
+            frz |= act & (tcap <= t * (1.0 + 1e-12))
         frozen |= frz
     return phi
 
@@ -170,25 +178,7 @@ def drf_demands(a, demand, w=None) -> Allocation:
     if np.any(np.isnan(D)) or np.any(D < 0):
         i = int(np.flatnonzero(np.isnan(D) | (D < 0))[0])
         raise MrfqError(f"demand[{i}] = {D[i]:g}: must be >= 0 (inf: no cap)")
-    n, J = A.shape
-    speed = W / A.max(axis=1)
-    phi = np.zeros(n)
-    frozen = D <= 0
-    sat = np.zeros(J, dtype=bool)
-    while not frozen.all():
-        act = ~frozen
-        fixed = phi[frozen] @ A[frozen]
-        slope = speed[act] @ A[act]
-        ok = (slope > 0) & ~sat
-        tj = np.full(J, np.inf)
-        tj[ok] = (1.0 - fixed[ok]) / slope[ok]
-        tcap = np.where(act, D / speed, np.inf)
-        t = min(tj.min(), tcap.min())
-        phi[act] = np.minimum(t * speed[act], D[act])
-        newly = ok & (tj <= t * (1.0 + 1e-12))
-        sat |= newly
-        frozen |= act & ((A[:, newly] > 0).any(axis=1) | (tcap <= t * (1.0 + 1e-12)))
-    return _alloc(A, phi, "drf")
+    return _alloc(A, progressive_filling(A, W, A.max(axis=1), D), "drf")
 
 
 def asset_fairness(a, w=None) -> Allocation:

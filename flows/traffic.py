@@ -183,6 +183,21 @@ class ArrivalTrace:
         return hash((self.path, self.sha256))
 
 
+def _row_time(where: str, shown: str, i: int, ts: str, last: float) -> float:
+    """The time field ``ts`` of trace line i: a finite number >= 0, not below the previous row's
+    ``last`` (one-line errors naming the line)."""
+    try:
+        t = float(ts)
+    except ValueError:
+        raise ScenarioError(f"{where}: {shown} line {i}: time = {quote(ts)}: must be a number") from None
+    if not math.isfinite(t) or t < 0.0:
+        raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: must be a finite number >= 0")
+    if t < last:
+        raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: decreases (previous row {last!r}); "
+                            "sort the rows by time")
+    return t
+
+
 def read_arrival_trace(where: str, path: Path, class_names: list[str]) -> ArrivalTrace:
     """Read and validate a CSV of ``time,class,packets`` rows (header required, class by name).
 
@@ -212,15 +227,7 @@ def read_arrival_trace(where: str, path: Path, class_names: list[str]) -> Arriva
         if len(row) != 3:
             raise ScenarioError(f"{where}: {shown} line {i}: {len(row):,} fields: must be 3 (time,class,packets)")
         ts, cs, ps = (c.strip() for c in row)
-        try:
-            t = float(ts)
-        except ValueError:
-            raise ScenarioError(f"{where}: {shown} line {i}: time = {quote(ts)}: must be a number") from None
-        if not math.isfinite(t) or t < 0.0:
-            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: must be a finite number >= 0")
-        if t < last:
-            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: decreases (previous row {last!r}); "
-                                "sort the rows by time")
+        t = _row_time(where, shown, i, ts, last)
         if cs not in index:
             raise ScenarioError(f"{where}: {shown} line {i}: class = {quote(cs)}: unknown; the scenario's classes "
                                 f"are {name_list(class_names) or '(none)'}")
@@ -489,15 +496,7 @@ def read_packet_trace(where: str, path: Path, flow_names: list[str], trace_flows
         if len(row) != ncol:
             raise ScenarioError(f"{where}: {shown} line {i}: {len(row):,} fields: must be {ncol} ({','.join(cols)})")
         ts, fs = row[0].strip(), row[1].strip()
-        try:
-            t = float(ts)
-        except ValueError:
-            raise ScenarioError(f"{where}: {shown} line {i}: time = {quote(ts)}: must be a number") from None
-        if not math.isfinite(t) or t < 0.0:
-            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: must be a finite number >= 0")
-        if t < last:
-            raise ScenarioError(f"{where}: {shown} line {i}: time = {_plain(ts)}: decreases (previous row {last!r}); "
-                                "sort the rows by time")
+        t = _row_time(where, shown, i, ts, last)
         if fs not in index:
             raise ScenarioError(f"{where}: {shown} line {i}: flow = {quote(fs)}: unknown; the scenario's static flows "
                                 f"are {name_list(flow_names) or '(none)'}")
