@@ -55,12 +55,16 @@ BUF = 4096
 #: record kinds (the low two bits of a record's code, row << 2 | kind)
 K_SERVICE, K_BACKLOG, K_IDLE = 0, 1, 2
 
-# scalars of the integer state (after the per-flow words)
+# scalars of the integer state, then the rows whose service at their dominant resource is in progress
 (G_N, G_WARM, G_BI, G_BJ, G_NA) = range(5)
 N_G = 5
-# scalars of the float state
+# scalars of the float state, then per flow (n words each): X at its last booking, the start of its
+# service in progress at its dominant resource, that service's end (inf: none), 1 / w, the slope of X
+# (1 / w in service, else 0), backlogged (1.0 / 0.0); then the n x n matrix M
 (H_BEST, H_WARMUP, H_L) = range(3)
 N_H = 3
+(V_X, V_S0, V_END, V_IW, V_SL, V_BL) = range(6)
+N_V = 6
 
 
 def slack(J: int, n_static: int) -> int:
@@ -71,40 +75,51 @@ def slack(J: int, n_static: int) -> int:
 def allocate(n: int, J: int, weights, warmup: float):
     """The log buffer (times [2 cap], codes [cap]) and the flush state (floats, ints) for n flows."""
     cap = BUF + slack(J, n)
-    f = np.zeros(N_H + 4 * n + n * n)
-    f[N_H + 3 * n: N_H + 4 * n] = weights
+    f = np.zeros(N_H + N_V * n + n * n)
+    f[N_H + V_END * n: N_H + (V_END + 1) * n] = np.inf
+    f[N_H + V_IW * n: N_H + (V_IW + 1) * n] = 1.0 / np.asarray(weights, dtype=np.float64)
     f[H_WARMUP] = warmup
-    g = np.zeros(N_G + 2 * n, np.int64)
+    g = np.zeros(N_G + n, np.int64)
     g[G_N] = n
     g[G_BI] = g[G_BJ] = -1
     return np.zeros(2 * cap), np.zeros(cap, np.int64), f, g
 
 
 @jit(inline="always")
-def _x(f, g, n, i, t):
-    """X_i(t): flow i's service at its dominant resource until t, over its weight."""
-    done = f[N_H + i]
-    s0 = f[N_H + n + i]
-    if f[N_H + 2 * n + i] < np.inf:  # in service there since s0
-        done = done + (t - s0)
-    return done / f[N_H + 3 * n + i]
+def _xt(f, n, j, t):
+    """X_j(t): flow j's service at its dominant resource until t, over its weight."""
+    return f[N_H + V_X * n + j] + (t - f[N_H + V_S0 * n + j]) * f[N_H + V_SL * n + j]
 
 
 @jit(inline="always")
-def _knot(f, g, n, i, t):
-    """A knot of flow i at t: its pairs with every backlogged flow (module docstring)."""
-    xi = _x(f, g, n, i, t)
-    M = N_H + 4 * n
+def _at_start(f, n, i, t):
+    """Flow i starts a service at t: X_j - X_i may peak there, for every j (branch-free)."""
+    M = N_H + N_V * n
+    xi = _xt(f, n, i, t)
+    for j in range(n):
+        d = _xt(f, n, j, t) - xi
+        a = f[M + j * n + i]
+        f[M + j * n + i] = d if d > a else a
+
+
+@jit(inline="always")
+def _at_end(f, n, i, t):
+    """Flow i ends a service at t: X_i - X_j may peak there, for every j (branch-free)."""
+    M = N_H + N_V * n
+    xi = _xt(f, n, i, t)
+    for j in range(n):
+        d = xi - _xt(f, n, j, t)
+        a = f[M + i * n + j]
+        f[M + i * n + j] = d if d > a else a
+
+
+@jit(inline="always")
+def _close(f, g, n, i):
+    """Flow i's joint periods with the backlogged flows end: their values against the best."""
+    M = N_H + N_V * n
     best = f[H_BEST]
     for j in range(n):
-        if j == i or g[N_G + j] == 0:
-            continue
-        d = xi - _x(f, g, n, j, t)
-        if d > f[M + i * n + j]:
-            f[M + i * n + j] = d
-        if -d > f[M + j * n + i]:
-            f[M + j * n + i] = -d
-        r = f[M + i * n + j] + f[M + j * n + i]
+        r = (f[M + i * n + j] + f[M + j * n + i]) * f[N_H + V_BL * n + j]
         if r > best:
             best = r
             g[G_BI] = i if i < j else j
@@ -113,14 +128,12 @@ def _knot(f, g, n, i, t):
 
 
 @jit(inline="always")
-def _open(f, g, n, i, t):
-    """Flow i's joint periods with every backlogged flow start at t."""
-    xi = _x(f, g, n, i, t)
-    M = N_H + 4 * n
+def _open(f, n, i, t):
+    """Flow i's joint periods with every flow start at t (those not backlogged start again when they are)."""
+    M = N_H + N_V * n
+    xi = _xt(f, n, i, t)
     for j in range(n):
-        if j == i or g[N_G + j] == 0:
-            continue
-        d = xi - _x(f, g, n, j, t)
+        d = xi - _xt(f, n, j, t)
         f[M + i * n + j] = d
         f[M + j * n + i] = -d
 
@@ -129,20 +142,26 @@ def _open(f, g, n, i, t):
 def _advance(f, g, n, t):
     """Every service in progress that ends at or before t, in time order (ties: smallest row):
     a knot of its flow (after warm-up), then its service is booked."""
+    E = N_H + V_END * n
     while g[G_NA] > 0:
-        e = np.inf
-        i = -1
-        for q in range(n):
-            if f[N_H + 2 * n + q] < e:
-                e = f[N_H + 2 * n + q]
-                i = q
+        na = g[G_NA]
+        e = f[E + g[N_G]]
+        q = 0
+        for p in range(1, na):
+            ep = f[E + g[N_G + p]]
+            if ep < e or (ep == e and g[N_G + p] < g[N_G + q]):
+                e = ep
+                q = p
         if e > t:
             return
-        if g[G_WARM] == 1 and g[N_G + i] == 1:
-            _knot(f, g, n, i, e)
-        f[N_H + i] = f[N_H + i] + (e - f[N_H + n + i])
-        f[N_H + 2 * n + i] = np.inf
-        g[G_NA] -= 1
+        i = g[N_G + q]
+        if g[G_WARM] == 1:
+            _at_end(f, n, i, e)
+        f[N_H + V_X * n + i] = _xt(f, n, i, e)
+        f[N_H + V_SL * n + i] = 0.0
+        f[E + i] = np.inf
+        g[N_G + q] = g[N_G + na - 1]
+        g[G_NA] = na - 1
 
 
 @jit(inline="always")
@@ -154,15 +173,16 @@ def _warm(f, g, n, t):
     _advance(f, g, n, w)
     g[G_WARM] = 1
     for i in range(n):
-        if g[N_G + i] == 1:
-            _open(f, g, n, i, w)
+        _open(f, n, i, w)
 
 
 @jit_no_refcount
 def flush(rt, rc, cnt, f, g):
     """Replay ``cnt`` records of the log (``rt``: start, end per record; ``rc``: row << 2 | kind)
-    into the state ``f``, ``g`` (:func:`allocate`); returns 0, the log's new length.  Cost: n - 1
-    pair updates per knot, two knots per service."""
+    into the state ``f``, ``g`` (:func:`allocate`); returns 0, the log's new length.  Cost: n
+    branch-free updates of M per knot, two knots per service (a start can only be a peak of
+    X_j - X_i, an end of X_i - X_j: where the slope of the difference drops); the values are
+    compared only when periods end."""
     n = g[G_N]
     for k in range(cnt):
         t = rt[2 * k]
@@ -172,35 +192,45 @@ def flush(rt, rc, cnt, f, g):
         _warm(f, g, n, t)
         _advance(f, g, n, t)
         if kind == K_SERVICE:
-            if g[G_WARM] == 1 and g[N_G + i] == 1:
-                _knot(f, g, n, i, t)
-            f[N_H + n + i] = t
-            f[N_H + 2 * n + i] = rt[2 * k + 1]
+            if g[G_WARM] == 1:
+                _at_start(f, n, i, t)
+            e = rt[2 * k + 1]
+            iw = f[N_H + V_IW * n + i]
+            f[N_H + V_S0 * n + i] = t
+            f[N_H + V_END * n + i] = e
+            f[N_H + V_SL * n + i] = iw
+            g[N_G + g[G_NA]] = i
             g[G_NA] += 1
-            c = (rt[2 * k + 1] - t) / f[N_H + 3 * n + i]
+            c = (e - t) * iw
             if c > f[H_L]:
                 f[H_L] = c
         elif kind == K_BACKLOG:
-            g[N_G + i] = 1
+            f[N_H + V_BL * n + i] = 1.0
             if g[G_WARM] == 1:
-                _open(f, g, n, i, t)
+                _open(f, n, i, t)
         else:
-            if g[G_WARM] == 1 and g[N_G + i] == 1:
-                _knot(f, g, n, i, t)
-            g[N_G + i] = 0
+            if g[G_WARM] == 1:
+                _at_start(f, n, i, t)
+                _at_end(f, n, i, t)
+                _close(f, g, n, i)
+            f[N_H + V_BL * n + i] = 0.0
     return 0
 
 
 @jit_no_refcount
 def finish(f, g, t):
-    """The run's end at t: a knot of every backlogged flow."""
+    """The run's end at t: every joint period ends."""
     n = g[G_N]
     _warm(f, g, n, t)
     _advance(f, g, n, t)
     if g[G_WARM] == 1:
         for i in range(n):
-            if g[N_G + i] == 1:
-                _knot(f, g, n, i, t)
+            if f[N_H + V_BL * n + i] == 1.0:
+                _at_start(f, n, i, t)
+                _at_end(f, n, i, t)
+        for i in range(n):
+            if f[N_H + V_BL * n + i] == 1.0:
+                _close(f, g, n, i)
 
 
 class RfbPy:
@@ -211,55 +241,66 @@ class RfbPy:
         _, _, self.f, self.g = allocate(n, J, weights, warmup)
         self.n = n
 
-    def _x(self, i, t):
+    def _xt(self, j, t):
         f, n = self.f, self.n
-        done = float(f[N_H + i])
-        if f[N_H + 2 * n + i] < math.inf:
-            done = done + (t - float(f[N_H + n + i]))
-        return done / float(f[N_H + 3 * n + i])
+        return float(f[N_H + V_X * n + j]) + (t - float(f[N_H + V_S0 * n + j])) * float(f[N_H + V_SL * n + j])
 
-    def _knot(self, i, t):
+    def _at_start(self, i, t):
+        f, n = self.f, self.n
+        M = N_H + N_V * n
+        xi = self._xt(i, t)
+        for j in range(n):
+            d = self._xt(j, t) - xi
+            a = float(f[M + j * n + i])
+            f[M + j * n + i] = d if d > a else a
+
+    def _at_end(self, i, t):
+        f, n = self.f, self.n
+        M = N_H + N_V * n
+        xi = self._xt(i, t)
+        for j in range(n):
+            d = xi - self._xt(j, t)
+            a = float(f[M + i * n + j])
+            f[M + i * n + j] = d if d > a else a
+
+    def _close(self, i):
         f, g, n = self.f, self.g, self.n
-        xi = self._x(i, t)
-        M = N_H + 4 * n
+        M = N_H + N_V * n
         best = float(f[H_BEST])
         for j in range(n):
-            if j == i or g[N_G + j] == 0:
-                continue
-            d = xi - self._x(j, t)
-            if d > f[M + i * n + j]:
-                f[M + i * n + j] = d
-            if -d > f[M + j * n + i]:
-                f[M + j * n + i] = -d
-            r = float(f[M + i * n + j]) + float(f[M + j * n + i])
+            r = (float(f[M + i * n + j]) + float(f[M + j * n + i])) * float(f[N_H + V_BL * n + j])
             if r > best:
                 best = r
                 g[G_BI], g[G_BJ] = min(i, j), max(i, j)
         f[H_BEST] = best
 
     def _open(self, i, t):
-        f, g, n = self.f, self.g, self.n
-        xi = self._x(i, t)
-        M = N_H + 4 * n
+        f, n = self.f, self.n
+        M = N_H + N_V * n
+        xi = self._xt(i, t)
         for j in range(n):
-            if j != i and g[N_G + j] == 1:
-                d = xi - self._x(j, t)
-                f[M + i * n + j] = d
-                f[M + j * n + i] = -d
+            d = xi - self._xt(j, t)
+            f[M + i * n + j] = d
+            f[M + j * n + i] = -d
 
     def _advance(self, t):
         f, g, n = self.f, self.g, self.n
+        E = N_H + V_END * n
         while g[G_NA] > 0:
-            ends = f[N_H + 2 * n: N_H + 3 * n]
-            i = int(np.argmin(ends))
-            e = float(ends[i])
+            na = int(g[G_NA])
+            rows = [int(r) for r in g[N_G: N_G + na]]
+            q = min(range(na), key=lambda p: (float(f[E + rows[p]]), rows[p]))
+            i = rows[q]
+            e = float(f[E + i])
             if e > t:
                 return
-            if g[G_WARM] == 1 and g[N_G + i] == 1:
-                self._knot(i, e)
-            f[N_H + i] = float(f[N_H + i]) + (e - float(f[N_H + n + i]))
-            f[N_H + 2 * n + i] = math.inf
-            g[G_NA] -= 1
+            if g[G_WARM] == 1:
+                self._at_end(i, e)
+            f[N_H + V_X * n + i] = self._xt(i, e)
+            f[N_H + V_SL * n + i] = 0.0
+            f[E + i] = math.inf
+            g[N_G + q] = g[N_G + na - 1]
+            g[G_NA] = na - 1
 
     def _warm(self, t):
         f, g = self.f, self.g
@@ -269,8 +310,7 @@ class RfbPy:
         self._advance(w)
         g[G_WARM] = 1
         for i in range(self.n):
-            if g[N_G + i] == 1:
-                self._open(i, w)
+            self._open(i, w)
 
     def record(self, t: float, end: float, row: int, kind: int) -> None:
         """One record of the loop's log, replayed at once."""
@@ -278,30 +318,39 @@ class RfbPy:
         self._warm(t)
         self._advance(t)
         if kind == K_SERVICE:
-            if g[G_WARM] == 1 and g[N_G + row] == 1:
-                self._knot(row, t)
-            f[N_H + n + row] = t
-            f[N_H + 2 * n + row] = end
+            if g[G_WARM] == 1:
+                self._at_start(row, t)
+            iw = float(f[N_H + V_IW * n + row])
+            f[N_H + V_S0 * n + row] = t
+            f[N_H + V_END * n + row] = end
+            f[N_H + V_SL * n + row] = iw
+            g[N_G + g[G_NA]] = row
             g[G_NA] += 1
-            c = (end - t) / float(f[N_H + 3 * n + row])
+            c = (end - t) * iw
             if c > f[H_L]:
                 f[H_L] = c
         elif kind == K_BACKLOG:
-            g[N_G + row] = 1
+            f[N_H + V_BL * n + row] = 1.0
             if g[G_WARM] == 1:
                 self._open(row, t)
         else:
-            if g[G_WARM] == 1 and g[N_G + row] == 1:
-                self._knot(row, t)
-            g[N_G + row] = 0
+            if g[G_WARM] == 1:
+                self._at_start(row, t)
+                self._at_end(row, t)
+                self._close(row)
+            f[N_H + V_BL * n + row] = 0.0
 
     def finish(self, t: float) -> None:
+        f, n = self.f, self.n
         self._warm(t)
         self._advance(t)
         if self.g[G_WARM] == 1:
-            for i in range(self.n):
-                if self.g[N_G + i] == 1:
-                    self._knot(i, t)
+            live = [i for i in range(n) if f[N_H + V_BL * n + i] == 1.0]
+            for i in live:
+                self._at_start(i, t)
+                self._at_end(i, t)
+            for i in live:
+                self._close(i)
 
 
 def dominant_resources(cost: np.ndarray, per_byte: np.ndarray, max_size: np.ndarray) -> np.ndarray:

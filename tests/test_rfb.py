@@ -39,6 +39,22 @@ def test_equals_the_oracle_on_always_backlogged_flows(scheduler, weights, durati
     assert got.value == got.raw / got.unit
 
 
+def test_a_late_flow_against_the_oracle():
+    """A flow that starts late: its pairs count from its start (the oracle over that interval), the
+    others' pair from warm-up; no service before a flow's first counts for it."""
+    sc = tb.two_resources("drfq", 300.0)
+    sc["flow"][2]["start"] = 40.0
+    sc["run"]["warmup"] = 10.0
+    r = simulate(flows.from_dict(sc), trace=1_000_000)
+    w = {0: 1.0, 1: 1.0, 2: 1.0}
+    dom = {0: 0, 1: 1, 2: 0}
+    want = {**tb.relative_fairness(r.trace, [0, 1], dom, w, 10.0, r.t_end),
+            **tb.relative_fairness(r.trace, [0, 1, 2], dom, w, 40.0, r.t_end)}
+    want[(0, 1)] = tb.relative_fairness(r.trace, [0, 1], dom, w, 10.0, r.t_end)[(0, 1)]
+    assert abs(r.rfb.raw - max(want.values())) < 1e-9
+    assert r.rfb == simulate_reference(flows.from_dict(sc)).rfb
+
+
 def test_round_robin_by_hand():
     """Two equal flows, one resource, one packet each at a time: services alternate a, b, a, ...;
     X_a - X_b runs between 0 and 1 packet, so the bound reached is one packet."""
@@ -110,10 +126,16 @@ def test_the_twin_equals_the_kernel_on_random_logs():
             twin.record(t, end, i, rfb.K_SERVICE)
             busy[j] = end
             k += 1
+        if rng.random() < 0.02:  # a flow's backlog ends or starts again
+            q = int(rng.integers(n))
+            kind = rfb.K_IDLE if twin.f[rfb.N_H + rfb.V_BL * n + q] == 1.0 else rfb.K_BACKLOG
+            rt[2 * k], rc[k] = t, (q << 2) | kind
+            twin.record(t, t, q, kind)
+            k += 1
         if k >= rfb.BUF:
             rfb.flush(rt, rc, k, f, g)
             k = 0
-        serving = {q for q in range(n) if twin.f[rfb.N_H + 2 * n + q] > t}
+        serving = {q for q in range(n) if twin.f[rfb.N_H + rfb.V_END * n + q] > t}
     rfb.flush(rt, rc, k, f, g)
     rfb.finish(f, g, t + 5.0)
     twin.finish(t + 5.0)
