@@ -187,13 +187,15 @@ def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr):
-    """Idle resource j starts its smallest head (phase 3); returns the trace length."""
+                busy_post, trace_cap, tr_n, tr, rfb_on, rfb_t, rfb_c, rfb_n):
+    """Idle resource j starts its smallest head (phase 3); returns the trace length and the length
+    of the relative fairness log (router/rfb.py: with ``rfb_on``, each service start is written
+    there, and counted when j is the flow's dominant resource)."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
-        return tr_n
+        return tr_n, rfb_n
     if not sched_ready(S, ft.pkt, opt, J, j, t):  # noqa: F821
-        return tr_n
+        return tr_n, rfb_n
     qs, pkt = ft.qs, ft.pkt
     NR = RM + 1
     top = hp[j, 1]
@@ -233,7 +235,12 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         tr.ids[3 * tr_n + 1] = ft.slot_i[s * N_ICOLS + I_UID]
         tr.ids[3 * tr_n + 2] = seq
         tr_n += 1
-    return tr_n
+    if rfb_on:
+        rfb_t[2 * rfb_n] = t
+        rfb_t[2 * rfb_n + 1] = end
+        rfb_c[rfb_n] = s << 2
+        rfb_n += 1 if ft.rfb_dom[s] == j + 1 else 0
+    return tr_n, rfb_n
 
 
 def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
@@ -465,15 +472,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST):
             # ---- phase 3: idle resources start their smallest head
             for j in range(J):
                 if ri[RI_BUSY_SLOT * J + j] < 0:
-                    tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                                       busy_post, trace_cap, tr_n, tr)
-                    if rfb_on:
-                        s = ri[RI_BUSY_SLOT * J + j]
-                        if s >= 0:  # a service started: logged, and counted at the flow's dominant resource
-                            rfb_t[2 * rfb_n] = t
-                            rfb_t[2 * rfb_n + 1] = service_end[j]
-                            rfb_c[rfb_n] = s << 2
-                            rfb_n += 1 if rfb_dom[s] == j + 1 else 0
+                    tr_n, rfb_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
+                                              busy_post, trace_cap, tr_n, tr, rfb_on, rfb_t, rfb_c, rfb_n)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr

@@ -141,3 +141,20 @@ def test_the_twin_equals_the_kernel_on_random_logs():
     twin.finish(t + 5.0)
     assert np.array_equal(f, twin.f) and np.array_equal(g, twin.g)
     assert rfb.result(f, g)[0] > 0.0
+
+
+def test_cli_reports_it(capsys, tmp_path):
+    import json
+
+    from analysis.cli import main
+
+    p = tmp_path / "s.toml"
+    p.write_text('resources = ["link"]\n[router]\nscheduler = "drfq"\nwindow = 1\n[run]\nduration = 50.0\n'
+                 '[[flow]]\nname = "a"\ncost = [2.0]\n[[flow]]\nname = "b"\ncost = [2.0]\n')
+    assert main(["run", str(p), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["rfb"]
+    assert (d["value"], d["raw"], d["unit"], d["pair"], d["flows"], d["reason"]) == (1.0, 2.0, 2.0, ["a", "b"], 2, None)
+    assert main(["run", str(p)]) == 0
+    assert "relative fairness reached: 1 L (flows a and b" in capsys.readouterr().out
+    assert main(["run", "--preset", "dynamic-small", "--duration", "300", "--warmup", "30"]) == 0
+    assert "relative fairness: not computed: 0 static flows" in capsys.readouterr().out
