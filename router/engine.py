@@ -162,7 +162,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     max_services: int, trace_cap: int, specs: Specs, traffic: Traffic, n_static: int, K: int,
                     arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096,
                     packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
-                    min_cost: float = 1.0, record_delays: bool = True) -> tuple[KernelResult, float]:
+                    min_cost: float = 1.0, record_delays: bool = True,
+                    record_fairness: bool = True) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -181,7 +182,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     (a flows.traffic.PacketStream; ``None``: no open-loop flow).  ``hist_rows``: ``(HS, [n_static]
     row of each static flow)`` for the delay histograms (default: one row per static flow), classes
     after them; ``min_cost`` the smallest positive per-packet time (the histograms' lowest resolved
-    delay, router/delays.py); ``record_delays=False`` records none (same services, same trace).
+    delay, router/delays.py); ``record_delays=False`` records none (same services, same trace), nor the
+    relative fairness bound (router/rfb.py), which ``record_fairness=False`` alone also turns off.
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -207,7 +209,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF,
                rfb_on=0, rfb_lim=1 << 62)
     # the relative fairness bound (router/rfb.py): with delays recorded and 2..RFB_MAX static flows
-    rfb_on = record_delays and 2 <= n_static <= _rfb.RFB_MAX
+    rfb_on = record_delays and record_fairness and 2 <= n_static <= _rfb.RFB_MAX
     rfb_state = None
     if rfb_on:
         rows = traffic.static_spec[:n_static]

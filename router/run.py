@@ -217,12 +217,15 @@ class RelativeFairness:
                 "pair": list(self.pair) if self.pair else None, "flows": self.flows, "reason": self.reason}
 
 
-def relative_fairness(raw, n_static: int, n_classes: int, names, record_delays: bool) -> RelativeFairness:
+def relative_fairness(raw, n_static: int, n_classes: int, names, record_delays: bool,
+                      record_fairness: bool = True) -> RelativeFairness:
     """The run's :class:`RelativeFairness` from the engine's (or the reference's) ``(largest value,
     pair i, pair j, unit)``, or why none."""
     if raw is None:
         if not record_delays:
             why = "not computed: recording off (record_delays=False)"
+        elif not record_fairness:
+            why = "not computed: recording off (record_fairness=False)"
         elif n_static < 2:
             why = f"not computed: {n_static} static flow{'s' if n_static != 1 else ''} (it needs a pair)"
         else:
@@ -317,7 +320,8 @@ def _spec_arrays(specs, J):
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
              max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK,
-             packet_costs: bool | None = None, timed_from: int = 0, record_delays: bool = True) -> RunResult:
+             packet_costs: bool | None = None, timed_from: int = 0, record_delays: bool = True,
+             record_fairness: bool = True) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
@@ -331,7 +335,9 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     results; for tests: the engine picks the per-flow layout then).  ``timed_from`` > 0 also times
     the loop alone after its first that many services (:attr:`RunResult.loop_cpu_seconds`; same
     results): ``timed_from=1`` leaves out the setup, as the C yardstick's clock does (router/bench.py).
-    ``record_delays=False`` leaves the delay histograms empty (the same services and results otherwise).
+    ``record_delays=False`` leaves the delay histograms empty and the relative fairness bound
+    (:attr:`RunResult.rfb`, router/rfb.py) not computed; ``record_fairness=False`` skips the latter alone
+    (the same services and results otherwise).
     With ``trace``, :attr:`RunResult.departures` lists the first ``trace`` departures from the router.
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
@@ -388,7 +394,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
         chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from),
         packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,
-        record_delays=record_delays)
+        record_delays=record_delays, record_fairness=record_fairness)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -436,6 +442,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         loop_services=out.loop_services, loop_cpu_seconds=out.loop_cpu, loop_wall_seconds=out.loop_wall,
         state_bytes=out.state_bytes, delays=dh,
         departures=Departures(out.dep_time, out.dep_arrived, out.dep_flow, out.dep_seq) if trace else None,
-        rfb=relative_fairness(out.rfb, nF, K, sc.static_flow_names() if out.rfb is not None else [], record_delays),
+        rfb=relative_fairness(out.rfb, nF, K, sc.static_flow_names() if out.rfb is not None else [], record_delays,
+                              record_fairness),
     )
 

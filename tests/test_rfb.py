@@ -92,6 +92,10 @@ def test_not_computed_and_why():
     sc = flows.from_dict(dict(TWO_RES, run={"duration": 20.0}))
     off = simulate(sc, record_delays=False).rfb
     assert off.value is None and "recording off" in off.reason
+    on = simulate(sc)
+    alone = simulate(sc, record_fairness=False)
+    assert alone.rfb.value is None and "record_fairness=False" in alone.rfb.reason
+    assert alone.delays == on.delays and alone.services == on.services and on.rfb.value is not None
     one = flows.from_dict({"resources": ["link"], "run": {"duration": 10.0}, "flow": [{"name": "a", "cost": [1.0]}]})
     assert "needs a pair" in simulate(one).rfb.reason
     many = flows.from_dict({"resources": ["link"], "run": {"duration": 5.0},
