@@ -12,12 +12,14 @@ oracle for always-backlogged flows).
 Exact, O(n) per service.  With ``X_i(t) = S_i(0, t) / w_i`` and ``D_ij = X_i - X_j``, the
 largest value on a joint backlog period ``P`` is ``max_P D_ij - min_P D_ij``.  ``D_ij`` is
 linear between the *knots* of flow i and flow j (the starts and ends of their services at
-their dominant resources), so its extremes lie at those knots or at the period's ends.  At a
-knot of flow i only the pairs ``(i, *)`` are updated, ``X_j(t)`` interpolated for every j in
-O(1): ``n - 1`` pair updates per knot, two knots per service.  One ``n x n`` matrix holds
-``M[i, j] = max_P (X_i - X_j)`` (so ``min_P D_ij = -M[j, i]`` and the period's value is
-``M[i, j] + M[j, i]``).  A period starts when the second of the two flows becomes backlogged
-(or at warm-up): ``M[i, j] = D_ij``, ``M[j, i] = -D_ij``; the run's end is a knot of every flow.
+their dominant resources), so its extremes lie at those knots or at the period's ends; more
+precisely ``X_i - X_j`` can peak only where its slope drops, at an end of i's service or a start
+of j's.  One ``n x n`` matrix holds ``M[i, j] = max_P (X_i - X_j)`` (so ``min_P D_ij = -M[j, i]``
+and the period's value is ``M[i, j] + M[j, i]``): a start of flow i updates ``M[j, i]`` and an
+end ``M[i, j]`` for every j, ``X_j(t)`` interpolated in O(1): n branch-free updates per knot,
+two knots per service.  A period starts when the second of the two flows becomes backlogged (or
+at warm-up): ``M[i, j] = D_ij``, ``M[j, i] = -D_ij``; its value is compared with the best when
+it ends (a flow's backlog ends, or the run does: a knot of every flow).
 
 Backlogged: a windowed static flow from its start to its last departure (its window keeps
 packets in the router all along); an open-loop static flow while it has packets in the router
