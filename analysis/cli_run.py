@@ -73,6 +73,7 @@ def format_run(r) -> str:
         lines.append(f"gamma = mean service rate (packets per time unit); {est[0].method}")
         lines.append("")
     lines.extend(format_delays(r))
+    lines.extend(format_rfb(r))
     lines.append(f"{'resource':<12} {'utilization':>11} {'services':>14}")
     for x in r.resources:
         lines.append(f"{x.name:<12} {x.utilization:>11.4f} {x.services:>14,}")
@@ -118,6 +119,20 @@ def format_delays(r) -> list[str]:
                  "0.8 %; drops = open-loop arrivals after warm-up that found the flow's buffer full")
     lines.append("")
     return lines
+
+
+def format_rfb(r) -> list[str]:
+    """The relative fairness bound the run reached (router/rfb.py), or why it was not computed."""
+    f = r.rfb
+    if f is None:
+        return []
+    if f.value is None:
+        return [f"relative fairness: {f.reason}", ""]
+    return [f"relative fairness reached: {f.value:.4g} L (flows {f.pair[0]} and {f.pair[1]}; "
+            f"{f.raw:.4g} time units over weight), L = {f.unit:.4g} (the largest packet's dominant cost over its "
+            f"weight); the largest |S_i/w_i - S_j/w_j| over pairs of the {f.flows} static flows and intervals after "
+            "warm-up on which both are backlogged, S the service at the flow's dominant resource"
+            + (f"; {f.reason}" if f.reason else ""), ""]
 
 
 def cmd_run(args) -> int:

@@ -41,12 +41,12 @@ from flows.errors import MrfqError
 from flows.scenario import MAX_TIME
 from router import heap
 from router.batches import add_area_py, batch_starts
-from router import delays
+from router import delays, rfb as _rfb
 from router.flowtable import DONE, MORE_ARRIVALS, MORE_PACKETS
 from router.loop import loop_for
 from router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
-    C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
+    C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
     I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
     ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, pkt_times, ring_size,
 )
@@ -112,6 +112,8 @@ class KernelResult(NamedTuple):
     dep_arrived: np.ndarray       # the packet's arrival at the router,
     dep_flow: np.ndarray          # flow id,
     dep_seq: np.ndarray           # and sequence
+    rfb: tuple | None = None      # (largest value, pair i, pair j, unit: the largest packet's dominant cost / w)
+    #                               (router/rfb.py); None: not computed
 
 
 def _type_key(a):
@@ -160,7 +162,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     max_services: int, trace_cap: int, specs: Specs, traffic: Traffic, n_static: int, K: int,
                     arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096,
                     packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
-                    min_cost: float = 1.0, record_delays: bool = True) -> tuple[KernelResult, float]:
+                    min_cost: float = 1.0, record_delays: bool = True,
+                    record_fairness: bool = True) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -179,7 +182,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     (a flows.traffic.PacketStream; ``None``: no open-loop flow).  ``hist_rows``: ``(HS, [n_static]
     row of each static flow)`` for the delay histograms (default: one row per static flow), classes
     after them; ``min_cost`` the smallest positive per-packet time (the histograms' lowest resolved
-    delay, router/delays.py); ``record_delays=False`` records none (same services, same trace).
+    delay, router/delays.py); ``record_delays=False`` records none (same services, same trace), nor the
+    relative fairness bound (router/rfb.py), which ``record_fairness=False`` alone also turns off.
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -202,9 +206,20 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     P = Params(N=int(N), RM=NR - 1, W=W, NFC=NFC, pc=int(pc), NF=lay.flow, NFR=lay.flow_res, rtt=float(rtt), T=float(T),
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key), HS=HS, NB=int(NB), hbase=int(hbase),
-               dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF)
+               dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF,
+               rfb_on=0, rfb_lim=1 << 62)
+    # the relative fairness bound (router/rfb.py): with delays recorded and 2..RFB_MAX static flows
+    rfb_on = record_delays and record_fairness and 2 <= n_static <= _rfb.RFB_MAX
+    rfb_state = None
+    if rfb_on:
+        rows = traffic.static_spec[:n_static]
+        dom, lmax, l_known = _rfb.dominant(specs, rows)
+        rfb_state = _rfb.allocate(n_static, J, specs.weight[rows], float(warmup))
+        P = P._replace(rfb_on=1, rfb_lim=_rfb.BUF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
-                                             batch_starts(warmup, T, B), rtt, pc, HR, NB)
+                                             batch_starts(warmup, T, B), rtt, pc, HR, NB, rfb_state)
+    if rfb_on:
+        ft.rfb_dom[:n_static] = dom + 1
     # static flows own rows 0..n_static-1 (flow id = row)
     if n_static:
         ft.slot_i[I_UID:n_static * N_ICOLS:N_ICOLS] = np.arange(n_static)
@@ -281,6 +296,13 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry, rtt)
 
     ci, cf = carry.ci, carry.cf
+    rfb_out = None
+    if rfb_on:
+        _rfb.flush(acc.rfb_t, acc.rfb_c, int(ci[C_RFB_N]), acc.rfb_f, acc.rfb_g)
+        ci[C_RFB_N] = 0
+        _rfb.finish(acc.rfb_f, acc.rfb_g, float(cf[C_T] if ci[C_STOPPED] == 1 else T))
+        best, bi, bj, l_seen = _rfb.result(acc.rfb_f, acc.rfb_g)
+        rfb_out = (best, bi, bj, lmax if l_known else max(lmax, l_seen))
     if ci[C_NEXT_UID] > heap.UID_LIMIT:
         raise MrfqError(f"more than {heap.UID_LIMIT:,} flows in one run: the heap's tie-break holds "
                         f"{63 - heap.SLOT_BITS}-bit flow ids; split the run (run.duration)")
@@ -339,8 +361,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         offered=acc.offered[:n_static].copy(), drops=acc.drops[:n_static].copy(),
         **dict(zip(("hist", "dmax", "dsum", "dcnt"), delays.split(acc.dacc, HR, J, NB, B))), hbase=int(hbase),
         dep_time=dep_times[:, 0].copy(), dep_arrived=dep_times[:, 1].copy(), dep_flow=dep_ids[:, 0].copy(),
-        dep_seq=dep_ids[:, 1].copy(),
+        dep_seq=dep_ids[:, 1].copy(), rfb=rfb_out,
     ), compile_seconds
+
 
 
 def _take(arrivals, n: int) -> ArrivalChunk:

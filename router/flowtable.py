@@ -21,9 +21,10 @@ import numpy as np
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router.batches import add_area
 from router.delays import row_offset
+from router.rfb import K_BACKLOG
 from router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
-    C_NFREE, C_PKT_CUR, C_ST_PTR, C_T_AREA, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
+    C_NFREE, C_PKT_CUR, C_RFB_N, C_ST_PTR, C_T_AREA, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
     F_SIZE, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
@@ -143,6 +144,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
     max_active = ci[C_MAX_ACTIVE]
     arr_cur = ci[C_ARR_CUR]
     log_n = ci[C_ARR_LOG_N]
+    rfb_n = ci[C_RFB_N]
     while next_static == t or next_arr == t:
         is_open = False
         if next_static == t:
@@ -152,6 +154,10 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             sp_row = tf.static_spec[s]
             size_total = tf.table_packets[sp_row]
             is_open = tf.table_buffer[sp_row] > 0
+            if P.rfb_on == 1 and not is_open and ft.rfb_dom[s] > 0:  # a windowed flow: backlogged from now on
+                acc.rfb_t[2 * rfb_n] = t
+                acc.rfb_c[rfb_n] = (s << 2) | K_BACKLOG
+                rfb_n += 1
         else:
             # the next arrival of the stream: class, size; then the time of the one after
             k = arr.klass[arr_cur]
@@ -249,6 +255,10 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
                 slot_i[s * N_ICOLS + I_REMAIN] -= 1
             held = slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING]
             if held < tf.table_buffer[tf.static_spec[s]]:
+                if held == 0 and P.rfb_on == 1 and ft.rfb_dom[s] > 0:  # backlogged from now on
+                    acc.rfb_t[2 * rfb_n] = t
+                    acc.rfb_c[rfb_n] = (s << 2) | K_BACKLOG
+                    rfb_n += 1
                 if sp.n_sizes[tf.static_spec[s]] == 0:
                     # its size from the packet trace, left in the first word of its cost record
                     # (ring slot of sequence NEXTSEQ + PENDING) for the admission to read
@@ -276,4 +286,5 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
     ci[C_MAX_ACTIVE] = max_active
     ci[C_ARR_CUR] = arr_cur
     ci[C_ARR_LOG_N] = log_n
+    ci[C_RFB_N] = rfb_n
     return now_n

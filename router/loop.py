@@ -58,6 +58,8 @@ from fq._jit import jit, jit_no_refcount, no_wraparound
 from router import heap
 from router.delays import SHIFT
 from router.heap import f2i
+from router.rfb import K_IDLE
+from router.rfb import flush as rfb_flush
 from router.flowtable import (
     DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
 )
@@ -65,9 +67,9 @@ from router.packets import packet_uniform
 from router.state import (
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_DEP_N, C_NEXT_ARR,
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
-    C_PK_ADM, C_PK_DEP, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
+    C_PK_ADM, C_PK_DEP, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
     I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
-    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, cost_width, pkt_times,
+    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, STATIC_OPEN, STATIC_WINDOWED, cost_width, pkt_times,
 )
 
 INF = np.inf
@@ -185,13 +187,15 @@ def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr, rec):
-    """Idle resource j starts its smallest head (phase 3); returns the trace length."""
+                busy_post, trace_cap, tr_n, tr, rec, rfb_on, rfb_t, rfb_c, rfb_n):
+    """Idle resource j starts its smallest head (phase 3); returns the trace length and the length
+    of the relative fairness log (router/rfb.py: with ``rec`` and ``rfb_on``, each service start is
+    written there, and counted when j is the flow's dominant resource)."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
-        return tr_n
+        return tr_n, rfb_n
     if not sched_ready(S, ft.pkt, opt, J, j, t):  # noqa: F821
-        return tr_n
+        return tr_n, rfb_n
     qs, pkt = ft.qs, ft.pkt
     NR = RM + 1
     top = hp[j, 1]
@@ -232,7 +236,12 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         tr.ids[3 * tr_n + 1] = ft.slot_i[s * N_ICOLS + I_UID]
         tr.ids[3 * tr_n + 2] = seq
         tr_n += 1
-    return tr_n
+    if rec and rfb_on:
+        rfb_t[2 * rfb_n] = t
+        rfb_t[2 * rfb_n + 1] = end
+        rfb_c[rfb_n] = s << 2
+        rfb_n += 1 if ft.rfb_dom[s] == j + 1 else 0
+    return tr_n, rfb_n
 
 
 def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC):
@@ -267,6 +276,9 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         T = P.T
         warmup = P.warmup
         rec_from = P.rec_from
+        rfb_on = REC and P.rfb_on == 1
+        rfb_lim = P.rfb_lim
+        rfb_t, rfb_c, rfb_dom = acc.rfb_t, acc.rfb_c, ft.rfb_dom
         max_services = P.max_services
         slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
         cst = ft.cst if PC else slot_f
@@ -291,6 +303,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         n_active = ci[C_ACTIVE]
         tr_n = ci[C_TR_N]
         bcur = ci[C_BATCH]
+        rfb_n = ci[C_RFB_N]
         code = DONE
         while True:
             # ---- next event instant: the next external event, then the few service ends
@@ -310,6 +323,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             if services >= max_services:  # the host always sets a limit (>= 1)
                 ci[C_STOPPED] = 1
                 break
+            if REC and rfb_n > rfb_lim:  # the relative fairness log is full: replay it (out of line, rare)
+                rfb_n = rfb_flush(rfb_t, rfb_c, rfb_n, acc.rfb_f, acc.rfb_g)
             if next_arr == tn:
                 code = arrivals_ready(tn, arr.time, ci[C_ARR_CUR], ci[C_ARR_LAST], n_free)
                 if code != DONE:
@@ -353,6 +368,11 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 # departure from the router
                 pk_departed += 1
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur, not LEAN)
+                if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] == STATIC_OPEN \
+                        and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
+                    rfb_t[2 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
+                    rfb_c[rfb_n] = (s << 2) | K_IDLE
+                    rfb_n += 1 if rfb_dom[s] > 0 else 0
                 if trace_cap > 0 and ci[C_DEP_N] < trace_cap:
                     dn = ci[C_DEP_N]
                     tr.dep_times[2 * dn] = t
@@ -394,6 +414,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                     k = slot_i[s * N_ICOLS + I_CLASS]
                     if k < 0:
                         acc.static_done_t[s] = t
+                        if REC and rfb_on and k == STATIC_WINDOWED and rfb_dom[s] > 0:  # its backlog ends
+                            rfb_t[2 * rfb_n] = t
+                            rfb_c[rfb_n] = (s << 2) | K_IDLE
+                            rfb_n += 1
                     else:
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)
                         t_last_area = t
@@ -418,6 +442,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 cf[C_T_AREA] = t_last_area
                 ci[C_NFREE] = n_free
                 ci[C_ACTIVE] = n_active
+                ci[C_RFB_N] = rfb_n
                 now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap)
                 next_arr = cf[C_NEXT_ARR]
                 next_static = cf[C_NEXT_STATIC]
@@ -425,6 +450,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 t_last_area = cf[C_T_AREA]
                 n_free = ci[C_NFREE]
                 n_active = ci[C_ACTIVE]
+                rfb_n = ci[C_RFB_N]
             now_i = 0
             while ext == t:
                 if rtt > 0.0 and adm_n > 0 and due_t[adm_head] == t:
@@ -448,8 +474,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             # ---- phase 3: idle resources start their smallest head
             for j in range(J):
                 if ri[RI_BUSY_SLOT * J + j] < 0:
-                    tr_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                                       busy_post, trace_cap, tr_n, tr, REC)
+                    tr_n, rfb_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
+                                              busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_t, rfb_c, rfb_n)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr
@@ -465,6 +491,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         ci[C_ACTIVE] = n_active
         ci[C_TR_N] = tr_n
         ci[C_BATCH] = bcur
+        ci[C_RFB_N] = rfb_n
         return code
 
     return event_loop
@@ -486,7 +513,7 @@ def _sources_hash() -> str:
         h = hashlib.sha256()
         here = Path(__file__).parent
         files = sorted((here.parent / "fq").glob("*.py")) + [
-            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state", "delays")]
+            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state", "delays", "rfb")]
         for f in files:
             h.update(f.name.encode())
             h.update(f.read_bytes())

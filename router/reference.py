@@ -58,6 +58,7 @@ from flows.traffic import ArrivalStream, PacketStream, cost_key
 from router.batches import batch_starts
 from router.delays import PER_FLOW_MAX, bucket_py
 from router.delays import layout as delay_layout
+from router import rfb as _rfb
 
 M32 = 0xFFFFFFFF
 
@@ -220,6 +221,7 @@ class ReferenceResult:
     dmax: np.ndarray | None = None
     dsum: np.ndarray | None = None
     dcnt: np.ndarray | None = None
+    rfb: object = None               # the relative fairness bound reached, as router.run.RunResult.rfb
 
     def rows(self, resource: int | None = None, names=None):
         """Like :meth:`router.run.Trace.rows`: ``(start, flow, seq)`` on one resource or ``(start, j, flow, seq)``."""
@@ -277,6 +279,13 @@ class ReferenceRouter:
         self.departures: list[tuple[float, float, int, int]] = []
         self.class_profiles = [Profile.of(c, J) for c in sc.classes]
         self.next_uid = sc.n_static
+        # the relative fairness bound (router/rfb.py), as the engine: 2..RFB_MAX static flows
+        self.rfb = None
+        if 2 <= n <= _rfb.RFB_MAX:
+            from router.run import _spec_arrays
+            specs = _spec_arrays(list(sc.flows) + list(sc.classes), J)
+            self.rfb_dom, self.rfb_lmax, self.rfb_known = _rfb.dominant(specs, spec)
+            self.rfb = _rfb.RfbPy(n, J, specs.weight[spec], self.warmup)
         self.active = 0
         self.max_active = 0
 
@@ -410,6 +419,8 @@ class ReferenceRouter:
             if f.to_admit > 0:
                 f.to_admit -= 1
             if f.in_router < f.buffer:
+                if f.in_router == 0 and self.rfb is not None:
+                    self.rfb.record(t, t, uid, _rfb.K_BACKLOG)
                 self._admit(f, t, size)
             elif t > self.warmup:
                 f.drops += 1
@@ -433,6 +444,8 @@ class ReferenceRouter:
             else:
                 del self.head_key[j][uid], self.fifo[j][uid]
             self.serving[j] = p
+            if self.rfb is not None and uid < len(self.static) and self.rfb_dom[uid] == j:
+                self.rfb.record(t, t + p.s[j], uid, _rfb.K_SERVICE)
             if self.trace_cap is None or len(self.trace) < self.trace_cap:
                 self.trace.append((float(t), float(t + p.s[j]), j, p.flow.uid, p.seq))
             self.env.process(self._service(j, p))
@@ -442,6 +455,8 @@ class ReferenceRouter:
 
     # ---- packet and flow life cycle ------------------------------------------
     def _start_flow(self, f: Flow, t: float) -> None:
+        if self.rfb is not None and f.klass is None and f.buffer == 0:  # a windowed static flow: backlogged
+            self.rfb.record(t, t, f.uid, _rfb.K_BACKLOG)
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         n0 = self.N if f.size == 0 or f.size >= self.N else f.size
@@ -491,6 +506,8 @@ class ReferenceRouter:
             self.dcnt[row, b] += 1.0
         self.departures.append((float(t), float(t - p.arrived), f.uid, p.seq))
         if f.buffer > 0:  # an open-loop source admits nothing when a packet leaves
+            if f.in_router == 0 and self.rfb is not None:
+                self.rfb.record(t, t, f.uid, _rfb.K_IDLE)
             if f.to_admit == 0 and f.in_router == 0:
                 f.done_at = t
                 self.active -= 1
@@ -504,6 +521,8 @@ class ReferenceRouter:
             else:
                 self._admit(f, t)
         elif f.in_router == 0 and f.pending == 0:
+            if f.klass is None and self.rfb is not None:
+                self.rfb.record(t, t, f.uid, _rfb.K_IDLE)
             f.done_at = t
             self.active -= 1
             if f.klass is not None:
@@ -539,7 +558,19 @@ class ReferenceRouter:
             flows=flows, class_arrived=tuple(self.class_arrived), class_completed=tuple(self.class_completed),
             class_departed=tuple(self.class_departed), flows_started=self.next_uid,
             max_active_flows=self.max_active, trace=self.trace, arrivals=self.arrival_log,
-            departures=self.departures, hist=self.hist, dmax=self.dmax, dsum=self.dsum, dcnt=self.dcnt)
+            departures=self.departures, hist=self.hist, dmax=self.dmax, dsum=self.dsum, dcnt=self.dcnt,
+            rfb=self._rfb_result(t_end))
+
+    def _rfb_result(self, t_end: float):
+        """The run's relative fairness (router.run.RelativeFairness), as the engine reports it."""
+        from router.run import relative_fairness
+        raw = None
+        if self.rfb is not None:
+            self.rfb.finish(t_end)
+            best, i, j, l_seen = _rfb.result(self.rfb.f, self.rfb.g)
+            raw = (best, i, j, self.rfb_lmax if self.rfb_known else max(self.rfb_lmax, l_seen))
+        return relative_fairness(raw, len(self.static), len(self.sc.classes),
+                                 [f.name for f in self.static] if raw is not None else [], True)
 
 
 def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,

@@ -28,7 +28,7 @@ from flows.errors import MrfqError
 from flows.scenario import Scenario
 from flows.traffic import CHUNK, ArrivalStream, PacketStream, cost_key
 from fq.registry import resolve
-from router import delays as _delays
+from router import delays as _delays, rfb as _rfb
 from router.state import Specs, Traffic
 
 
@@ -197,6 +197,49 @@ class DelayHistograms:
 
 
 @dataclass(frozen=True)
+class RelativeFairness:
+    """The relative fairness bound the run reached (router/rfb.py): the largest ``|S_i/w_i - S_j/w_j|``
+    over every pair of static flows and every interval after warm-up on which both are backlogged,
+    ``S`` the service at the flow's dominant resource ([DRFQ], MR3).  ``value`` is in units of
+    ``unit``, the largest packet's dominant cost over its flow's weight (time units); ``raw`` in time
+    units.  ``pair``: the two flows that reached it; ``flows``: the static flows covered.  When not
+    computed, ``value`` is None and ``reason`` says why."""
+
+    value: float | None
+    raw: float | None = None
+    unit: float | None = None
+    pair: tuple[str, str] | None = None
+    flows: int = 0
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        return {"value": self.value, "raw": self.raw, "unit": self.unit,
+                "pair": list(self.pair) if self.pair else None, "flows": self.flows, "reason": self.reason}
+
+
+def relative_fairness(raw, n_static: int, n_classes: int, names, record_delays: bool,
+                      record_fairness: bool = True) -> RelativeFairness:
+    """The run's :class:`RelativeFairness` from the engine's (or the reference's) ``(largest value,
+    pair i, pair j, unit)``, or why none."""
+    if raw is None:
+        if not record_delays:
+            why = "not computed: recording off (record_delays=False)"
+        elif not record_fairness:
+            why = "not computed: recording off (record_fairness=False)"
+        elif n_static < 2:
+            why = f"not computed: {n_static} static flow{'s' if n_static != 1 else ''} (it needs a pair)"
+        else:
+            why = f"not computed: {n_static} static flows, more than {_rfb.RFB_MAX} (router.rfb.RFB_MAX)"
+        return RelativeFairness(None, reason=why)
+    best, i, j, unit = raw
+    if i < 0 or unit <= 0.0:
+        return RelativeFairness(None, flows=n_static, reason="not computed: no two static flows backlogged "
+                                                             "together after warm-up")
+    note = "class flows not covered" if n_classes else None
+    return RelativeFairness(best / unit, best, unit, (names[i], names[j]), n_static, note)
+
+
+@dataclass(frozen=True)
 class RunResult:
     scenario: Scenario
     scheduler: str
@@ -223,6 +266,7 @@ class RunResult:
     state_bytes: int = 0
     delays: DelayHistograms | None = None
     departures: Departures | None = None  # with ``trace``: the first ``trace`` departures
+    rfb: RelativeFairness | None = None   # the relative fairness bound reached (router/rfb.py)
 
     def to_json(self) -> dict:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
@@ -244,6 +288,7 @@ class RunResult:
             "flows_started": self.flows_started,
             "max_active_flows": self.max_active_flows,
             "wall_seconds": self.wall_seconds,
+            "rfb": self.rfb.to_json() if self.rfb is not None else None,
         }
 
 
@@ -275,7 +320,8 @@ def _spec_arrays(specs, J):
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
              seed: int | None = None, duration: float | None = None, trace: int = 0,
              max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK,
-             packet_costs: bool | None = None, timed_from: int = 0, record_delays: bool = True) -> RunResult:
+             packet_costs: bool | None = None, timed_from: int = 0, record_delays: bool = True,
+             record_fairness: bool = True) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
@@ -289,7 +335,9 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     results; for tests: the engine picks the per-flow layout then).  ``timed_from`` > 0 also times
     the loop alone after its first that many services (:attr:`RunResult.loop_cpu_seconds`; same
     results): ``timed_from=1`` leaves out the setup, as the C yardstick's clock does (router/bench.py).
-    ``record_delays=False`` leaves the delay histograms empty (the same services and results otherwise).
+    ``record_delays=False`` leaves the delay histograms empty and the relative fairness bound
+    (:attr:`RunResult.rfb`, router/rfb.py) not computed; ``record_fairness=False`` skips the latter alone
+    (the same services and results otherwise).
     With ``trace``, :attr:`RunResult.departures` lists the first ``trace`` departures from the router.
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
@@ -346,7 +394,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
         chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from),
         packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,
-        record_delays=record_delays)
+        record_delays=record_delays, record_fairness=record_fairness)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -394,5 +442,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         loop_services=out.loop_services, loop_cpu_seconds=out.loop_cpu, loop_wall_seconds=out.loop_wall,
         state_bytes=out.state_bytes, delays=dh,
         departures=Departures(out.dep_time, out.dep_arrived, out.dep_flow, out.dep_seq) if trace else None,
+        rfb=relative_fairness(out.rfb, nF, K, sc.static_flow_names() if out.rfb is not None else [], record_delays,
+                              record_fairness),
     )
 

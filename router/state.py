@@ -71,8 +71,8 @@ QS_WIDTH = 2
 N_CF = 5
 (C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
  C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_PKT_CUR, C_PKT_LAST,
- C_DEP_N) = range(19)
-N_CI = 19
+ C_DEP_N, C_RFB_N) = range(20)
+N_CI = 20
 # the int64 per-resource words of Resources.ri, J of each: ri[RI_* * J + j]; the row (-1 once idle)
 # and seq of the packet served last at j (in service while service_end[j] < inf)
 (RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N) = range(5)
@@ -107,6 +107,8 @@ class Params(NamedTuple):
     dstat: int          # a row's largest sojourn sits at dacc[hrow + dstat], its batch sums after it
     dfloor: float       # delays are bucketed as max(delay, dfloor) (router.delays.floor_value)
     rec_from: float     # delays are recorded at instants > rec_from (warmup; inf: recording off)
+    rfb_on: int         # 1: the loop logs services for the relative fairness bound (router/rfb.py)
+    rfb_lim: int        # the log is flushed at the top of an instant when it holds more records than this
 
 
 class Specs(NamedTuple):
@@ -155,6 +157,8 @@ class FlowTable(NamedTuple):
     pkt: np.ndarray      # [C * NR * W] float64 packet records (the scheduler's tags)
     cst: np.ndarray      # [C * NR * CW] float64 per-packet cost records (Params.pc = 1), else [1] unused
     free: np.ndarray     # [C] free rows (a stack)
+    rfb_dom: np.ndarray  # [C] int64: 1 + the dominant resource of a static flow whose services the loop logs
+    #                      (router/rfb.py), else 0
     hrow: np.ndarray     # [C] where the delays of the flow in each row go (router.delays.row_offset of its delay
     #                      row: static, Traffic.hist_row; class k, HS + k)
 
@@ -194,6 +198,10 @@ class Accumulators(NamedTuple):
     #                            sojourn), the largest sojourn, the sum and number of sojourns per batch
     #                            (router.delays.row_width, split)
     dcount: np.ndarray         # dacc's words as int64 (the same memory): the counts among them
+    rfb_t: np.ndarray          # the service log (router/rfb.py): start, end of each record
+    rfb_c: np.ndarray          # and its code, row << 2 | kind
+    rfb_f: np.ndarray          # the relative fairness state: floats
+    rfb_g: np.ndarray          # and ints
 
 
 class TraceBuffer(NamedTuple):
@@ -234,9 +242,10 @@ def _due_size(C: int, NR: int, J: int, rtt: float) -> int:
 
 
 def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int, B: int, trace_cap: int,
-             b_start: np.ndarray, rtt: float, pc: int, HR: int = 1, NB: int = 1):
+             b_start: np.ndarray, rtt: float, pc: int, HR: int = 1, NB: int = 1, rfb=None):
     """Every array of a run with room for C flows (rows ``n_static..C-1`` free); per-packet
-    costs only when ``pc`` (the scenario has packet sizes)."""
+    costs only when ``pc`` (the scenario has packet sizes); ``rfb``: the relative fairness log and
+    state (router.rfb.allocate), or None."""
     ft = FlowTable(
         slot_i=np.zeros(C * N_ICOLS, np.int64),
         slot_f=np.zeros(C * n_fcols(J, lay.increments), np.float64),
@@ -244,6 +253,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
         pkt=np.zeros(max(C * NR * W, 1), np.float64),
         cst=np.zeros(C * NR * cost_width(J, lay.increments) if pc else 1, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
+        rfb_dom=np.zeros(C, np.int64),
         hrow=np.zeros(C, np.int64),
     )
     S = SchedState(flow=np.zeros(max(C * lay.flow, 1)), flow_res=np.zeros(max(C * J * lay.flow_res, 1)),
@@ -260,7 +270,9 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
                        class_arrived=np.zeros(Kc, np.int64), class_completed=np.zeros(Kc, np.int64),
                        static_done_t=np.full(max(n_static, 1), np.nan),
                        offered=np.zeros(max(n_static, 1), np.int64), drops=np.zeros(max(n_static, 1), np.int64),
-                       dacc=dacc, dcount=dacc.view(np.int64))
+                       dacc=dacc, dcount=dacc.view(np.int64),
+                       **dict(zip(("rfb_t", "rfb_c", "rfb_f", "rfb_g"), rfb if rfb is not None else (
+                           np.zeros(2), np.zeros(1, np.int64), np.zeros(1), np.zeros(1, np.int64)))))
     tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64),
                      arr_times=np.zeros(trace_cap), arr_ids=np.zeros(trace_cap * 3, np.int64),
                      dep_times=np.zeros(trace_cap * 2), dep_ids=np.zeros(trace_cap * 2, np.int64))
@@ -285,7 +297,7 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, ft.slot_f.shape[0] * 2),
                     qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
                     cst=_grown(ft.cst, ft.cst.shape[0] * 2) if ft.cst.shape[0] > 1 else ft.cst,
-                    free=np.zeros(C2, np.int64), hrow=_grown(ft.hrow, C2))
+                    free=np.zeros(C2, np.int64), rfb_dom=_grown(ft.rfb_dom, C2), hrow=_grown(ft.hrow, C2))
     ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
     ft2.free[C2 - C: C2 - C + n_free] = ft.free[:n_free]
     carry.ci[C_NFREE] = C2 - C + n_free

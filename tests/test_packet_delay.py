@@ -192,8 +192,9 @@ def check(sc):
     dh = eng.delays
     assert np.array_equal(dh.hist, ref.hist) and np.array_equal(dh.dmax, ref.dmax)
     assert np.array_equal(dh.dsum, ref.dsum) and np.array_equal(dh.dcnt, ref.dcnt)
+    assert eng.rfb == ref.rfb
     lean = simulate(sc)
-    assert lean.delays == dh and list(lean.flows) == list(eng.flows)
+    assert lean.delays == dh and list(lean.flows) == list(eng.flows) and lean.rfb == eng.rfb
     return eng
 
 

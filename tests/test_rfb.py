@@ -1,0 +1,164 @@
+"""The relative fairness bound a run reaches (router/rfb.py): against the plain-Python oracle of
+analysis.theory_bounds on always-backlogged flows, against the SimPy reference (equal, bit for bit),
+by hand, and the cases where it is not computed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flows
+from analysis import theory_bounds as tb
+from router import rfb
+from router.reference import simulate_reference
+from router.run import simulate
+
+
+def oracle(r, dominant, weights, warmup):
+    out = tb.relative_fairness(r.trace, list(range(len(weights))), dominant, dict(enumerate(weights)), warmup,
+                               r.t_end)
+    return max(out.values()), max(out, key=out.get)
+
+
+@pytest.mark.parametrize("scheduler,weights,duration", [("drfq", (1.0, 1.0, 1.0), 400.0),
+                                                        ("mr3", (1.0, 2.0, 1.0), 2000.0)])
+def test_equals_the_oracle_on_always_backlogged_flows(scheduler, weights, duration):
+    """Three greedy flows on a CPU and a link (theory_bounds.two_resources); the long run logs more
+    services than the loop's buffer holds, so the flush runs inside the loop too."""
+    sc = tb.two_resources(scheduler, duration, weights=weights)
+    sc["run"]["warmup"] = 50.0
+    r = simulate(flows.from_dict(sc), trace=10_000_000)
+    if duration > 1000:
+        assert r.services > 2 * rfb.BUF
+    want, pair = oracle(r, {0: 0, 1: 1, 2: 0}, weights, 50.0)
+    got = r.rfb
+    assert got.flows == 3 and got.reason is None
+    assert abs(got.raw - want) < 1e-9
+    assert got.pair == tuple("abc"[k] for k in pair)
+    assert got.unit == max(1000.0 * max(f["per_byte"]) / f["weight"] for f in sc["flow"])
+    assert got.value == got.raw / got.unit
+
+
+def test_a_late_flow_against_the_oracle():
+    """A flow that starts late: its pairs count from its start (the oracle over that interval), the
+    others' pair from warm-up; no service before a flow's first counts for it."""
+    sc = tb.two_resources("drfq", 300.0)
+    sc["flow"][2]["start"] = 40.0
+    sc["run"]["warmup"] = 10.0
+    r = simulate(flows.from_dict(sc), trace=1_000_000)
+    w = {0: 1.0, 1: 1.0, 2: 1.0}
+    dom = {0: 0, 1: 1, 2: 0}
+    want = {**tb.relative_fairness(r.trace, [0, 1], dom, w, 10.0, r.t_end),
+            **tb.relative_fairness(r.trace, [0, 1, 2], dom, w, 40.0, r.t_end)}
+    want[(0, 1)] = tb.relative_fairness(r.trace, [0, 1], dom, w, 10.0, r.t_end)[(0, 1)]
+    assert abs(r.rfb.raw - max(want.values())) < 1e-9
+    assert r.rfb == simulate_reference(flows.from_dict(sc)).rfb
+
+
+def test_round_robin_by_hand():
+    """Two equal flows, one resource, one packet each at a time: services alternate a, b, a, ...;
+    X_a - X_b runs between 0 and 1 packet, so the bound reached is one packet."""
+    sc = flows.from_dict({"resources": ["link"], "router": {"scheduler": "drfq", "window": 1},
+                          "run": {"duration": 50.0},
+                          "flow": [{"name": "a", "cost": [2.0]}, {"name": "b", "cost": [2.0]}]})
+    r = simulate(sc, trace=1000)
+    assert [int(f) for f in r.trace.flow[:4]] == [0, 1, 0, 1]
+    assert (r.rfb.value, r.rfb.raw, r.rfb.unit, r.rfb.pair) == (1.0, 2.0, 2.0, ("a", "b"))
+
+
+TWO_RES = tb.two_resources("drfq", 60.0, weights=(1.0, 2.0, 1.0))
+
+
+@pytest.mark.parametrize("sc", [
+    dict(TWO_RES, run={"duration": 60.0, "warmup": 5.0, "seed": 3}),
+    # finite static flows, one starting late, and a class: periods end and start
+    {"resources": ["cpu", "link"], "router": {"scheduler": "bmf-wfq", "window": 3},
+     "run": {"duration": 40.0, "warmup": 2.0, "seed": 5, "max_flows": 100},
+     "flow": [{"name": "x", "cost": [1.0, 0.5], "packets": 20}, {"name": "y", "cost": [0.25, 1.0], "start": 3.0},
+              {"name": "z", "cost": [0.5, 0.5], "weight": 2.0, "packets": 7, "start": 1.5}],
+     "class": [{"name": "k", "cost": [0.5, 0.25], "rate": 0.3, "mean_packets": 3.0}]},
+    # open-loop sources: backlogged only while they have packets in the router
+    tb.one_resource("fq-single", 80.0, rate=0.5),
+], ids=["two-resources", "finite-and-class", "open-loop"])
+def test_engine_equals_reference(sc):
+    s = flows.from_dict(sc)
+    eng = simulate(s)
+    ref = simulate_reference(s)
+    assert eng.rfb == ref.rfb and eng.rfb.value is not None
+    assert simulate(s, specialise=False).rfb == eng.rfb
+
+
+def test_not_computed_and_why():
+    sc = flows.from_dict(dict(TWO_RES, run={"duration": 20.0}))
+    off = simulate(sc, record_delays=False).rfb
+    assert off.value is None and "recording off" in off.reason
+    on = simulate(sc)
+    alone = simulate(sc, record_fairness=False)
+    assert alone.rfb.value is None and "record_fairness=False" in alone.rfb.reason
+    assert alone.delays == on.delays and alone.services == on.services and on.rfb.value is not None
+    one = flows.from_dict({"resources": ["link"], "run": {"duration": 10.0}, "flow": [{"name": "a", "cost": [1.0]}]})
+    assert "needs a pair" in simulate(one).rfb.reason
+    many = flows.from_dict({"resources": ["link"], "run": {"duration": 5.0},
+                            "flow": [{"name": "a", "cost": [1.0], "count": rfb.RFB_MAX + 1}]})
+    r = simulate(many)
+    assert r.rfb.value is None and str(rfb.RFB_MAX) in r.rfb.reason
+    assert simulate(many, record_delays=False).services == r.services
+
+
+def test_the_twin_equals_the_kernel_on_random_logs():
+    """Random logs of services and backlog changes replayed by the compiled flush and the plain-Python twin."""
+    rng = np.random.default_rng(7)
+    n, J = 5, 2
+    w = rng.choice([0.5, 1.0, 2.0], n)
+    rt, rc, f, g = rfb.allocate(n, J, w, 3.0)
+    twin = rfb.RfbPy(n, J, w, 3.0)
+    busy = [0.0] * J  # each resource serves one packet at a time
+    for i in range(n):
+        rt[2 * i] = 0.0
+        rc[i] = (i << 2) | rfb.K_BACKLOG
+        twin.record(0.0, 0.0, i, rfb.K_BACKLOG)
+    k = n
+    t = 0.0
+    serving = set()
+    for _ in range(3000):
+        t += float(rng.choice([0.0, 0.25, 0.5]))
+        i = int(rng.integers(n))
+        j = int(rng.integers(J))
+        if busy[j] <= t and i not in serving:
+            end = t + float(rng.choice([0.25, 1.0, 1.5]))
+            rt[2 * k], rt[2 * k + 1], rc[k] = t, end, i << 2
+            twin.record(t, end, i, rfb.K_SERVICE)
+            busy[j] = end
+            k += 1
+        if rng.random() < 0.02:  # a flow's backlog ends or starts again
+            q = int(rng.integers(n))
+            kind = rfb.K_IDLE if twin.f[rfb.N_H + rfb.V_BL * n + q] == 1.0 else rfb.K_BACKLOG
+            rt[2 * k], rc[k] = t, (q << 2) | kind
+            twin.record(t, t, q, kind)
+            k += 1
+        if k >= rfb.BUF:
+            rfb.flush(rt, rc, k, f, g)
+            k = 0
+        serving = {q for q in range(n) if twin.f[rfb.N_H + rfb.V_END * n + q] > t}
+    rfb.flush(rt, rc, k, f, g)
+    rfb.finish(f, g, t + 5.0)
+    twin.finish(t + 5.0)
+    assert np.array_equal(f, twin.f) and np.array_equal(g, twin.g)
+    assert rfb.result(f, g)[0] > 0.0
+
+
+def test_cli_reports_it(capsys, tmp_path):
+    import json
+
+    from analysis.cli import main
+
+    p = tmp_path / "s.toml"
+    p.write_text('resources = ["link"]\n[router]\nscheduler = "drfq"\nwindow = 1\n[run]\nduration = 50.0\n'
+                 '[[flow]]\nname = "a"\ncost = [2.0]\n[[flow]]\nname = "b"\ncost = [2.0]\n')
+    assert main(["run", str(p), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["rfb"]
+    assert (d["value"], d["raw"], d["unit"], d["pair"], d["flows"], d["reason"]) == (1.0, 2.0, 2.0, ["a", "b"], 2, None)
+    assert main(["run", str(p)]) == 0
+    assert "relative fairness reached: 1 L (flows a and b" in capsys.readouterr().out
+    assert main(["run", "--preset", "dynamic-small", "--duration", "300", "--warmup", "30"]) == 0
+    assert "relative fairness: not computed: 0 static flows" in capsys.readouterr().out
