@@ -27,6 +27,8 @@ from flows.scenario import MAX_SEED, MAX_TIME, MAX_WINDOW
 
 #: most service starts a ``--trace`` may record (40 bytes each in memory)
 MAX_TRACE = 10_000_000
+#: --share-series without --share-window: this many windows over the run
+SHARE_WINDOWS = 1000
 
 
 def format_run(r) -> str:
@@ -142,6 +144,12 @@ def cmd_run(args) -> int:
         check_output_path("--trace", args.trace)
     if args.delays:
         check_output_path("--delays", args.delays)
+    if args.share_series:
+        check_output_path("--share-series", args.share_series)
+    if args.share_window is not None and not args.share_series:
+        raise MrfqError("--share-window: give --share-series FILE.csv too (the file the shares go to)")
+    if args.share_series and args.no_rfb:
+        raise MrfqError("--share-series: comes from the relative fairness log; drop --no-rfb")
     sc = load_scenario_arg(args)
     changes = {}
     if args.load is not None:
@@ -163,7 +171,16 @@ def cmd_run(args) -> int:
     sc = sc.replace(**changes).with_overrides(virtual_time=args.virtual_time, seed=args.seed,
                                                duration=args.duration)
     # --scheduler runs the scenario under another scheduler: its own scheduler's options do not apply
-    r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0)
+    share_window = 0.0
+    if args.share_series:
+        share_window = args.share_window if args.share_window is not None else sc.run.duration / SHARE_WINDOWS
+    try:
+        r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0,
+                     record_fairness=not args.no_rfb, share_window=share_window)
+    except MrfqError as e:
+        if args.share_series and str(e).startswith("share"):
+            raise MrfqError(f"--share-series: {e}") from None
+        raise
     if args.trace:
         names = r.scenario.static_flow_names()
         res_names = r.scenario.resources
@@ -186,6 +203,13 @@ def cmd_run(args) -> int:
         except OSError as e:  # e.g. a full disk: the temporary file is removed, an older file kept
             raise MrfqError(f"--delays {shorten(str(args.delays))}: cannot write ({e.strerror}); nothing was written "
                             "(a file already there is unchanged)") from None
+    if args.share_series:
+        try:
+            with atomic_writer(args.share_series) as f:
+                n_windows = r.share_series.write_csv(f)
+        except OSError as e:  # e.g. a full disk: the temporary file is removed, an older file kept
+            raise MrfqError(f"--share-series {shorten(str(args.share_series))}: cannot write ({e.strerror}); "
+                            "nothing was written (a file already there is unchanged)") from None
     if args.json:
         print(dumps_strict(run_json(r)))
     else:
@@ -194,6 +218,9 @@ def cmd_run(args) -> int:
             print(f"\ntrace: {len(r.trace.start):,} service starts written to {args.trace}")
         if args.delays:
             print(f"\ndelays: {n_rows:,} histogram buckets written to {args.delays}")
+        if args.share_series:
+            print(f"\nshare series: {n_windows:,} windows of {share_window:g} time units x "
+                  f"{len(r.share_series.flows)} flows written to {args.share_series}")
     return 0
 
 
@@ -221,4 +248,10 @@ def register(sub) -> None:
                    "(row,kind,measure,lower,upper,count; non-empty buckets)")
     r.add_argument("--trace-limit", type=int_type("--trace-limit", lo=1, hi=MAX_TRACE), default=1_000_000,
                    help=f"most service starts to record (default 1000000, at most {MAX_TRACE})")
+    r.add_argument("--share-series", metavar="FILE.csv", help="write each static flow's dominant share per window "
+                   "as CSV (window_start,window_end,flow,share; 2 to 64 static flows)")
+    r.add_argument("--share-window", type=number_type("--share-window", lo=0.0, lo_open=True, hi=MAX_TIME),
+                   help=f"the windows' width for --share-series (default: run.duration / {SHARE_WINDOWS})")
+    r.add_argument("--no-rfb", action="store_true", help="do not compute the relative fairness bound "
+                   "(the delays are still recorded)")
     r.set_defaults(func=cmd_run)

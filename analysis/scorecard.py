@@ -19,7 +19,9 @@ counted table's flows merged, as ``mrfq run``'s delay table does):
   packet times its 99th-percentile delay is;
 * ``drops`` and ``drop_fraction`` of an open-loop flow;
 
-and per scheduler the engine's CPU cost per service (``cpu_ns_per_service``: the event loop's CPU
+and per scheduler the relative fairness bound the run reached (``rfb``, in units of the largest
+packet's dominant cost over its weight, and ``rfb_pair``, the two flows that reached it:
+:mod:`router.rfb`; ``rfb_note`` says why when it is not computed) and the engine's CPU cost per service (``cpu_ns_per_service``: the event loop's CPU
 time after its first service over the services it made, as ``mrfq bench`` times it: setup and
 compilation left out; a timing, so the one figure that differs between two runs with the same
 seed).
@@ -180,7 +182,9 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
         runs[s] = r
         sched_rows.append({"scheduler": s, "services": r.services, "cpu_seconds": r.loop_cpu_seconds,
                            "cpu_ns_per_service": (1e9 * r.loop_cpu_seconds / r.loop_services if r.loop_services
-                                                  else math.nan)})
+                                                  else math.nan),
+                           "rfb": r.rfb.value, "rfb_pair": list(r.rfb.pair) if r.rfb.pair else None,
+                           "rfb_note": r.rfb.reason})
         dh = r.delays
         lo, hi = dh.edges
         J = dh.hist.shape[1] - 1
@@ -280,10 +284,18 @@ def format_scorecard(res: ScorecardResult) -> str:
               "(min(demand, DRF share)); mean, CI, p99 = sojourn in the router (time units; quantiles within "
               "0.8 %); p99/pkt = p99 over the flow's own packet time (the sum of its per-packet times); drops = "
               "open-loop arrivals after warm-up that found the buffer full", "",
-              f"{'scheduler':<14} {'services':>12} {'CPU s':>8} {'ns/service':>10}"]
+              f"{'scheduler':<14} {'RFB (L)':>9} {'pair':<17} {'services':>12} {'CPU s':>8} {'ns/service':>10}"]
+    notes = []
     for s in res.schedulers:
-        lines.append(f"{s['scheduler']:<14} {s['services']:>12,} {s['cpu_seconds']:>8.3f} "
+        pair = " / ".join(s["rfb_pair"]) if s["rfb_pair"] else "-"
+        if s["rfb"] is None and s["rfb_note"] and s["rfb_note"] not in notes:
+            notes.append(s["rfb_note"])
+        lines.append(f"{s['scheduler']:<14} {_g(s['rfb']):>9} {pair:<17} {s['services']:>12,} {s['cpu_seconds']:>8.3f} "
                      f"{_g(s['cpu_ns_per_service'], '.0f'):>10}")
+    lines.append("RFB = the relative fairness bound reached: the largest |S_i/w_i - S_j/w_j| over pairs of static flows "
+                 "and intervals after warm-up on which both are backlogged (S: service at the flow's dominant resource), "
+                 "in units L of the largest packet's dominant cost over its weight; pair = the flows that reached it"
+                 + "".join(f"; RFB {n}" for n in notes))
     lines.append("ns/service = the event loop's CPU time over its services (setup and compilation left out; a timing, it varies "
                  "from run to run)")
     if res.intervals:

@@ -114,6 +114,8 @@ class KernelResult(NamedTuple):
     dep_seq: np.ndarray           # and sequence
     rfb: tuple | None = None      # (largest value, pair i, pair j, unit: the largest packet's dominant cost / w)
     #                               (router/rfb.py); None: not computed
+    share_x: np.ndarray | None = None  # [samples, n_static] each static flow's X (dominant service over
+    #                                    weight) at 0, window, 2 window, ... (router/rfb.py); None: not asked
 
 
 def _type_key(a):
@@ -163,7 +165,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096,
                     packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
                     min_cost: float = 1.0, record_delays: bool = True,
-                    record_fairness: bool = True) -> tuple[KernelResult, float]:
+                    record_fairness: bool = True, share_window: float = 0.0) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -183,7 +185,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     row of each static flow)`` for the delay histograms (default: one row per static flow), classes
     after them; ``min_cost`` the smallest positive per-packet time (the histograms' lowest resolved
     delay, router/delays.py); ``record_delays=False`` records none (same services, same trace), nor the
-    relative fairness bound (router/rfb.py), which ``record_fairness=False`` alone also turns off.
+    relative fairness bound (router/rfb.py), which ``record_fairness=False`` alone also turns off;
+    ``share_window > 0`` samples each static flow's dominant service at its multiples (the share series).
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -214,7 +217,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     if rfb_on:
         rows = traffic.static_spec[:n_static]
         dom, lmax, l_known = _rfb.dominant(specs, rows)
-        rfb_state = _rfb.allocate(n_static, J, specs.weight[rows], float(warmup))
+        rfb_state = _rfb.allocate(n_static, J, specs.weight[rows], float(warmup), dom, float(share_window),
+                                  _rfb.windows(T, share_window))
         P = P._replace(rfb_on=1, rfb_lim=_rfb.BUF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
                                              batch_starts(warmup, T, B), rtt, pc, HR, NB, rfb_state)
@@ -298,9 +302,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     ci, cf = carry.ci, carry.cf
     rfb_out = None
     if rfb_on:
-        _rfb.flush(acc.rfb_t, acc.rfb_c, int(ci[C_RFB_N]), acc.rfb_f, acc.rfb_g)
+        _rfb.flush(acc.rfb_log, int(ci[C_RFB_N]), acc.rfb_f, acc.rfb_g, acc.rfb_ser)
         ci[C_RFB_N] = 0
-        _rfb.finish(acc.rfb_f, acc.rfb_g, float(cf[C_T] if ci[C_STOPPED] == 1 else T))
+        _rfb.finish(acc.rfb_f, acc.rfb_g, acc.rfb_ser, float(cf[C_T] if ci[C_STOPPED] == 1 else T))
         best, bi, bj, l_seen = _rfb.result(acc.rfb_f, acc.rfb_g)
         rfb_out = (best, bi, bj, lmax if l_known else max(lmax, l_seen))
     if ci[C_NEXT_UID] > heap.UID_LIMIT:
@@ -362,6 +366,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         **dict(zip(("hist", "dmax", "dsum", "dcnt"), delays.split(acc.dacc, HR, J, NB, B))), hbase=int(hbase),
         dep_time=dep_times[:, 0].copy(), dep_arrived=dep_times[:, 1].copy(), dep_flow=dep_ids[:, 0].copy(),
         dep_seq=dep_ids[:, 1].copy(), rfb=rfb_out,
+        share_x=_rfb.samples(acc.rfb_g, acc.rfb_ser) if rfb_on and share_window > 0.0 else None,
     ), compile_seconds
 
 

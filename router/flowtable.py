@@ -155,8 +155,8 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             size_total = tf.table_packets[sp_row]
             is_open = tf.table_buffer[sp_row] > 0
             if P.rfb_on == 1 and not is_open and ft.rfb_dom[s] > 0:  # a windowed flow: backlogged from now on
-                acc.rfb_t[2 * rfb_n] = t
-                acc.rfb_c[rfb_n] = (s << 2) | K_BACKLOG
+                acc.rfb_log[3 * rfb_n] = t
+                acc.rfb_log[3 * rfb_n + 2] = (s << 2) | K_BACKLOG
                 rfb_n += 1
         else:
             # the next arrival of the stream: class, size; then the time of the one after
@@ -256,8 +256,8 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             held = slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING]
             if held < tf.table_buffer[tf.static_spec[s]]:
                 if held == 0 and P.rfb_on == 1 and ft.rfb_dom[s] > 0:  # backlogged from now on
-                    acc.rfb_t[2 * rfb_n] = t
-                    acc.rfb_c[rfb_n] = (s << 2) | K_BACKLOG
+                    acc.rfb_log[3 * rfb_n] = t
+                    acc.rfb_log[3 * rfb_n + 2] = (s << 2) | K_BACKLOG
                     rfb_n += 1
                 if sp.n_sizes[tf.static_spec[s]] == 0:
                     # its size from the packet trace, left in the first word of its cost record

@@ -187,7 +187,7 @@ def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr, rec, rfb_on, rfb_t, rfb_c, rfb_n):
+                busy_post, trace_cap, tr_n, tr, rec, rfb_on, rfb_log, rfb_n):
     """Idle resource j starts its smallest head (phase 3); returns the trace length and the length
     of the relative fairness log (router/rfb.py: with ``rec`` and ``rfb_on``, each service start is
     written there, and counted when j is the flow's dominant resource)."""
@@ -237,9 +237,9 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         tr.ids[3 * tr_n + 2] = seq
         tr_n += 1
     if rec and rfb_on:
-        rfb_t[2 * rfb_n] = t
-        rfb_t[2 * rfb_n + 1] = end
-        rfb_c[rfb_n] = s << 2
+        rfb_log[3 * rfb_n] = t
+        rfb_log[3 * rfb_n + 1] = end
+        rfb_log[3 * rfb_n + 2] = s << 2
         rfb_n += 1 if ft.rfb_dom[s] == j + 1 else 0
     return tr_n, rfb_n
 
@@ -278,7 +278,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         rec_from = P.rec_from
         rfb_on = REC and P.rfb_on == 1
         rfb_lim = P.rfb_lim
-        rfb_t, rfb_c, rfb_dom = acc.rfb_t, acc.rfb_c, ft.rfb_dom
+        rfb_log, rfb_dom = acc.rfb_log, ft.rfb_dom
         max_services = P.max_services
         slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
         cst = ft.cst if PC else slot_f
@@ -324,7 +324,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ci[C_STOPPED] = 1
                 break
             if REC and rfb_n > rfb_lim:  # the relative fairness log is full: replay it (out of line, rare)
-                rfb_n = rfb_flush(rfb_t, rfb_c, rfb_n, acc.rfb_f, acc.rfb_g)
+                rfb_n = rfb_flush(rfb_log, rfb_n, acc.rfb_f, acc.rfb_g, acc.rfb_ser)
             if next_arr == tn:
                 code = arrivals_ready(tn, arr.time, ci[C_ARR_CUR], ci[C_ARR_LAST], n_free)
                 if code != DONE:
@@ -370,8 +370,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur, not LEAN)
                 if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] == STATIC_OPEN \
                         and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
-                    rfb_t[2 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
-                    rfb_c[rfb_n] = (s << 2) | K_IDLE
+                    rfb_log[3 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
+                    rfb_log[3 * rfb_n + 2] = (s << 2) | K_IDLE
                     rfb_n += 1 if rfb_dom[s] > 0 else 0
                 if trace_cap > 0 and ci[C_DEP_N] < trace_cap:
                     dn = ci[C_DEP_N]
@@ -415,8 +415,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                     if k < 0:
                         acc.static_done_t[s] = t
                         if REC and rfb_on and k == STATIC_WINDOWED and rfb_dom[s] > 0:  # its backlog ends
-                            rfb_t[2 * rfb_n] = t
-                            rfb_c[rfb_n] = (s << 2) | K_IDLE
+                            rfb_log[3 * rfb_n] = t
+                            rfb_log[3 * rfb_n + 2] = (s << 2) | K_IDLE
                             rfb_n += 1
                     else:
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)
@@ -475,7 +475,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             for j in range(J):
                 if ri[RI_BUSY_SLOT * J + j] < 0:
                     tr_n, rfb_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                                              busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_t, rfb_c, rfb_n)
+                                              busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_log, rfb_n)
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr

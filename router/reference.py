@@ -222,6 +222,7 @@ class ReferenceResult:
     dsum: np.ndarray | None = None
     dcnt: np.ndarray | None = None
     rfb: object = None               # the relative fairness bound reached, as router.run.RunResult.rfb
+    share_x: object = None           # [samples, n_static] X at the multiples of share_window (router.rfb.samples)
 
     def rows(self, resource: int | None = None, names=None):
         """Like :meth:`router.run.Trace.rows`: ``(start, flow, seq)`` on one resource or ``(start, j, flow, seq)``."""
@@ -242,7 +243,7 @@ def trace_tuples(trace) -> list[tuple[float, float, int, int, int]]:
 class ReferenceRouter:
     """The router as SimPy processes plus one coordinator per event instant."""
 
-    def __init__(self, sc: Scenario, trace_cap: int | None):
+    def __init__(self, sc: Scenario, trace_cap: int | None, share_window: float = 0.0):
         self.sc = sc
         self.J = J = sc.n_resources
         self.N = sc.router.window
@@ -285,7 +286,9 @@ class ReferenceRouter:
             from router.run import _spec_arrays
             specs = _spec_arrays(list(sc.flows) + list(sc.classes), J)
             self.rfb_dom, self.rfb_lmax, self.rfb_known = _rfb.dominant(specs, spec)
-            self.rfb = _rfb.RfbPy(n, J, specs.weight[spec], self.warmup)
+            self.rfb = _rfb.RfbPy(n, J, specs.weight[spec], self.warmup, self.rfb_dom, share_window,
+                                  _rfb.windows(self.T, share_window))
+        self.share_window = share_window
         self.active = 0
         self.max_active = 0
 
@@ -559,7 +562,8 @@ class ReferenceRouter:
             class_departed=tuple(self.class_departed), flows_started=self.next_uid,
             max_active_flows=self.max_active, trace=self.trace, arrivals=self.arrival_log,
             departures=self.departures, hist=self.hist, dmax=self.dmax, dsum=self.dsum, dcnt=self.dcnt,
-            rfb=self._rfb_result(t_end))
+            rfb=self._rfb_result(t_end),
+            share_x=_rfb.samples(self.rfb.g, self.rfb.ser) if self.rfb is not None and self.share_window > 0 else None)
 
     def _rfb_result(self, t_end: float):
         """The run's relative fairness (router.run.RelativeFairness), as the engine reports it."""
@@ -575,12 +579,13 @@ class ReferenceRouter:
 
 def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
                        seed: int | None = None, duration: float | None = None, trace: int | None = None,
-                       max_services: int | None = None) -> ReferenceResult:
+                       max_services: int | None = None, share_window: float = 0.0) -> ReferenceResult:
     """Run ``scenario`` through the SimPy reference model.
 
     Keyword overrides as in :func:`router.run.simulate`; ``trace`` bounds the
-    number of service starts recorded (``None``: all of them).
+    number of service starts recorded (``None``: all of them); ``share_window`` samples the static
+    flows' dominant service at its multiples, as the engine (router/rfb.py).
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
-    return ReferenceRouter(sc, trace).run()
+    return ReferenceRouter(sc, trace, share_window).run()

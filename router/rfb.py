@@ -47,26 +47,38 @@ import math
 
 import numpy as np
 
-from fq._jit import jit, jit_no_refcount
+from fq._jit import jit, jit_no_refcount, no_wraparound
 
-#: the largest number of static flows whose RFB is computed (every pair: an n x n matrix, n - 1
-#: pair updates per service); above it the run reports it as not computed
+# indices here are never negative (see fq._jit.no_wraparound)
+NO_WRAPAROUND = no_wraparound(__name__)
+
+#: the largest number of static flows whose RFB is computed (every pair: two n x n matrices, n
+#: updates per knot); above it the run reports it as not computed
 RFB_MAX = 64
 #: records the loop's buffer holds before it is flushed (plus room for one instant's records)
 BUF = 4096
 #: record kinds (the low two bits of a record's code, row << 2 | kind)
 K_SERVICE, K_BACKLOG, K_IDLE = 0, 1, 2
+#: words per record of the log: start, end, code (row << 2 | kind, as a float)
+REC_W = 3
+#: a resource's pending end when none is pending (finite: ``BIG * 0 == 0``)
+BIG = 1e300
 
-# scalars of the integer state, then the rows whose service at their dominant resource is in progress
-(G_N, G_WARM, G_BI, G_BJ, G_NA) = range(5)
-N_G = 5
-# scalars of the float state, then per flow (n words each): X at its last booking, the start of its
-# service in progress at its dominant resource, that service's end (inf: none), 1 / w, the slope of X
-# (1 / w in service, else 0), backlogged (1.0 / 0.0); then the n x n matrix M
-(H_BEST, H_WARMUP, H_L) = range(3)
-N_H = 3
-(V_X, V_S0, V_END, V_IW, V_SL, V_BL) = range(6)
-N_V = 6
+# the integer state: scalars, then the row whose service at resource r is pending, its end knot not
+# yet taken (J words; n: none), then each flow's dominant resource (n words)
+(G_N, G_J, G_WARM, G_BI, G_BJ, G_NS, G_SCAP) = range(7)
+N_G = 7
+# the float state: scalars; then per flow, n + 1 words each (the last a dummy row for "none"):
+# A, SL and E of X_i(t) = A_i + min(t, E_i) SL_i (SL_i = 1 / w_i from the start of its latest
+# service at its dominant resource, E_i that service's end: a service's end needs no update of
+# the state, and X is right at every t from that start until its next one), backlogged (1.0 /
+# 0.0), 1 / w; the pending end at each resource (J words, BIG: none); then P ((n + 1) x n, the
+# dummy row last) and Q (n x n): P[i, j] the largest X_i - X_j at an end of i's services, Q[i, j]
+# the largest X_j - X_i at a start of i's, in the pair's period
+(H_BEST, H_WARMUP, H_L, H_NEXTB, H_DB) = range(5)
+N_H = 5
+(V_A, V_SL, V_E, V_BL, V_IW) = range(5)
+N_V = 5
 
 
 def slack(J: int, n_static: int) -> int:
@@ -74,285 +86,340 @@ def slack(J: int, n_static: int) -> int:
     return J + 2 * n_static + 1
 
 
-def allocate(n: int, J: int, weights, warmup: float):
-    """The log buffer (times [2 cap], codes [cap]) and the flush state (floats, ints) for n flows."""
+def _offsets(n: int, J: int):
+    """Offsets in the float state: (pending ends, P, Q)."""
+    pe = N_H + N_V * (n + 1)
+    return pe, pe + J, pe + J + (n + 1) * (n + 1)
+
+
+def allocate(n: int, J: int, weights, warmup: float, dominant=None, window: float = 0.0,
+             windows: int = 0):
+    """The log buffer (:data:`REC_W` words per record) and the flush state (floats, ints, the share
+    series) for n flows whose dominant resources are ``dominant``; with ``window > 0``, room for
+    ``windows + 1`` samples of every flow's X at the multiples of ``window``."""
     cap = BUF + slack(J, n)
-    f = np.zeros(N_H + N_V * n + n * n)
-    f[N_H + V_END * n: N_H + (V_END + 1) * n] = np.inf
-    f[N_H + V_IW * n: N_H + (V_IW + 1) * n] = 1.0 / np.asarray(weights, dtype=np.float64)
+    m = n + 1
+    pe, p0, q0 = _offsets(n, J)
+    f = np.zeros(q0 + m * m)
+    f[N_H + V_IW * m: N_H + V_IW * m + n] = 1.0 / np.asarray(weights, dtype=np.float64)
+    f[pe: pe + J] = BIG
     f[H_WARMUP] = warmup
-    g = np.zeros(N_G + n, np.int64)
+    f[H_NEXTB] = 0.0 if window > 0.0 else np.inf
+    f[H_DB] = window
+    g = np.zeros(N_G + J + n, np.int64)
     g[G_N] = n
+    g[G_J] = J
     g[G_BI] = g[G_BJ] = -1
-    return np.zeros(2 * cap), np.zeros(cap, np.int64), f, g
+    g[N_G: N_G + J] = n
+    g[N_G + J:] = np.zeros(n, np.int64) if dominant is None else np.asarray(dominant, dtype=np.int64)
+    g[G_SCAP] = windows + 1 if window > 0.0 else 0
+    ser = np.zeros(max(g[G_SCAP], 1) * n)
+    return np.zeros(REC_W * cap), f, g, ser
 
 
 @jit(inline="always")
-def _xt(f, n, j, t):
-    """X_j(t): flow j's service at its dominant resource until t, over its weight."""
-    return f[N_H + V_X * n + j] + (t - f[N_H + V_S0 * n + j]) * f[N_H + V_SL * n + j]
+def _x(f, m, j, t):
+    """X_j(t) (branch-free: the smaller of t and E_j by a select)."""
+    e = f[N_H + V_E * m + j]
+    return f[N_H + j] + (t if t < e else e) * f[N_H + m + j]
 
 
 @jit(inline="always")
-def _at_start(f, n, i, t):
-    """Flow i starts a service at t: X_j - X_i may peak there, for every j (branch-free)."""
-    M = N_H + N_V * n
-    xi = _xt(f, n, i, t)
+def _row_knot(f, n, r, xi, t, ahead):
+    """The row at ``r``: the largest of itself and ``xi - X_j(t)`` (``ahead``) or ``X_j(t) - xi``
+    for every j (branch-free)."""
+    m = n + 1
     for j in range(n):
-        d = _xt(f, n, j, t) - xi
-        a = f[M + j * n + i]
-        f[M + j * n + i] = d if d > a else a
+        x = _x(f, m, j, t)
+        d = xi - x if ahead else x - xi
+        a = f[r + j]
+        f[r + j] = d if d > a else a
 
 
 @jit(inline="always")
-def _at_end(f, n, i, t):
-    """Flow i ends a service at t: X_i - X_j may peak there, for every j (branch-free)."""
-    M = N_H + N_V * n
-    xi = _xt(f, n, i, t)
+def _end_knots(f, g, n, J, t):
+    """The end knots of the pending services that ended by t: at the end of j's service, X_j - X_i
+    may peak only where i is in service (at another resource; elsewhere X_i is constant and the
+    peak is a plateau that lasts until i's next start, a knot of its own).  Each resource's
+    computed and kept only if its end is at or before t: branch-free; then those ends leave."""
+    m = n + 1
+    PE = N_H + N_V * m
+    P = PE + J
+    for q in range(J):
+        e = f[PE + q]
+        j = g[N_G + q]
+        ok = np.float64(e <= t)  # 1.0 or 0.0, no branch: the end is or is not reached yet
+        xj = f[N_H + j] + e * f[N_H + m + j]
+        for q2 in range(J):
+            if q2 == q:
+                continue
+            i = g[N_G + q2]
+            d = (xj - _x(f, m, i, e)) + (ok - 1.0) * BIG  # far below every value when not ended
+            a = f[P + j * m + i]
+            f[P + j * m + i] = d if d > a else a
+    for q in range(J):
+        e = f[PE + q]
+        ok = np.int64(e <= t)
+        f[PE + q] = e + ok * (BIG - e)
+        g[N_G + q] += ok * (n - g[N_G + q])
+
+
+@jit(inline="always")
+def _open(f, n, J, i, t):
+    """Flow i's joint periods with every flow start at t (those not backlogged start again when they are)."""
+    m = n + 1
+    P = N_H + N_V * m + J
+    Q = P + m * m
+    xi = _x(f, m, i, t)
     for j in range(n):
-        d = xi - _xt(f, n, j, t)
-        a = f[M + i * n + j]
-        f[M + i * n + j] = d if d > a else a
+        d = xi - _x(f, m, j, t)
+        f[P + i * m + j] = d
+        f[Q + j * m + i] = d
+        f[P + j * m + i] = -d
+        f[Q + i * m + j] = -d
 
 
 @jit(inline="always")
-def _close(f, g, n, i):
-    """Flow i's joint periods with the backlogged flows end: their values against the best."""
-    M = N_H + N_V * n
+def _close(f, g, n, J, i, t):
+    """Flow i's joint periods with the backlogged flows end at t (a knot of both kinds for i): their
+    values against the best."""
+    m = n + 1
+    P = N_H + N_V * m + J
+    Q = P + m * m
+    xi = _x(f, m, i, t)
+    _row_knot(f, n, P + i * m, xi, t, True)
+    _row_knot(f, n, Q + i * m, xi, t, False)
     best = f[H_BEST]
     for j in range(n):
-        r = (f[M + i * n + j] + f[M + j * n + i]) * f[N_H + V_BL * n + j]
-        if r > best:
-            best = r
-            g[G_BI] = i if i < j else j
-            g[G_BJ] = j if i < j else i
+        if f[N_H + V_BL * m + j] == 1.0 and j != i:
+            a = f[P + i * m + j]
+            b = f[Q + j * m + i]
+            c = f[P + j * m + i]
+            d = f[Q + i * m + j]
+            r = (a if a > b else b) + (c if c > d else d)
+            if r > best:
+                best = r
+                g[G_BI] = i if i < j else j
+                g[G_BJ] = j if i < j else i
     f[H_BEST] = best
 
 
 @jit(inline="always")
-def _open(f, n, i, t):
-    """Flow i's joint periods with every flow start at t (those not backlogged start again when they are)."""
-    M = N_H + N_V * n
-    xi = _xt(f, n, i, t)
-    for j in range(n):
-        d = xi - _xt(f, n, j, t)
-        f[M + i * n + j] = d
-        f[M + j * n + i] = -d
+def _samples(f, g, ser, n, t):
+    """X of every flow at each multiple of the window up to t (the share series)."""
+    m = n + 1
+    while f[H_NEXTB] <= t:
+        b = f[H_NEXTB]
+        k = g[G_NS]
+        if k < g[G_SCAP]:
+            for j in range(n):
+                ser[k * n + j] = _x(f, m, j, b)
+        g[G_NS] = k + 1
+        f[H_NEXTB] = (k + 1) * f[H_DB] if k + 1 < g[G_SCAP] else np.inf
 
 
 @jit(inline="always")
-def _advance(f, g, n, t):
-    """Every service in progress that ends at or before t, in time order (ties: smallest row):
-    a knot of its flow (after warm-up), then its service is booked."""
-    E = N_H + V_END * n
-    while g[G_NA] > 0:
-        na = g[G_NA]
-        e = f[E + g[N_G]]
-        q = 0
-        for p in range(1, na):
-            ep = f[E + g[N_G + p]]
-            if ep < e or (ep == e and g[N_G + p] < g[N_G + q]):
-                e = ep
-                q = p
-        if e > t:
-            return
-        i = g[N_G + q]
-        if g[G_WARM] == 1:
-            _at_end(f, n, i, e)
-        f[N_H + V_X * n + i] = _xt(f, n, i, e)
-        f[N_H + V_SL * n + i] = 0.0
-        f[E + i] = np.inf
-        g[N_G + q] = g[N_G + na - 1]
-        g[G_NA] = na - 1
-
-
-@jit(inline="always")
-def _warm(f, g, n, t):
+def _warm(f, g, n, J, t):
     """At warm-up (the first record after it, or the run's end): every joint period starts."""
     if g[G_WARM] == 1 or t <= f[H_WARMUP]:
         return
     w = f[H_WARMUP]
-    _advance(f, g, n, w)
+    _end_knots(f, g, n, J, w)
     g[G_WARM] = 1
     for i in range(n):
-        _open(f, n, i, w)
+        _open(f, n, J, i, w)
 
 
 @jit_no_refcount
-def flush(rt, rc, cnt, f, g):
-    """Replay ``cnt`` records of the log (``rt``: start, end per record; ``rc``: row << 2 | kind)
-    into the state ``f``, ``g`` (:func:`allocate`); returns 0, the log's new length.  Cost: n
-    branch-free updates of M per knot, two knots per service (a start can only be a peak of
-    X_j - X_i, an end of X_i - X_j: where the slope of the difference drops); the values are
-    compared only when periods end."""
+def flush(log, cnt, f, g, ser):
+    """Replay ``cnt`` records of the log (:data:`REC_W` words each: start, end, row << 2 | kind) into
+    the state ``f``, ``g`` (:func:`allocate`); returns 0, the log's new length.  Cost per service:
+    n branch-free updates of one row of Q at its start and J n masked ones of P (the end knots of
+    the services that ended since the last record; a start can only be a peak of X_j - X_i, an end
+    of X_i - X_j: where the slope of the difference drops); the values are compared only when
+    periods end.  Knots before warm-up land in P and Q too; warm-up overwrites them."""
     n = g[G_N]
+    J = g[G_J]
+    m = n + 1
+    PE = N_H + N_V * m
+    Q = PE + J + m * m
     for k in range(cnt):
-        t = rt[2 * k]
-        code = rc[k]
+        t = log[REC_W * k]
+        code = np.int64(log[REC_W * k + 2])
         i = code >> 2
         kind = code & 3
-        _warm(f, g, n, t)
-        _advance(f, g, n, t)
+        if t >= f[H_NEXTB]:
+            _samples(f, g, ser, n, t)
+        if g[G_WARM] == 0:
+            _warm(f, g, n, J, t)
+        _end_knots(f, g, n, J, t)
         if kind == K_SERVICE:
-            if g[G_WARM] == 1:
-                _at_start(f, n, i, t)
-            e = rt[2 * k + 1]
-            iw = f[N_H + V_IW * n + i]
-            f[N_H + V_S0 * n + i] = t
-            f[N_H + V_END * n + i] = e
-            f[N_H + V_SL * n + i] = iw
-            g[N_G + g[G_NA]] = i
-            g[G_NA] += 1
+            xi = _x(f, m, i, t)
+            _row_knot(f, n, Q + i * m, xi, t, False)
+            e = log[REC_W * k + 1]
+            iw = f[N_H + V_IW * m + i]
+            f[N_H + i] = xi - t * iw
+            f[N_H + m + i] = iw
+            f[N_H + V_E * m + i] = e
+            r = g[N_G + J + i]
+            f[PE + r] = e
+            g[N_G + r] = i
             c = (e - t) * iw
             if c > f[H_L]:
                 f[H_L] = c
         elif kind == K_BACKLOG:
-            f[N_H + V_BL * n + i] = 1.0
+            f[N_H + V_BL * m + i] = 1.0
             if g[G_WARM] == 1:
-                _open(f, n, i, t)
+                _open(f, n, J, i, t)
         else:
             if g[G_WARM] == 1:
-                _at_start(f, n, i, t)
-                _at_end(f, n, i, t)
-                _close(f, g, n, i)
-            f[N_H + V_BL * n + i] = 0.0
+                _close(f, g, n, J, i, t)
+            f[N_H + V_BL * m + i] = 0.0
     return 0
 
 
 @jit_no_refcount
-def finish(f, g, t):
-    """The run's end at t: every joint period ends."""
+def finish(f, g, ser, t):
+    """The run's end at t: the share series up to t, and every joint period ends."""
     n = g[G_N]
-    _warm(f, g, n, t)
-    _advance(f, g, n, t)
+    J = g[G_J]
+    _samples(f, g, ser, n, t)
+    _warm(f, g, n, J, t)
+    _end_knots(f, g, n, J, t)
     if g[G_WARM] == 1:
         for i in range(n):
-            if f[N_H + V_BL * n + i] == 1.0:
-                _at_start(f, n, i, t)
-                _at_end(f, n, i, t)
-        for i in range(n):
-            if f[N_H + V_BL * n + i] == 1.0:
-                _close(f, g, n, i)
+            if f[N_H + V_BL * (n + 1) + i] == 1.0:
+                _close(f, g, n, J, i, t)
 
 
 class RfbPy:
     """The plain-Python twin of :func:`flush` and :func:`finish` (the SimPy reference's):
     the same state arrays, the same float operations in the same order."""
 
-    def __init__(self, n: int, J: int, weights, warmup: float):
-        _, _, self.f, self.g = allocate(n, J, weights, warmup)
-        self.n = n
+    def __init__(self, n: int, J: int, weights, warmup: float, dominant=None, window: float = 0.0,
+                 windows: int = 0):
+        _, self.f, self.g, self.ser = allocate(n, J, weights, warmup, dominant, window, windows)
+        self.n, self.J, self.m = n, J, n + 1
+        self.PE, self.P, self.Q = _offsets(n, J)
 
-    def _xt(self, j, t):
-        f, n = self.f, self.n
-        return float(f[N_H + V_X * n + j]) + (t - float(f[N_H + V_S0 * n + j])) * float(f[N_H + V_SL * n + j])
+    def _x(self, j, t):
+        f, m = self.f, self.m
+        e = float(f[N_H + V_E * m + j])
+        return float(f[N_H + j]) + (t if t < e else e) * float(f[N_H + m + j])
 
-    def _at_start(self, i, t):
-        f, n = self.f, self.n
-        M = N_H + N_V * n
-        xi = self._xt(i, t)
-        for j in range(n):
-            d = self._xt(j, t) - xi
-            a = float(f[M + j * n + i])
-            f[M + j * n + i] = d if d > a else a
+    def _row_knot(self, r, xi, t, ahead):
+        f = self.f
+        for j in range(self.n):
+            x = self._x(j, t)
+            d = xi - x if ahead else x - xi
+            a = float(f[r + j])
+            f[r + j] = d if d > a else a
 
-    def _at_end(self, i, t):
-        f, n = self.f, self.n
-        M = N_H + N_V * n
-        xi = self._xt(i, t)
-        for j in range(n):
-            d = xi - self._xt(j, t)
-            a = float(f[M + i * n + j])
-            f[M + i * n + j] = d if d > a else a
-
-    def _close(self, i):
-        f, g, n = self.f, self.g, self.n
-        M = N_H + N_V * n
-        best = float(f[H_BEST])
-        for j in range(n):
-            r = (float(f[M + i * n + j]) + float(f[M + j * n + i])) * float(f[N_H + V_BL * n + j])
-            if r > best:
-                best = r
-                g[G_BI], g[G_BJ] = min(i, j), max(i, j)
-        f[H_BEST] = best
+    def _end_knots(self, t):
+        f, g, m = self.f, self.g, self.m
+        for q in range(self.J):
+            e = float(f[self.PE + q])
+            j = int(g[N_G + q])
+            ok = float(e <= t)
+            xj = float(f[N_H + j]) + e * float(f[N_H + m + j])
+            for q2 in range(self.J):
+                if q2 == q:
+                    continue
+                i = int(g[N_G + q2])
+                d = (xj - self._x(i, e)) + (ok - 1.0) * BIG
+                a = float(f[self.P + j * m + i])
+                f[self.P + j * m + i] = d if d > a else a
+        for q in range(self.J):
+            e = float(f[self.PE + q])
+            ok = int(e <= t)
+            f[self.PE + q] = e + ok * (BIG - e)
+            g[N_G + q] += ok * (self.n - int(g[N_G + q]))
 
     def _open(self, i, t):
-        f, n = self.f, self.n
-        M = N_H + N_V * n
-        xi = self._xt(i, t)
+        f, n, m = self.f, self.n, self.m
+        xi = self._x(i, t)
         for j in range(n):
-            d = xi - self._xt(j, t)
-            f[M + i * n + j] = d
-            f[M + j * n + i] = -d
+            d = xi - self._x(j, t)
+            f[self.P + i * m + j] = d
+            f[self.Q + j * m + i] = d
+            f[self.P + j * m + i] = -d
+            f[self.Q + i * m + j] = -d
 
-    def _advance(self, t):
+    def _close(self, i, t):
+        f, g, n, m, P, Q = self.f, self.g, self.n, self.m, self.P, self.Q
+        xi = self._x(i, t)
+        self._row_knot(P + i * m, xi, t, True)
+        self._row_knot(Q + i * m, xi, t, False)
+        best = float(f[H_BEST])
+        for j in range(n):
+            if f[N_H + V_BL * m + j] == 1.0 and j != i:
+                r = max(float(f[P + i * m + j]), float(f[Q + j * m + i])) + \
+                    max(float(f[P + j * m + i]), float(f[Q + i * m + j]))
+                if r > best:
+                    best = r
+                    g[G_BI], g[G_BJ] = min(i, j), max(i, j)
+        f[H_BEST] = best
+
+    def _samples(self, t):
         f, g, n = self.f, self.g, self.n
-        E = N_H + V_END * n
-        while g[G_NA] > 0:
-            na = int(g[G_NA])
-            rows = [int(r) for r in g[N_G: N_G + na]]
-            q = min(range(na), key=lambda p: (float(f[E + rows[p]]), rows[p]))
-            i = rows[q]
-            e = float(f[E + i])
-            if e > t:
-                return
-            if g[G_WARM] == 1:
-                self._at_end(i, e)
-            f[N_H + V_X * n + i] = self._xt(i, e)
-            f[N_H + V_SL * n + i] = 0.0
-            f[E + i] = math.inf
-            g[N_G + q] = g[N_G + na - 1]
-            g[G_NA] = na - 1
+        while f[H_NEXTB] <= t:
+            b = float(f[H_NEXTB])
+            k = int(g[G_NS])
+            if k < g[G_SCAP]:
+                for j in range(n):
+                    self.ser[k * n + j] = self._x(j, b)
+            g[G_NS] = k + 1
+            f[H_NEXTB] = (k + 1) * float(f[H_DB]) if k + 1 < g[G_SCAP] else math.inf
 
     def _warm(self, t):
         f, g = self.f, self.g
         if g[G_WARM] == 1 or t <= f[H_WARMUP]:
             return
         w = float(f[H_WARMUP])
-        self._advance(w)
+        self._end_knots(w)
         g[G_WARM] = 1
         for i in range(self.n):
             self._open(i, w)
 
     def record(self, t: float, end: float, row: int, kind: int) -> None:
         """One record of the loop's log, replayed at once."""
-        f, g, n = self.f, self.g, self.n
-        self._warm(t)
-        self._advance(t)
+        f, g, m, J = self.f, self.g, self.m, self.J
+        if t >= f[H_NEXTB]:
+            self._samples(t)
+        if g[G_WARM] == 0:
+            self._warm(t)
+        self._end_knots(t)
         if kind == K_SERVICE:
-            if g[G_WARM] == 1:
-                self._at_start(row, t)
-            iw = float(f[N_H + V_IW * n + row])
-            f[N_H + V_S0 * n + row] = t
-            f[N_H + V_END * n + row] = end
-            f[N_H + V_SL * n + row] = iw
-            g[N_G + g[G_NA]] = row
-            g[G_NA] += 1
+            xi = self._x(row, t)
+            self._row_knot(self.Q + row * m, xi, t, False)
+            iw = float(f[N_H + V_IW * m + row])
+            f[N_H + row] = xi - t * iw
+            f[N_H + m + row] = iw
+            f[N_H + V_E * m + row] = end
+            r = int(g[N_G + J + row])
+            f[self.PE + r] = end
+            g[N_G + r] = row
             c = (end - t) * iw
             if c > f[H_L]:
                 f[H_L] = c
         elif kind == K_BACKLOG:
-            f[N_H + V_BL * n + row] = 1.0
+            f[N_H + V_BL * m + row] = 1.0
             if g[G_WARM] == 1:
                 self._open(row, t)
         else:
             if g[G_WARM] == 1:
-                self._at_start(row, t)
-                self._at_end(row, t)
-                self._close(row)
-            f[N_H + V_BL * n + row] = 0.0
+                self._close(row, t)
+            f[N_H + V_BL * m + row] = 0.0
 
     def finish(self, t: float) -> None:
-        f, n = self.f, self.n
+        f = self.f
+        self._samples(t)
         self._warm(t)
-        self._advance(t)
+        self._end_knots(t)
         if self.g[G_WARM] == 1:
-            live = [i for i in range(n) if f[N_H + V_BL * n + i] == 1.0]
-            for i in live:
-                self._at_start(i, t)
-                self._at_end(i, t)
-            for i in live:
-                self._close(i)
+            for i in range(self.n):
+                if f[N_H + V_BL * self.m + i] == 1.0:
+                    self._close(i, t)
 
 
 def dominant_resources(cost: np.ndarray, per_byte: np.ndarray, max_size: np.ndarray) -> np.ndarray:
@@ -378,6 +445,22 @@ def dominant(specs, rows: np.ndarray) -> tuple[np.ndarray, float, bool]:
     known = n_sizes > 0
     lmax = float((cost.max(axis=1) / np.asarray(specs.weight)[rows])[known].max()) if known.any() else 0.0
     return dom.astype(np.int64), lmax, bool(known.all())
+
+
+#: the most samples of the share series (windows x static flows) a run may ask for
+SERIES_MAX = 10_000_000
+
+
+def windows(T: float, window: float) -> int:
+    """The windows of width ``window`` that cover ``[0, T]`` (0 without a window)."""
+    return int(math.ceil(T / window)) if window > 0.0 else 0
+
+
+def samples(g: np.ndarray, ser: np.ndarray) -> np.ndarray:
+    """The share series' samples taken, ``[samples, n]``: every flow's X at 0, window, 2 window, ..."""
+    n = int(g[G_N])
+    k = min(int(g[G_NS]), int(g[G_SCAP]))
+    return ser[:k * n].reshape(k, n).copy()
 
 
 def result(f: np.ndarray, g: np.ndarray) -> tuple[float, int, int, float]:

@@ -240,6 +240,48 @@ def relative_fairness(raw, n_static: int, n_classes: int, names, record_delays: 
 
 
 @dataclass(frozen=True)
+class ShareSeries:
+    """Each static flow's dominant share in consecutive windows of width ``window`` from time 0
+    (router/rfb.py): ``share[k, i]`` is the processing time flow i received at its dominant resource
+    in ``[k window, (k + 1) window)`` over the window's width; only whole windows inside the run."""
+
+    window: float
+    flows: list[str]
+    x: np.ndarray          # [windows + 1, flows] each flow's X = S / w at 0, window, 2 window, ...
+    weights: np.ndarray    # [flows]
+
+    @property
+    def share(self) -> np.ndarray:
+        return np.diff(self.x, axis=0) * self.weights[None, :] / self.window
+
+    def write_csv(self, fh) -> int:
+        """``window_start,window_end,flow,share`` to the open text file ``fh``, one line per window
+        and flow; returns the number of windows."""
+        sh = self.share
+        fh.write("window_start,window_end,flow,share\n")
+        for k in range(sh.shape[0]):
+            a, b = k * self.window, (k + 1) * self.window
+            for i, name in enumerate(self.flows):
+                fh.write(f"{a!r},{b!r},{name},{float(sh[k, i])!r}\n")
+        return int(sh.shape[0])
+
+
+def share_window_check(window: float, n_static: int, T: float, record_delays: bool) -> None:
+    """The one-line error for a share series the run cannot give (router/rfb.py)."""
+    if not (math.isfinite(window) and window > 0.0):
+        raise MrfqError(f"share window = {window}: must be a positive number of time units")
+    if not record_delays:
+        raise MrfqError("share series: needs the recording on (record_delays=True)")
+    if not 2 <= n_static <= _rfb.RFB_MAX:
+        raise MrfqError(f"share series: the scenario has {n_static} static flow{'s' if n_static != 1 else ''}; "
+                        f"it is computed for 2 to {_rfb.RFB_MAX} (router.rfb.RFB_MAX)")
+    if (_rfb.windows(T, window) + 1) * n_static > _rfb.SERIES_MAX:
+        raise MrfqError(f"share window = {window}: {_rfb.windows(T, window):,} windows x {n_static} flows is more "
+                        f"than {_rfb.SERIES_MAX:,} samples; choose a window of at least "
+                        f"{T * n_static / _rfb.SERIES_MAX:.6g}")
+
+
+@dataclass(frozen=True)
 class RunResult:
     scenario: Scenario
     scheduler: str
@@ -267,6 +309,7 @@ class RunResult:
     delays: DelayHistograms | None = None
     departures: Departures | None = None  # with ``trace``: the first ``trace`` departures
     rfb: RelativeFairness | None = None   # the relative fairness bound reached (router/rfb.py)
+    share_series: ShareSeries | None = None  # with ``share_window``: each static flow's dominant share per window
 
     def to_json(self) -> dict:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
@@ -321,7 +364,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
              seed: int | None = None, duration: float | None = None, trace: int = 0,
              max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK,
              packet_costs: bool | None = None, timed_from: int = 0, record_delays: bool = True,
-             record_fairness: bool = True) -> RunResult:
+             record_fairness: bool = True, share_window: float = 0.0) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
@@ -337,7 +380,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     results): ``timed_from=1`` leaves out the setup, as the C yardstick's clock does (router/bench.py).
     ``record_delays=False`` leaves the delay histograms empty and the relative fairness bound
     (:attr:`RunResult.rfb`, router/rfb.py) not computed; ``record_fairness=False`` skips the latter alone
-    (the same services and results otherwise).
+    (the same services and results otherwise).  ``share_window > 0``: :attr:`RunResult.share_series`,
+    each static flow's dominant share in windows of that width (2 to router.rfb.RFB_MAX static flows).
     With ``trace``, :attr:`RunResult.departures` lists the first ``trace`` departures from the router.
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
@@ -384,6 +428,11 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     T = sc.run.duration
     warmup = sc.run.warmup
 
+    if share_window:
+        share_window_check(float(share_window), nF, float(T), record_delays)
+        if not record_fairness:
+            raise MrfqError("share series: needs record_fairness=True (it comes from the same log)")
+
     from router.engine import simulate_kernel
 
     w0 = time.perf_counter()
@@ -394,7 +443,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
         chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from),
         packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,
-        record_delays=record_delays, record_fairness=record_fairness)
+        record_delays=record_delays, record_fairness=record_fairness, share_window=float(share_window))
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -444,5 +493,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         departures=Departures(out.dep_time, out.dep_arrived, out.dep_flow, out.dep_seq) if trace else None,
         rfb=relative_fairness(out.rfb, nF, K, sc.static_flow_names() if out.rfb is not None else [], record_delays,
                               record_fairness),
+        share_series=ShareSeries(float(share_window), sc.static_flow_names(), out.share_x,
+                                 np.asarray(_spec_arrays(specs, J).weight)[static_spec[:nF]])
+        if out.share_x is not None else None,
     )
 

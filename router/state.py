@@ -198,10 +198,10 @@ class Accumulators(NamedTuple):
     #                            sojourn), the largest sojourn, the sum and number of sojourns per batch
     #                            (router.delays.row_width, split)
     dcount: np.ndarray         # dacc's words as int64 (the same memory): the counts among them
-    rfb_t: np.ndarray          # the service log (router/rfb.py): start, end of each record
-    rfb_c: np.ndarray          # and its code, row << 2 | kind
+    rfb_log: np.ndarray        # the service log (router/rfb.py): start, end, code (row << 2 | kind) per record
     rfb_f: np.ndarray          # the relative fairness state: floats
     rfb_g: np.ndarray          # and ints
+    rfb_ser: np.ndarray        # the share series: each flow's X at the multiples of the window
 
 
 class TraceBuffer(NamedTuple):
@@ -271,8 +271,8 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
                        static_done_t=np.full(max(n_static, 1), np.nan),
                        offered=np.zeros(max(n_static, 1), np.int64), drops=np.zeros(max(n_static, 1), np.int64),
                        dacc=dacc, dcount=dacc.view(np.int64),
-                       **dict(zip(("rfb_t", "rfb_c", "rfb_f", "rfb_g"), rfb if rfb is not None else (
-                           np.zeros(2), np.zeros(1, np.int64), np.zeros(1), np.zeros(1, np.int64)))))
+                       **dict(zip(("rfb_log", "rfb_f", "rfb_g", "rfb_ser"), rfb if rfb is not None else (
+                           np.zeros(3), np.zeros(1), np.zeros(1, np.int64), np.zeros(1)))))
     tr = TraceBuffer(times=np.zeros(trace_cap * 2), ids=np.zeros(trace_cap * 3, np.int64),
                      arr_times=np.zeros(trace_cap), arr_ids=np.zeros(trace_cap * 3, np.int64),
                      dep_times=np.zeros(trace_cap * 2), dep_ids=np.zeros(trace_cap * 2, np.int64))

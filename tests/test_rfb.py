@@ -105,46 +105,54 @@ def test_not_computed_and_why():
     assert simulate(many, record_delays=False).services == r.services
 
 
-def test_the_twin_equals_the_kernel_on_random_logs():
-    """Random logs of services and backlog changes replayed by the compiled flush and the plain-Python twin."""
+@pytest.mark.parametrize("n,J", [(5, 2), (4, 3)])
+def test_the_twin_equals_the_kernel_on_random_logs(n, J):
+    """Random logs of services and backlog changes replayed by the compiled flush and the plain-Python
+    twin, with a share series: equal state, bit for bit."""
     rng = np.random.default_rng(7)
-    n, J = 5, 2
     w = rng.choice([0.5, 1.0, 2.0], n)
-    rt, rc, f, g = rfb.allocate(n, J, w, 3.0)
-    twin = rfb.RfbPy(n, J, w, 3.0)
+    dom = rng.integers(J, size=n)
+    log, f, g, ser = rfb.allocate(n, J, w, 3.0, dom, 2.5, 4000)
+    twin = rfb.RfbPy(n, J, w, 3.0, dom, 2.5, 4000)
+    W = rfb.REC_W
+
+    def put(k, t, end, code):
+        log[W * k], log[W * k + 1], log[W * k + 2] = t, end, code
+
     busy = [0.0] * J  # each resource serves one packet at a time
     for i in range(n):
-        rt[2 * i] = 0.0
-        rc[i] = (i << 2) | rfb.K_BACKLOG
+        put(i, 0.0, 0.0, (i << 2) | rfb.K_BACKLOG)
         twin.record(0.0, 0.0, i, rfb.K_BACKLOG)
     k = n
     t = 0.0
-    serving = set()
+    backlogged = [True] * n
     for _ in range(3000):
         t += float(rng.choice([0.0, 0.25, 0.5]))
         i = int(rng.integers(n))
-        j = int(rng.integers(J))
-        if busy[j] <= t and i not in serving:
+        j = int(dom[i])
+        if busy[j] <= t:
             end = t + float(rng.choice([0.25, 1.0, 1.5]))
-            rt[2 * k], rt[2 * k + 1], rc[k] = t, end, i << 2
+            put(k, t, end, i << 2)
             twin.record(t, end, i, rfb.K_SERVICE)
             busy[j] = end
             k += 1
         if rng.random() < 0.02:  # a flow's backlog ends or starts again
             q = int(rng.integers(n))
-            kind = rfb.K_IDLE if twin.f[rfb.N_H + rfb.V_BL * n + q] == 1.0 else rfb.K_BACKLOG
-            rt[2 * k], rc[k] = t, (q << 2) | kind
+            kind = rfb.K_IDLE if backlogged[q] else rfb.K_BACKLOG
+            backlogged[q] = not backlogged[q]
+            put(k, t, t, (q << 2) | kind)
             twin.record(t, t, q, kind)
             k += 1
         if k >= rfb.BUF:
-            rfb.flush(rt, rc, k, f, g)
+            rfb.flush(log, k, f, g, ser)
             k = 0
-        serving = {q for q in range(n) if twin.f[rfb.N_H + rfb.V_END * n + q] > t}
-    rfb.flush(rt, rc, k, f, g)
-    rfb.finish(f, g, t + 5.0)
+    rfb.flush(log, k, f, g, ser)
+    rfb.finish(f, g, ser, t + 5.0)
     twin.finish(t + 5.0)
-    assert np.array_equal(f, twin.f) and np.array_equal(g, twin.g)
+    assert np.array_equal(f, twin.f) and np.array_equal(g, twin.g) and np.array_equal(ser, twin.ser)
     assert rfb.result(f, g)[0] > 0.0
+    x = rfb.samples(g, ser)
+    assert x.shape == (int((t + 5.0) // 2.5) + 1, n) and (np.diff(x, axis=0) >= 0).all()
 
 
 def test_cli_reports_it(capsys, tmp_path):
@@ -162,3 +170,54 @@ def test_cli_reports_it(capsys, tmp_path):
     assert "relative fairness reached: 1 L (flows a and b" in capsys.readouterr().out
     assert main(["run", "--preset", "dynamic-small", "--duration", "300", "--warmup", "30"]) == 0
     assert "relative fairness: not computed: 0 static flows" in capsys.readouterr().out
+
+
+def test_share_series_against_the_trace_and_the_reference():
+    """Each flow's X = S / w at the multiples of the window: the service at its dominant resource cut
+    at the boundary, from the service trace; the SimPy reference's twin gives the same floats."""
+    sc = flows.from_dict(dict(TWO_RES, run={"duration": 60.0, "warmup": 5.0, "seed": 3}))
+    r = simulate(sc, trace=100_000, share_window=2.5)
+    ss = r.share_series
+    assert ss.flows == ["a", "b", "c"] and ss.x.shape == (25, 3)
+    w = np.array([1.0, 2.0, 1.0])
+    dom = [0, 1, 0]
+    tr = r.trace
+    for k in range(25):
+        b = 2.5 * k
+        for i in range(3):
+            m = (tr.flow == i) & (tr.resource == dom[i])
+            served = np.clip(np.minimum(tr.end[m], b) - tr.start[m], 0.0, None).sum()
+            assert abs(ss.x[k, i] - served / w[i]) < 1e-9, (k, i)
+    sh = ss.share
+    assert sh.shape == (24, 3) and (sh >= -1e-12).all()
+    # the two flows whose dominant resource is the CPU never get more than all of it together
+    assert (sh[:, 0] + sh[:, 2] <= 1.0 + 1e-9).all() and (sh[:, 1] <= 1.0 + 1e-9).all()
+    ref = simulate_reference(sc, share_window=2.5)
+    assert np.array_equal(ref.share_x, ss.x)
+
+
+def test_share_series_cli_and_its_errors(capsys, tmp_path):
+    import json
+
+    from analysis.cli import main
+
+    p = tmp_path / "s.toml"
+    p.write_text('resources = ["link"]\n[router]\nscheduler = "drfq"\nwindow = 1\n[run]\nduration = 50.0\n'
+                 '[[flow]]\nname = "a"\ncost = [2.0]\n[[flow]]\nname = "b"\ncost = [2.0]\n')
+    out = tmp_path / "share.csv"
+    assert main(["run", str(p), "--share-series", str(out), "--share-window", "4"]) == 0
+    assert "share series: 12 windows of 4 time units x 2 flows" in capsys.readouterr().out
+    lines = out.read_text().splitlines()
+    assert lines[0] == "window_start,window_end,flow,share" and len(lines) == 1 + 12 * 2
+    # one packet of 2 each in turn: each flow gets half of every window of 4
+    assert {ln.split(",")[3] for ln in lines[1:]} == {"0.5"}
+    assert main(["run", str(p), "--share-window", "4"]) == 2
+    assert "--share-window: give --share-series" in capsys.readouterr().err
+    one = tmp_path / "one.toml"
+    one.write_text('resources = ["link"]\n[run]\nduration = 10.0\n[[flow]]\nname = "a"\ncost = [1.0]\n')
+    assert main(["run", str(one), "--share-series", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--share-series" in err and "1 static flow;" in err
+    assert out.read_text().splitlines() == lines  # the file already there is unchanged
+    assert main(["run", str(p), "--no-rfb", "--json"]) == 0
+    assert "record_fairness=False" in json.loads(capsys.readouterr().out)["rfb"]["reason"]

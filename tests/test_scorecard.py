@@ -43,10 +43,13 @@ def test_table_has_every_scheduler_and_flow_and_same_seed_gives_the_same_table(c
         for f in FLOWS:
             assert (s, f) in rows, (s, f)
     rc2, out2, _ = _cli(argv, capsys)
-    # everything but the timing table is identical (the same packets, the same schedules)
-    table = out.split("\nscheduler          services")[0]
-    assert rc2 == 0 and out2.split("\nscheduler          services")[0] == table
+    # everything but the timings is identical (the same packets, the same schedules, the same RFB)
+    head = "\nscheduler        RFB (L) pair"
+    table, per_scheduler = out.split(head)
+    assert rc2 == 0 and out2.split(head)[0] == table
     assert "light" in table and "poisson" in table
+    rfb_cols = [[line[:42] for line in o.split(head)[1].splitlines()[1:len(SCHEDULERS) + 1]] for o in (out, out2)]
+    assert rfb_cols[0] == rfb_cols[1] and {c.split()[0] for c in rfb_cols[0]} == set(SCHEDULERS)
 
 
 def test_same_seed_same_records_and_another_seed_other_packets():
@@ -58,6 +61,9 @@ def test_same_seed_same_records_and_another_seed_other_packets():
     # common random numbers: every scheduler saw the light flow's same arrivals
     runs = a.raw.runs
     assert runs["drfq"].flows.offered.tolist() == runs["fifo"].flows.offered.tolist()
+    # the relative fairness reached (router/rfb.py): a few packets under drfq, hundreds under fifo
+    rfb = {s["scheduler"]: s["rfb"] for s in a.raw.schedulers}
+    assert 1 < rfb["drfq"] < 5 and rfb["fifo"] > 100, rfb
 
 
 @pytest.mark.slow
@@ -99,8 +105,12 @@ def test_json_keys(capsys):
     d = json.loads(out)
     assert set(d) == {"scenario", "seed", "duration", "warmup", "schedulers", "flows", "intervals"}
     assert [s["scheduler"] for s in d["schedulers"]] == ["drfq", "fifo"]
-    assert set(d["schedulers"][0]) == {"scheduler", "services", "cpu_seconds", "cpu_ns_per_service"}
+    assert set(d["schedulers"][0]) == {"scheduler", "services", "cpu_seconds", "cpu_ns_per_service", "rfb",
+                                       "rfb_pair", "rfb_note"}
     assert d["schedulers"][0]["cpu_ns_per_service"] > 0
+    rfb = {s["scheduler"]: s["rfb"] for s in d["schedulers"]}
+    assert 0 < rfb["drfq"] < rfb["fifo"], rfb
+    assert d["schedulers"][0]["rfb_note"] is None and len(d["schedulers"][0]["rfb_pair"]) == 2
     assert [(r["scheduler"], r["flow"]) for r in d["flows"]] == [(s, f) for s in ("drfq", "fifo")
                                                                  for f in ("hog", "smooth", "bursty")]
     assert set(d["flows"][0]) >= {"rate", "dominant_rate", "share", "dominant_share", "demand", "rate_over_share",
