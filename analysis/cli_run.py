@@ -249,7 +249,7 @@ def register(sub) -> None:
     r.add_argument("--trace-limit", type=int_type("--trace-limit", lo=1, hi=MAX_TRACE), default=1_000_000,
                    help=f"most service starts to record (default 1000000, at most {MAX_TRACE})")
     r.add_argument("--share-series", metavar="FILE.csv", help="write each static flow's dominant share per window "
-                   "as CSV (window_start,window_end,flow,share; 2 to 64 static flows)")
+                   "as CSV (window_start,window_end,flow,share; the flows the relative fairness bound covers)")
     r.add_argument("--share-window", type=number_type("--share-window", lo=0.0, lo_open=True, hi=MAX_TIME),
                    help=f"the windows' width for --share-series (default: run.duration / {SHARE_WINDOWS})")
     r.add_argument("--no-rfb", action="store_true", help="do not compute the relative fairness bound "

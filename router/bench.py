@@ -611,9 +611,9 @@ def run(args) -> int:
         print(c_note)
     print(f"({reps} interleaved repetitions of mrfq, mrfq with delays off, C of {services:,} services each after "
           "a warm-up run of each; ratio = mrfq / C by CPU time per repetition, median [min-max, interquartile "
-          "range]; * the C yardstick records no delays; on/off = mrfq (delays recorded, and with 2 to 64 static flows "
-          "the relative fairness bound: the default) / mrfq with record_delays=False (its loop compiled without "
-          "the recording); indicative only on a shared machine)")
+          "range]; * the C yardstick records no delays; on/off = mrfq (delays and the relative fairness bound "
+          "recorded: the default) / mrfq with record_delays=False (its loop compiled without the recording); "
+          "indicative only on a shared machine)")
     kb = [r["delay_kb"] for r in rows if r.get("delay_kb")]
     if kb:
         print("delay histograms (fixed per run, independent of its length): " + ", ".join(

@@ -112,9 +112,9 @@ class KernelResult(NamedTuple):
     dep_arrived: np.ndarray       # the packet's arrival at the router,
     dep_flow: np.ndarray          # flow id,
     dep_seq: np.ndarray           # and sequence
-    rfb: tuple | None = None      # (largest value, pair i, pair j, unit: the largest packet's dominant cost / w)
-    #                               (router/rfb.py); None: not computed
-    share_x: np.ndarray | None = None  # [samples, n_static] each static flow's X (dominant service over
+    rfb: tuple | None = None      # (largest value, pair i, pair j (flow ids), unit: the largest packet's
+    #                               dominant cost / w, the flow ids covered) (router/rfb.py); None: not computed
+    share_x: np.ndarray | None = None  # [samples, covered flows] each covered flow's X (dominant service over
     #                                    weight) at 0, window, 2 window, ... (router/rfb.py); None: not asked
 
 
@@ -211,19 +211,21 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                n_static=n_static, K=int(K), cost_key=int(cost_key), HS=HS, NB=int(NB), hbase=int(hbase),
                dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF,
                rfb_on=0, rfb_lim=1 << 62)
-    # the relative fairness bound (router/rfb.py): with delays recorded and 2..RFB_MAX static flows
-    rfb_on = record_delays and record_fairness and 2 <= n_static <= _rfb.RFB_MAX
+    # the relative fairness bound (router/rfb.py): with delays recorded and 2 or more static flows
+    # (every pair up to RFB_MAX, above that RFB_SUBSET covered flows)
+    rfb_on = record_delays and record_fairness and n_static >= 2
     rfb_state = None
     if rfb_on:
-        rows = traffic.static_spec[:n_static]
+        cov = _rfb.covered(traffic.static_spec[:n_static])
+        rows = traffic.static_spec[cov]
         dom, lmax, l_known = _rfb.dominant(specs, rows)
-        rfb_state = _rfb.allocate(n_static, J, specs.weight[rows], float(warmup), dom, float(share_window),
+        rfb_state = _rfb.allocate(len(cov), J, specs.weight[rows], float(warmup), dom, float(share_window),
                                   _rfb.windows(T, share_window))
         P = P._replace(rfb_on=1, rfb_lim=_rfb.BUF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
                                              batch_starts(warmup, T, B), rtt, pc, HR, NB, rfb_state)
     if rfb_on:
-        ft.rfb_dom[:n_static] = dom + 1
+        ft.rfb_dom[cov] = (np.arange(len(cov), dtype=np.int64) << _rfb.RFB_SHIFT) | (dom + 1)
     # static flows own rows 0..n_static-1 (flow id = row)
     if n_static:
         ft.slot_i[I_UID:n_static * N_ICOLS:N_ICOLS] = np.arange(n_static)
@@ -306,7 +308,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         ci[C_RFB_N] = 0
         _rfb.finish(acc.rfb_f, acc.rfb_g, acc.rfb_ser, float(cf[C_T] if ci[C_STOPPED] == 1 else T))
         best, bi, bj, l_seen = _rfb.result(acc.rfb_f, acc.rfb_g)
-        rfb_out = (best, bi, bj, lmax if l_known else max(lmax, l_seen))
+        rfb_out = (best, int(cov[bi]) if bi >= 0 else -1, int(cov[bj]) if bj >= 0 else -1,
+                   lmax if l_known else max(lmax, l_seen), cov)
     if ci[C_NEXT_UID] > heap.UID_LIMIT:
         raise MrfqError(f"more than {heap.UID_LIMIT:,} flows in one run: the heap's tie-break holds "
                         f"{63 - heap.SLOT_BITS}-bit flow ids; split the run (run.duration)")

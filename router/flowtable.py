@@ -21,7 +21,7 @@ import numpy as np
 from fq._jit import jit, jit_no_refcount, no_wraparound
 from router.batches import add_area
 from router.delays import row_offset
-from router.rfb import K_BACKLOG
+from router.rfb import K_BACKLOG, RFB_SHIFT
 from router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_NFREE, C_PKT_CUR, C_RFB_N, C_ST_PTR, C_T_AREA, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
@@ -156,7 +156,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             is_open = tf.table_buffer[sp_row] > 0
             if P.rfb_on == 1 and not is_open and ft.rfb_dom[s] > 0:  # a windowed flow: backlogged from now on
                 acc.rfb_log[3 * rfb_n] = t
-                acc.rfb_log[3 * rfb_n + 2] = (s << 2) | K_BACKLOG
+                acc.rfb_log[3 * rfb_n + 2] = ((ft.rfb_dom[s] >> RFB_SHIFT) << 2) | K_BACKLOG
                 rfb_n += 1
         else:
             # the next arrival of the stream: class, size; then the time of the one after
@@ -257,7 +257,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             if held < tf.table_buffer[tf.static_spec[s]]:
                 if held == 0 and P.rfb_on == 1 and ft.rfb_dom[s] > 0:  # backlogged from now on
                     acc.rfb_log[3 * rfb_n] = t
-                    acc.rfb_log[3 * rfb_n + 2] = (s << 2) | K_BACKLOG
+                    acc.rfb_log[3 * rfb_n + 2] = ((ft.rfb_dom[s] >> RFB_SHIFT) << 2) | K_BACKLOG
                     rfb_n += 1
                 if sp.n_sizes[tf.static_spec[s]] == 0:
                     # its size from the packet trace, left in the first word of its cost record

@@ -58,7 +58,7 @@ from fq._jit import jit, jit_no_refcount, no_wraparound
 from router import heap
 from router.delays import SHIFT
 from router.heap import f2i
-from router.rfb import K_IDLE
+from router.rfb import K_IDLE, RFB_MASK, RFB_SHIFT
 from router.rfb import flush as rfb_flush
 from router.flowtable import (
     DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
@@ -237,10 +237,11 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         tr.ids[3 * tr_n + 2] = seq
         tr_n += 1
     if rec and rfb_on:
+        rd = ft.rfb_dom[s]
         rfb_log[3 * rfb_n] = t
         rfb_log[3 * rfb_n + 1] = end
-        rfb_log[3 * rfb_n + 2] = s << 2
-        rfb_n += 1 if ft.rfb_dom[s] == j + 1 else 0
+        rfb_log[3 * rfb_n + 2] = (rd >> RFB_SHIFT) << 2
+        rfb_n += 1 if (rd & RFB_MASK) == j + 1 else 0
     return tr_n, rfb_n
 
 
@@ -371,7 +372,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] == STATIC_OPEN \
                         and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
                     rfb_log[3 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
-                    rfb_log[3 * rfb_n + 2] = (s << 2) | K_IDLE
+                    rfb_log[3 * rfb_n + 2] = ((rfb_dom[s] >> RFB_SHIFT) << 2) | K_IDLE
                     rfb_n += 1 if rfb_dom[s] > 0 else 0
                 if trace_cap > 0 and ci[C_DEP_N] < trace_cap:
                     dn = ci[C_DEP_N]
@@ -416,7 +417,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                         acc.static_done_t[s] = t
                         if REC and rfb_on and k == STATIC_WINDOWED and rfb_dom[s] > 0:  # its backlog ends
                             rfb_log[3 * rfb_n] = t
-                            rfb_log[3 * rfb_n + 2] = (s << 2) | K_IDLE
+                            rfb_log[3 * rfb_n + 2] = ((rfb_dom[s] >> RFB_SHIFT) << 2) | K_IDLE
                             rfb_n += 1
                     else:
                         flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur)

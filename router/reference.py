@@ -282,12 +282,15 @@ class ReferenceRouter:
         self.next_uid = sc.n_static
         # the relative fairness bound (router/rfb.py), as the engine: 2..RFB_MAX static flows
         self.rfb = None
-        if 2 <= n <= _rfb.RFB_MAX:
+        self.rfb_index: dict[int, int] = {}   # static flow id -> its index among the covered flows
+        if n >= 2:
             from router.run import _spec_arrays
             specs = _spec_arrays(list(sc.flows) + list(sc.classes), J)
-            self.rfb_dom, self.rfb_lmax, self.rfb_known = _rfb.dominant(specs, spec)
-            self.rfb = _rfb.RfbPy(n, J, specs.weight[spec], self.warmup, self.rfb_dom, share_window,
-                                  _rfb.windows(self.T, share_window))
+            self.rfb_cov = _rfb.covered(spec)
+            self.rfb_index = {int(u): k for k, u in enumerate(self.rfb_cov.tolist())}
+            self.rfb_dom, self.rfb_lmax, self.rfb_known = _rfb.dominant(specs, spec[self.rfb_cov])
+            self.rfb = _rfb.RfbPy(len(self.rfb_cov), J, specs.weight[spec[self.rfb_cov]], self.warmup, self.rfb_dom,
+                                  share_window, _rfb.windows(self.T, share_window))
         self.share_window = share_window
         self.active = 0
         self.max_active = 0
@@ -422,8 +425,8 @@ class ReferenceRouter:
             if f.to_admit > 0:
                 f.to_admit -= 1
             if f.in_router < f.buffer:
-                if f.in_router == 0 and self.rfb is not None:
-                    self.rfb.record(t, t, uid, _rfb.K_BACKLOG)
+                if f.in_router == 0 and uid in self.rfb_index:
+                    self.rfb.record(t, t, self.rfb_index[uid], _rfb.K_BACKLOG)
                 self._admit(f, t, size)
             elif t > self.warmup:
                 f.drops += 1
@@ -447,8 +450,9 @@ class ReferenceRouter:
             else:
                 del self.head_key[j][uid], self.fifo[j][uid]
             self.serving[j] = p
-            if self.rfb is not None and uid < len(self.static) and self.rfb_dom[uid] == j:
-                self.rfb.record(t, t + p.s[j], uid, _rfb.K_SERVICE)
+            k = self.rfb_index.get(uid, -1)
+            if k >= 0 and self.rfb_dom[k] == j:
+                self.rfb.record(t, t + p.s[j], k, _rfb.K_SERVICE)
             if self.trace_cap is None or len(self.trace) < self.trace_cap:
                 self.trace.append((float(t), float(t + p.s[j]), j, p.flow.uid, p.seq))
             self.env.process(self._service(j, p))
@@ -458,8 +462,8 @@ class ReferenceRouter:
 
     # ---- packet and flow life cycle ------------------------------------------
     def _start_flow(self, f: Flow, t: float) -> None:
-        if self.rfb is not None and f.klass is None and f.buffer == 0:  # a windowed static flow: backlogged
-            self.rfb.record(t, t, f.uid, _rfb.K_BACKLOG)
+        if f.klass is None and f.buffer == 0 and f.uid in self.rfb_index:  # a windowed static flow: backlogged
+            self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_BACKLOG)
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         n0 = self.N if f.size == 0 or f.size >= self.N else f.size
@@ -509,8 +513,8 @@ class ReferenceRouter:
             self.dcnt[row, b] += 1.0
         self.departures.append((float(t), float(t - p.arrived), f.uid, p.seq))
         if f.buffer > 0:  # an open-loop source admits nothing when a packet leaves
-            if f.in_router == 0 and self.rfb is not None:
-                self.rfb.record(t, t, f.uid, _rfb.K_IDLE)
+            if f.in_router == 0 and f.klass is None and f.uid in self.rfb_index:
+                self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_IDLE)
             if f.to_admit == 0 and f.in_router == 0:
                 f.done_at = t
                 self.active -= 1
@@ -524,8 +528,8 @@ class ReferenceRouter:
             else:
                 self._admit(f, t)
         elif f.in_router == 0 and f.pending == 0:
-            if f.klass is None and self.rfb is not None:
-                self.rfb.record(t, t, f.uid, _rfb.K_IDLE)
+            if f.klass is None and f.uid in self.rfb_index:
+                self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_IDLE)
             f.done_at = t
             self.active -= 1
             if f.klass is not None:
@@ -572,9 +576,10 @@ class ReferenceRouter:
         if self.rfb is not None:
             self.rfb.finish(t_end)
             best, i, j, l_seen = _rfb.result(self.rfb.f, self.rfb.g)
-            raw = (best, i, j, self.rfb_lmax if self.rfb_known else max(self.rfb_lmax, l_seen))
-        return relative_fairness(raw, len(self.static), len(self.sc.classes),
-                                 [f.name for f in self.static] if raw is not None else [], True)
+            cov = self.rfb_cov
+            raw = (best, int(cov[i]) if i >= 0 else -1, int(cov[j]) if j >= 0 else -1,
+                   self.rfb_lmax if self.rfb_known else max(self.rfb_lmax, l_seen), cov)
+        return relative_fairness(raw, len(self.static), len(self.sc.classes), lambda i: self.static[i].name, True)
 
 
 def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,

@@ -55,6 +55,12 @@ NO_WRAPAROUND = no_wraparound(__name__)
 #: the largest number of static flows whose RFB is computed (every pair: two n x n matrices, n
 #: updates per knot); above it the run reports it as not computed
 RFB_MAX = 64
+#: above RFB_MAX static flows, the bound over this many of them (:func:`covered`)
+RFB_SUBSET = 16
+#: the flow table's column for the bound (``FlowTable.rfb_dom``): ``k << RFB_SHIFT | (1 + dominant
+#: resource)`` for the k-th covered flow, 0 for every other flow
+RFB_SHIFT = 16
+RFB_MASK = (1 << RFB_SHIFT) - 1
 #: records the loop's buffer holds before it is flushed (plus room for one instant's records)
 BUF = 4096
 #: record kinds (the low two bits of a record's code, row << 2 | kind)
@@ -420,6 +426,21 @@ class RfbPy:
             for i in range(self.n):
                 if f[N_H + V_BL * self.m + i] == 1.0:
                     self._close(i, t)
+
+
+def covered(static_spec: np.ndarray) -> np.ndarray:
+    """The static flows whose pairs the bound covers, by flow id: every one up to :data:`RFB_MAX`;
+    above, :data:`RFB_SUBSET` of them taken in turn from each ``[[flow]]`` table (the first flow of
+    every table, then the second, ...), so that every table is represented when there are at most
+    :data:`RFB_SUBSET` tables.  ``static_spec``: each static flow's table."""
+    n = len(static_spec)
+    if n <= RFB_MAX:
+        return np.arange(n, dtype=np.int64)
+    order = np.argsort(static_spec, kind="stable")          # ids grouped by table, in id order
+    tables, first = np.unique(static_spec[order], return_index=True)
+    rank = np.arange(n) - np.repeat(first, np.diff(np.append(first, n)))  # position inside its table
+    pick = order[np.lexsort((static_spec[order], rank))][:RFB_SUBSET]     # by (rank, table)
+    return np.sort(pick).astype(np.int64)
 
 
 def dominant_resources(cost: np.ndarray, per_byte: np.ndarray, max_size: np.ndarray) -> np.ndarray:

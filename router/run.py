@@ -217,26 +217,30 @@ class RelativeFairness:
                 "pair": list(self.pair) if self.pair else None, "flows": self.flows, "reason": self.reason}
 
 
-def relative_fairness(raw, n_static: int, n_classes: int, names, record_delays: bool,
+def relative_fairness(raw, n_static: int, n_classes: int, name_of, record_delays: bool,
                       record_fairness: bool = True) -> RelativeFairness:
     """The run's :class:`RelativeFairness` from the engine's (or the reference's) ``(largest value,
-    pair i, pair j, unit)``, or why none."""
+    pair i, pair j, unit, covered flow ids)``, or why none; ``name_of(i)``: static flow i's name."""
     if raw is None:
         if not record_delays:
             why = "not computed: recording off (record_delays=False)"
         elif not record_fairness:
             why = "not computed: recording off (record_fairness=False)"
-        elif n_static < 2:
-            why = f"not computed: {n_static} static flow{'s' if n_static != 1 else ''} (it needs a pair)"
         else:
-            why = f"not computed: {n_static} static flows, more than {_rfb.RFB_MAX} (router.rfb.RFB_MAX)"
+            why = f"not computed: {n_static} static flow{'s' if n_static != 1 else ''} (it needs a pair)"
         return RelativeFairness(None, reason=why)
-    best, i, j, unit = raw
+    best, i, j, unit, cov = raw
+    notes = []
+    if len(cov) < n_static:
+        notes.append(f"over {len(cov)} of the {n_static:,} static flows (more than router.rfb.RFB_MAX = "
+                     f"{_rfb.RFB_MAX}: the first of each [[flow]] table in turn)")
+    if n_classes:
+        notes.append("class flows not covered")
     if i < 0 or unit <= 0.0:
-        return RelativeFairness(None, flows=n_static, reason="not computed: no two static flows backlogged "
+        return RelativeFairness(None, flows=len(cov), reason="not computed: no two static flows backlogged "
                                                              "together after warm-up")
-    note = "class flows not covered" if n_classes else None
-    return RelativeFairness(best / unit, best, unit, (names[i], names[j]), n_static, note)
+    return RelativeFairness(best / unit, best, unit, (name_of(i), name_of(j)), len(cov),
+                            "; ".join(notes) if notes else None)
 
 
 @dataclass(frozen=True)
@@ -266,19 +270,34 @@ class ShareSeries:
         return int(sh.shape[0])
 
 
+def _share_series(sc, window, x, cov, specs, J) -> ShareSeries:
+    """The :class:`ShareSeries` of the covered flows ``cov`` (flow ids) from the engine's samples."""
+    w = np.asarray(_spec_arrays(specs, J).weight)[sc.static_spec()[cov]]
+    return ShareSeries(window, _flow_names(sc, cov.tolist()), x, w)
+
+
+def _flow_names(sc, ids) -> list[str]:
+    """The names of the static flows ``ids`` (as Scenario.static_flow_names, without listing them all)."""
+    table, index = sc.static_ids()
+    fl = sc.flows
+    return [fl[int(table[i])].name if fl[int(table[i])].count == 1 else f"{fl[int(table[i])].name}.{int(index[i])}"
+            for i in ids]
+
+
 def share_window_check(window: float, n_static: int, T: float, record_delays: bool) -> None:
     """The one-line error for a share series the run cannot give (router/rfb.py)."""
     if not (math.isfinite(window) and window > 0.0):
         raise MrfqError(f"share window = {window}: must be a positive number of time units")
     if not record_delays:
         raise MrfqError("share series: needs the recording on (record_delays=True)")
-    if not 2 <= n_static <= _rfb.RFB_MAX:
+    if n_static < 2:
         raise MrfqError(f"share series: the scenario has {n_static} static flow{'s' if n_static != 1 else ''}; "
-                        f"it is computed for 2 to {_rfb.RFB_MAX} (router.rfb.RFB_MAX)")
-    if (_rfb.windows(T, window) + 1) * n_static > _rfb.SERIES_MAX:
-        raise MrfqError(f"share window = {window}: {_rfb.windows(T, window):,} windows x {n_static} flows is more "
+                        "it comes with the relative fairness bound, which needs two or more")
+    n = n_static if n_static <= _rfb.RFB_MAX else _rfb.RFB_SUBSET
+    if (_rfb.windows(T, window) + 1) * n > _rfb.SERIES_MAX:
+        raise MrfqError(f"share window = {window}: {_rfb.windows(T, window):,} windows x {n} flows is more "
                         f"than {_rfb.SERIES_MAX:,} samples; choose a window of at least "
-                        f"{T * n_static / _rfb.SERIES_MAX:.6g}")
+                        f"{T * n / _rfb.SERIES_MAX:.6g}")
 
 
 @dataclass(frozen=True)
@@ -491,10 +510,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         loop_services=out.loop_services, loop_cpu_seconds=out.loop_cpu, loop_wall_seconds=out.loop_wall,
         state_bytes=out.state_bytes, delays=dh,
         departures=Departures(out.dep_time, out.dep_arrived, out.dep_flow, out.dep_seq) if trace else None,
-        rfb=relative_fairness(out.rfb, nF, K, sc.static_flow_names() if out.rfb is not None else [], record_delays,
-                              record_fairness),
-        share_series=ShareSeries(float(share_window), sc.static_flow_names(), out.share_x,
-                                 np.asarray(_spec_arrays(specs, J).weight)[static_spec[:nF]])
+        rfb=relative_fairness(out.rfb, nF, K, lambda i: _flow_names(sc, [i])[0], record_delays, record_fairness),
+        share_series=_share_series(sc, float(share_window), out.share_x, out.rfb[4], specs, J)
         if out.share_x is not None else None,
     )
 

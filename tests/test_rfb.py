@@ -55,6 +55,7 @@ def test_a_late_flow_against_the_oracle():
     assert r.rfb == simulate_reference(flows.from_dict(sc)).rfb
 
 
+@pytest.mark.nojit
 def test_round_robin_by_hand():
     """Two equal flows, one resource, one packet each at a time: services alternate a, b, a, ...;
     X_a - X_b runs between 0 and 1 packet, so the bound reached is one packet."""
@@ -101,10 +102,36 @@ def test_not_computed_and_why():
     many = flows.from_dict({"resources": ["link"], "run": {"duration": 5.0},
                             "flow": [{"name": "a", "cost": [1.0], "count": rfb.RFB_MAX + 1}]})
     r = simulate(many)
-    assert r.rfb.value is None and str(rfb.RFB_MAX) in r.rfb.reason
+    assert r.rfb.value is not None and r.rfb.flows == rfb.RFB_SUBSET
+    assert r.rfb.reason.startswith(f"over {rfb.RFB_SUBSET} of the {rfb.RFB_MAX + 1} static flows")
     assert simulate(many, record_delays=False).services == r.services
 
 
+@pytest.mark.nojit
+def test_covered_flows_above_the_limit_take_each_table_in_turn():
+    spec = np.repeat(np.arange(3), [50, 10, 40])  # three tables, ids by table
+    cov = rfb.covered(spec)
+    assert len(cov) == rfb.RFB_SUBSET
+    # the first flow of every table, then the second, ...: 6 from the first table, 5 and 5 from the others
+    assert cov.tolist() == sorted([0, 50, 60, 1, 51, 61, 2, 52, 62, 3, 53, 63, 4, 54, 64, 5])
+    assert rfb.covered(spec[:rfb.RFB_MAX]).tolist() == list(range(rfb.RFB_MAX))
+
+
+def test_above_the_limit_engine_equals_reference():
+    """90 flows in three counted tables: the bound and the share series over the 16 covered flows."""
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"scheduler": "drfq", "window": 2},
+                          "run": {"duration": 30.0, "warmup": 3.0, "flow_order": "round-robin"},
+                          "flow": [{"name": "x", "cost": [1.0, 0.5], "count": 30},
+                                   {"name": "y", "cost": [0.25, 1.0], "count": 30},
+                                   {"name": "z", "cost": [0.5, 0.5], "weight": 2.0, "count": 30}]})
+    eng = simulate(sc, share_window=3.0)
+    ref = simulate_reference(sc, share_window=3.0)
+    assert eng.rfb == ref.rfb and eng.rfb.value is not None and eng.rfb.flows == rfb.RFB_SUBSET
+    assert np.array_equal(eng.share_series.x, ref.share_x)
+    assert eng.share_series.flows[:3] == ["x.0", "y.0", "z.0"] and len(eng.share_series.flows) == rfb.RFB_SUBSET
+
+
+@pytest.mark.nojit
 @pytest.mark.parametrize("n,J", [(5, 2), (4, 3)])
 def test_the_twin_equals_the_kernel_on_random_logs(n, J):
     """Random logs of services and backlog changes replayed by the compiled flush and the plain-Python
