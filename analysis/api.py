@@ -164,7 +164,9 @@ class RunReport:
     entries of ``mrfq run --json`` (each class with its ``gamma``, interval ``ci`` and
     ``method``); ``to_records()`` is the flows' and classes' rows together, each with a
     ``kind`` of ``"flow"`` or ``"class"``.  ``summary`` holds the run's scalars (scheduler, seed,
-    services, duration, ...); ``raw`` the :class:`router.run.RunResult`.
+    services, duration, ``rfb``: the relative fairness bound reached, ...); ``shares``, with
+    ``share_window``, one row per window and static flow (``window_start``, ``window_end``,
+    ``flow``, ``share``: its dominant share there); ``raw`` the :class:`router.run.RunResult`.
     """
 
     def __init__(self, result):
@@ -176,6 +178,10 @@ class RunReport:
         self.classes = Records(d.pop("classes"), raw=result.classes)
         self.resources = Records(d.pop("resources"), raw=result.resources)
         self.summary = _plain(d)
+        ss = result.share_series
+        self.shares = Records([] if ss is None else [
+            {"window_start": k * ss.window, "window_end": (k + 1) * ss.window, "flow": name, "share": float(x)}
+            for k, row in enumerate(ss.share.tolist()) for name, x in zip(ss.flows, row)])
 
     def __repr__(self) -> str:
         s = self.summary
@@ -192,23 +198,29 @@ class RunReport:
 
 
 def run(scenario, *, scheduler: str | None = None, seed: int | None = None, duration: float | None = None,
-        virtual_time: str | None = None) -> RunReport:
+        virtual_time: str | None = None, share_window: float | None = None) -> RunReport:
     """Run a packet scenario (a :class:`~flows.scenario.Scenario`, a preset name, a path or a dict)
     through the numba engine, as ``mrfq run`` does; the keywords override the scenario's own
-    settings.  The first call of a scheduler compiles its event loop (seconds; cached on disk).
+    settings; ``share_window`` also gives each static flow's dominant share per window of that
+    width (:attr:`RunReport.shares`, as ``mrfq run --share-series``).  The first call of a
+    scheduler compiles its event loop (seconds; cached on disk).
 
     Static backlogged flows get their long-run rates (packets per time unit after warm-up):
 
-    >>> r = run("oracle-two-flows", scheduler="drfq", duration=3000.0)
+    >>> r = run("oracle-two-flows", scheduler="drfq", duration=3000.0, share_window=1000.0)
     >>> [(f["name"], round(f["rate"], 2)) for f in r.flows]
     [('a', 0.67), ('b', 0.67)]
     >>> r.summary["scheduler"], [round(x["utilization"], 3) for x in r.resources]
     ('drfq', [1.0, 1.0])
+    >>> [(x["flow"], round(x["share"], 2)) for x in r.shares][-2:]   # dominant share, last window
+    [('a', 0.67), ('b', 0.67)]
+    >>> r.summary["rfb"]["value"], r.summary["rfb"]["pair"]   # served in lockstep: never apart
+    (0.0, ['a', 'b'])
     """
     from router.run import simulate
 
     return RunReport(simulate(_scenario(scenario), scheduler=scheduler, seed=seed, duration=duration,
-                              virtual_time=virtual_time))
+                              virtual_time=virtual_time, share_window=share_window or 0.0))
 
 
 # ---------------------------------------------------------------------------

@@ -110,6 +110,7 @@ def allocate(n: int, J: int, weights, warmup: float, dominant=None, window: floa
     f[N_H + V_IW * m: N_H + V_IW * m + n] = 1.0 / np.asarray(weights, dtype=np.float64)
     f[pe: pe + J] = BIG
     f[H_WARMUP] = warmup
+    f[H_BEST] = -np.inf  # any period that ends gives a value (0 for two flows served in lockstep)
     f[H_NEXTB] = 0.0 if window > 0.0 else np.inf
     f[H_DB] = window
     g = np.zeros(N_G + J + n, np.int64)
@@ -485,6 +486,7 @@ def samples(g: np.ndarray, ser: np.ndarray) -> np.ndarray:
 
 
 def result(f: np.ndarray, g: np.ndarray) -> tuple[float, int, int, float]:
-    """``(largest value reached (time units over weight), pair i, pair j, largest service logged at a
-    flow's dominant resource over its weight)``; the pair -1, -1 with no joint period after warm-up."""
-    return float(f[H_BEST]), int(g[G_BI]), int(g[G_BJ]), float(f[H_L])
+    """``(largest value reached (time units over weight; at least 0, which rounding could take just
+    below), pair i, pair j, largest service logged at a flow's dominant resource over its weight)``;
+    the pair -1, -1 with no joint period after warm-up."""
+    return max(float(f[H_BEST]), 0.0), int(g[G_BI]), int(g[G_BJ]), float(f[H_L])

@@ -67,6 +67,17 @@ def test_round_robin_by_hand():
     assert (r.rfb.value, r.rfb.raw, r.rfb.unit, r.rfb.pair) == (1.0, 2.0, 2.0, ("a", "b"))
 
 
+def test_two_flows_in_lockstep_reach_zero():
+    """(1/2, 1) and (1, 1/2) under drfq: the CPU serves b while the link serves a, then the other
+    way round, so X_a and X_b grow together and never part: 0 L, still reported with its pair."""
+    from analysis.api import load
+
+    sc = load("oracle-two-flows")
+    r = simulate(sc, duration=3000.0)
+    assert (r.rfb.value, r.rfb.pair, r.rfb.reason) == (0.0, ("a", "b"), None)
+    assert simulate_reference(sc, duration=3000.0).rfb == r.rfb
+
+
 TWO_RES = tb.two_resources("drfq", 60.0, weights=(1.0, 2.0, 1.0))
 
 
