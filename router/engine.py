@@ -48,7 +48,7 @@ from router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
     I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
-    ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, n_fcols, pkt_times, ring_size,
+    ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, keeps_times, n_fcols, pkt_times, ring_size,
 )
 
 INF = np.inf
@@ -194,7 +194,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     lay = sched.module.layout(J)
     buf_max = int(traffic.table_buffer.max()) if len(traffic.table_buffer) else 0
     NR = ring_size(max(N + 1, buf_max))  # > N: a departure's record outlives the admission it triggers
-    W = lay.pkt + pkt_times(J)
+    lean = specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None)
+    W = lay.pkt + pkt_times(J, keeps_times(record_delays, lean))
     C = n_static + 64
     if hist_rows is None:
         hist_rows = (n_static, np.arange(max(n_static, 1), dtype=np.int64))
@@ -245,8 +246,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.ci[C_PKT_LAST] = len(pk.time) < first
     carry.cf[C_NEXT_PKT] = pk.time[0] if len(pk.time) else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None) else None,
-                    len(opt), pc, NR, rec=bool(record_delays))
+    loop = loop_for(J, sched, opt if lean else None, len(opt), pc, NR, rec=bool(record_delays))
 
     compile_seconds = 0.0
     loop_cpu = loop_wall = 0.0

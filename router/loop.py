@@ -69,7 +69,7 @@ from router.state import (
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
     C_PK_ADM, C_PK_DEP, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
     I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
-    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, STATIC_OPEN, STATIC_WINDOWED, cost_width, pkt_times,
+    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, STATIC_OPEN, STATIC_WINDOWED, cost_width, keeps_times, pkt_times,
 )
 
 INF = np.inf
@@ -104,16 +104,18 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
         heap.push(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted):
+def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource).
     ``counted``: the admission was pending (queued in phase 2, or delayed by rtt), so it moves
     from the flow's pending count to its in-flight count; a departure that admits at once
-    leaves both as they are (one packet out, one in: the same counts)."""
+    leaves both as they are (one packet out, one in: the same counts).  ``TIMES``: the packet
+    records keep their times (router.state.keeps_times)."""
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
     slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
     pb = (s * (RM + 1) + (seq & RM)) * W
-    pkt[pb + W - J - 1] = t  # its arrival at the router (its delays: router/delays.py)
+    if TIMES:  # its arrival at the router (its delays: router/delays.py; a constant)
+        pkt[pb + W - J - 1] = t
     cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
     uid = slot_i[s * N_ICOLS + I_UID]
     weight = slot_f[s * NFC + F_WEIGHT]
@@ -273,6 +275,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
         PC = PC_CONST  # costs per packet (packet sizes) or per flow: a constant
         NFC = F_COST + CW_CONST
+        TIMES = REC or not LEAN  # packet records keep their times (router.state.keeps_times)
         NR = RM + 1
         T = P.T
         warmup = P.warmup
@@ -400,7 +403,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                             if service_end[jj] == t:
                                 later = True
                         if not later and now_n == 0:
-                            _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end,
+                            _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end,
                                    False)
                             pk_admitted += 1
                         else:
@@ -469,7 +472,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                         now_i += 1
                 else:
                     break
-                _admit(S, o, J, RM, W, PC, NFC, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True)
+                _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True)
                 pk_admitted += 1
 
             # ---- phase 3: idle resources start their smallest head
@@ -551,7 +554,7 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
-        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J)), bool(pc), lean, const, tag, nr_const,
+        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J), keeps_times(rec, lean)), bool(pc), lean, const, tag, nr_const,
                         cost_width(int(J), lay.increments), bool(rec))
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

@@ -21,7 +21,8 @@ every open-loop flow's buffer, a power of two) hold the scheduler's own
 per-packet slots (``m < layout.pkt``), then the engine's ``J + 1`` times
 (``W = layout.pkt + pkt_times(J)``): the packet's arrival at the router
 (``pb + W - J - 1``) and the start of its service at each resource j
-(``pb + W - J + j``), for the delays (router/delays.py).
+(``pb + W - J + j``), for the delays (router/delays.py); the lean loop without the
+delays keeps none (``W = layout.pkt``, :func:`keeps_times`).
 Costs live where the scenario needs them (``Params.pc``): when every flow has
 constant per-packet costs (no ``packet_sizes``) once per flow, in the flow
 row's float columns ``slot_f[s * NFC + F_COST + j]``; with per-packet sizes
@@ -52,10 +53,17 @@ N_ICOLS = 8  # a power of two, so row offsets are shifts
 STATIC_WINDOWED, STATIC_OPEN = -1, -2
 
 
-def pkt_times(J: int) -> int:
+def pkt_times(J: int, kept: bool = True) -> int:
     """Words the engine appends to each packet record: its arrival at the router, then the start of
-    its service at each of the J resources."""
-    return J + 1
+    its service at each of the J resources; none when they are not ``kept`` (:func:`keeps_times`)."""
+    return J + 1 if kept else 0
+
+
+def keeps_times(record_delays: bool, lean: bool) -> bool:
+    """Whether packet records keep their times: for the delays, and in the generic loop variant
+    (its trace pairs each departure with the packet's arrival).  The lean loop without the
+    recording neither stores nor reads them: a narrower record and one store less per packet."""
+    return bool(record_delays) or not lean
 
 
 # flow-table float columns: arrival time, weight, dominant service max_j s_ij / w_i, flow size
