@@ -247,12 +247,13 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     return tr_n, rfb_n
 
 
-def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC, TIMES_CONST):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
     NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time; CW_CONST the
     cost record's width, J or 2 J with the scheduler's increments; REC: the delays are recorded,
-    else the loop has no code for them)."""
+    else the loop has no code for them; TIMES_CONST: packet records keep their times,
+    router.state.keeps_times)."""
 
     def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr):
         """The event loop proper (see the module docstring for the event order).
@@ -275,7 +276,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
         PC = PC_CONST  # costs per packet (packet sizes) or per flow: a constant
         NFC = F_COST + CW_CONST
-        TIMES = REC or not LEAN  # packet records keep their times (router.state.keeps_times)
+        TIMES = TIMES_CONST  # packet records keep their times (router.state.keeps_times)
         NR = RM + 1
         T = P.T
         warmup = P.warmup
@@ -554,7 +555,8 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
-        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J), keeps_times(rec, lean)), bool(pc), lean, const, tag, nr_const,
-                        cost_width(int(J), lay.increments), bool(rec))
+        times = keeps_times(rec, lean)
+        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J), times), bool(pc), lean, const, tag, nr_const,
+                        cost_width(int(J), lay.increments), bool(rec), times)
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn
