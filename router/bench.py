@@ -41,12 +41,21 @@ process after a 3-flow run).  The dynamic row with a round-trip time
 (mrfq only: the yardstick has no RTT).  ``cost per service`` against
 ``log(flows)`` is printed for the static rows.
 
+**The recording's own cost in C.**  With ``--c-delays`` each row also times the yardstick
+patched to record per packet what mrfq records by default (``router/yardstick_delays.patch``:
+its arrival and a service start per resource, and at its departure the wait at each resource and
+the sojourn into log-bucket histograms, the largest sojourn and batch sums; no relative
+fairness bound), interleaved with the others: the row adds that binary's rate, its own on/off
+(``c_on_off``: patched / unpatched, per pair) and ``ratio_delays`` (mrfq / patched C, per pair).
+The patched run must serve the same packets (the same ``sig``) and record every departure.
+
 It prints figures; it never fails on timing.  On a machine shared with other
 work the figures are indicative only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -336,26 +345,42 @@ class MrfqSide:
 
 
 class CSide:
-    """Timed runs of the C yardstick on one workload."""
+    """Timed runs of the C yardstick on one workload (``delays``: the patched binary, whose every
+    run must record its departures)."""
 
-    def __init__(self, binary: Path, w: Workload, services: int):
+    def __init__(self, binary: Path, w: Workload, services: int, delays: bool = False):
         self.args = [str(binary), "-s", w.c_sched, "-m", w.mode, "-n", str(int(services))]
         if w.mode == "static":
             self.args += ["-F", str(w.flows)]
         else:  # its defaults, given explicitly: c_dynamic_arrivals draws the same flows
             self.args += ["-S", str(C_SEED), "-L", str(C_MEAN_PACKETS), "-r", str(C_LOAD), "-W", str(C_WINDOW)]
-        self.services = services
+        self.services, self.delays = services, delays
+        self.sig: list[str] = []
         self.rss: list[int] = []
         self.model_kb: list[float] = []
         self.mean_flows: list[float] = []
 
+    def _run(self, args: list[str]) -> tuple[str, dict]:
+        """The program's output and its summary line's ``key=value`` pairs; a program that fails or
+        prints no yardstick summary is an error naming it."""
+        p = subprocess.run(args, capture_output=True, text=True)
+        lines = p.stdout.splitlines()
+        kv = dict(re.findall(r"(\w+)=([^\s]+)", lines[0])) if lines else {}
+        if p.returncode != 0 or "Msvc_per_cpu_s" not in kv or "sig" not in kv:
+            why = f"exit code {p.returncode}" if p.returncode != 0 else "no summary line (Msvc_per_cpu_s=..., sig=...)"
+            raise MrfqError(f"--c-source: {' '.join(self.args[:1])} {' '.join(self.args[1:])}: {why}; "
+                            "give the yardstick's mrfq_ref.c")
+        return p.stdout, kv
+
     def warm(self) -> None:
-        subprocess.run(self.args[:6] + [str(min(self.services, 100000))] + self.args[7:], check=True,
-                       capture_output=True)
+        self._run(self.args[:6] + [str(min(self.services, 100000))] + self.args[7:])
 
     def once(self) -> tuple[float, float]:
-        out = subprocess.run(own_rss(self.args), check=True, capture_output=True, text=True).stdout
-        kv = dict(re.findall(r"(\w+)=([^\s]+)", out.splitlines()[0]))
+        out, kv = self._run(own_rss(self.args))
+        self.sig.append(kv.get("sig", ""))
+        if self.delays and int(kv.get("rec_sojourns", "0")) == 0:
+            raise MrfqError(f"{' '.join(self.args)}: the yardstick with the delays recorded none "
+                            "(router/yardstick_delays.patch applied to another mrfq_ref.c?)")
         if "maxrss_kB" in kv:
             self.rss.append(int(float(kv["maxrss_kB"])))
         if "model_kB" in kv:  # the bytes its data structures hold (flow table, rings, queues)
@@ -366,9 +391,12 @@ class CSide:
         return float(kv["Msvc_per_cpu_s"]), float(kv["Msvc_per_s"])
 
 
-def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: bool = True) -> dict:
-    """Interleaved timed runs: mrfq, mrfq with the delays not recorded (``off``), C, mrfq, ...; the
-    ratios mrfq / C and mrfq / (mrfq, delays off) per repetition (the C yardstick records no delays).  A static row runs at
+def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: bool = True,
+              binary_delays: Path | None = None) -> dict:
+    """Interleaved timed runs: mrfq, mrfq with the delays not recorded (``off``), C, C recording the
+    delays (``binary_delays``), mrfq, ...; the ratios mrfq / C and mrfq / (mrfq, delays off) per
+    repetition (the C yardstick records no delays), and with ``binary_delays`` the patched C's own
+    on/off and mrfq / patched C.  A static row runs at
     least ``MIN_SERVICES_PER_FLOW`` services per flow: with fewer, the timed loop (setup
     excluded) is a fraction of a second at 10^6 flows and each flow is served a few times,
     every one a cache miss (2e6 services at 10^6 flows gave 0.08 s of loop beside 1.6 s of setup)."""
@@ -379,12 +407,14 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
     m = MrfqSide(w, services)
     m_off = MrfqSide(w, services, record=False) if off else None
     c = CSide(binary, w, services) if binary is not None and w.c_sched else None
+    cd = CSide(binary_delays, w, services, delays=True) if c is not None and binary_delays is not None else None
     m.warm()
     if m_off is not None:
         m_off.warm()
-    if c is not None:
-        c.warm()
-    mc, mw, cc, cw, oc, n = [], [], [], [], [], 0
+    for side in (c, cd):
+        if side is not None:
+            side.warm()
+    mc, mw, cc, cw, oc, dc, n = [], [], [], [], [], [], 0
     for _ in range(reps):
         a, b, n = m.once()
         mc.append(a)
@@ -395,6 +425,11 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
             x, y = c.once()
             cc.append(x)
             cw.append(y)
+        if cd is not None:
+            dc.append(cd.once()[0])
+    if cd is not None and set(cd.sig) != set(c.sig):
+        raise MrfqError(f"{w.name}: the yardstick with the delays recorded served other packets "
+                        f"(sig {', '.join(sorted(set(cd.sig)))} against {', '.join(sorted(set(c.sig)))})")
     row = {"workload": w.name, "flows": w.flows if w.mode != "dynamic" else None, "services": n,
            "mrfq_msvc_per_cpu_s": statistics.median(mc), "mrfq_msvc_per_wall_s": statistics.median(mw),
            "c_msvc_per_cpu_s": statistics.median(cc) if cc else None,
@@ -410,6 +445,12 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
         sp = _spread([a / x for a, x in zip(mc, cc)])
         sp.pop("ratios")
         row.update(sp)
+    if dc:
+        so = _spread([d / x for d, x in zip(dc, cc)])
+        sd = _spread([a / d for a, d in zip(mc, dc)])
+        row.update(c_delays_msvc_per_cpu_s=statistics.median(dc), c_on_off=so["ratio"], c_on_off_low=so["ratio_low"],
+                   c_on_off_high=so["ratio_high"], ratio_delays=sd["ratio"], ratio_delays_low=sd["ratio_low"],
+                   ratio_delays_high=sd["ratio_high"])
     if m.extra.get("mean_flows", [None])[0] is not None:
         row["mean_flows"] = statistics.median(m.extra["mean_flows"])
     if c is not None and c.mean_flows:  # dynamic rows: the same arrivals, the same flows in the system
@@ -427,14 +468,32 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
     return row
 
 
-def build_c(source: Path) -> Path | None:
+#: the yardstick's patch that records the delays (``--c-delays``)
+DELAYS_PATCH = Path(__file__).with_name("yardstick_delays.patch")
+
+
+def build_c(source: Path, delays: bool = False) -> Path | None:
+    """The yardstick compiled with its own flags (``gcc -O2``); with ``delays``, patched by
+    :data:`DELAYS_PATCH` (``patch -p1``) and compiled with ``-DMRFQ_REC``.  None without a compiler
+    (or ``patch``) or the source; a failed patch or compilation raises CalledProcessError."""
     cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
-    if cc is None or not source.exists():
+    if cc is None or not source.exists() or (delays and shutil.which("patch") is None):
         return None
-    out = Path(tempfile.gettempdir()) / f"mrfq_ref_{os.getuid()}"
-    if not out.exists() or out.stat().st_mtime < source.stat().st_mtime:
-        subprocess.run([cc, "-std=c11", "-O2", "-o", str(out), str(source), "-lm"], check=True,
-                       capture_output=True)
+    key = hashlib.sha256(source.read_bytes() + (DELAYS_PATCH.read_bytes() if delays else b"")).hexdigest()[:16]
+    out = Path(tempfile.gettempdir()) / f"mrfq_ref{'_delays' if delays else ''}_{os.getuid()}_{key}"
+    if out.exists():  # built from these very sources
+        return out
+    with tempfile.TemporaryDirectory() as d:
+        src = source
+        if delays:
+            src = Path(d) / "mrfq_ref.c"
+            shutil.copyfile(source, src)
+            subprocess.run(["patch", "-s", "-p1", "--no-backup-if-mismatch", "-d", d, "-i", str(DELAYS_PATCH)],
+                           check=True, capture_output=True)
+        tmp = Path(d) / "bin"  # compiled aside, then moved: a failed build leaves no stale binary
+        subprocess.run([cc, "-std=c11", "-O2", *(["-DMRFQ_REC"] if delays else []), "-o", str(tmp), str(src), "-lm"],
+                       check=True, capture_output=True)
+        shutil.move(str(tmp), out)
     return out
 
 
@@ -507,6 +566,9 @@ def add_arguments(ap) -> None:
                     help=f"timed repetitions per workload, in [1, {MAX_BENCH_REPS}] (default 5; quick 3)")
     ap.add_argument("--c-source", default=None, metavar="FILE",
                     help="path of mrfq_ref.c (default ../shared/bench/limit)")
+    ap.add_argument("--c-delays", action="store_true",
+                    help="also time the yardstick patched to record the same per-packet delays "
+                         "(router/yardstick_delays.patch; needs `patch`)")
     ap.add_argument("--only", metavar="TEXT", help="run only workloads whose name contains this text")
     ap.add_argument("--no-extras", action="store_true", help="skip the SimPy, first-call and memory rows")
     ap.add_argument("--max-flows", type=int_type("--max-flows", lo=1, hi=MAX_BENCH_FLOWS), default=None,
@@ -550,6 +612,10 @@ def _row_text(row: dict) -> str:
             mem += f" (C {row['c_mean_flows']:.2f}, same arrivals)"
     oo = (f"{row['on_off']:5.2f} [{row['on_off_low']:.2f}-{row['on_off_high']:.2f}]" if row.get("on_off") is not None
           else f"{'-':>16}")
+    if row.get("c_on_off") is not None:
+        oo += (f"  C+d {row['c_delays_msvc_per_cpu_s']:.1f}: its on/off {row['c_on_off']:.2f} "
+               f"[{row['c_on_off_low']:.2f}-{row['c_on_off_high']:.2f}], mrfq/C+d {row['ratio_delays']:.2f} "
+               f"[{row['ratio_delays_low']:.2f}-{row['ratio_delays_high']:.2f}]")
     return (f"{row['workload']:<30} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}"
             f"  {oo}{mem}")
 
@@ -588,9 +654,18 @@ def run(args) -> int:
                       else f"C yardstick skipped: {src} not found (give --c-source)")
     except subprocess.CalledProcessError as e:
         c_note = f"C yardstick skipped: compiling {src} failed ({e.stderr.decode()[:200]})"
+    binary_delays = None
+    if args.c_delays and binary is not None:
+        try:
+            binary_delays = build_c(src, delays=True)
+            if binary_delays is None:
+                c_note = "C with the delays skipped: no `patch` program found"
+        except subprocess.CalledProcessError as e:
+            c_note = (f"C with the delays skipped: {DELAYS_PATCH.name} does not apply to {src} or does not compile "
+                      f"({e.stderr.decode()[:200]})")
     rows = []
     for w in workloads:
-        row = run_pairs(w, services, reps, binary)
+        row = run_pairs(w, services, reps, binary, binary_delays=binary_delays)
         rows.append(row)
         if not args.json:
             if len(rows) == 1:
@@ -613,7 +688,9 @@ def run(args) -> int:
           "a warm-up run of each; ratio = mrfq / C by CPU time per repetition, median [min-max, interquartile "
           "range]; * the C yardstick records no delays; on/off = mrfq (delays and the relative fairness bound "
           "recorded: the default) / mrfq with record_delays=False (its loop compiled without the recording); "
-          "indicative only on a shared machine)")
+          + ("C+d = the yardstick recording the same delays (no fairness bound), Msvc/cpu-s; its on/off = C+d / C; "
+             if binary_delays is not None else "")
+          + "indicative only on a shared machine)")
     kb = [r["delay_kb"] for r in rows if r.get("delay_kb")]
     if kb:
         print("delay histograms (fixed per run, independent of its length): " + ", ".join(

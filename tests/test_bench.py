@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -169,3 +173,66 @@ def test_state_bytes_per_static_flow():
 
     small, large = (simulate(_counted(n, services=100)).state_bytes for n in (205, 705))
     assert (large - small) / 1000 == 480 + 32 * 24 + 8 + 8 + 16 + 8
+
+
+def _yardstick_source():
+    src = Path(bench.__file__).resolve().parent.parent.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
+    if not src.is_file() or shutil.which("gcc") is None or shutil.which("patch") is None:
+        pytest.skip("needs ../shared/bench/limit/mrfq_ref.c, gcc and patch")
+    return src
+
+
+def _c_run(binary, *args):
+    out = subprocess.run([str(binary), *args], check=True, capture_output=True, text=True).stdout
+    return dict(re.findall(r"(\w+)=([^\s]+)", out.splitlines()[0]))
+
+
+def test_yardstick_patched_to_record_delays_serves_the_same_packets_and_measures_mrfqs_sojourns():
+    """``--c-delays``: the patched yardstick serves exactly the packets the plain one does (its
+    ``sig``), records one sojourn per departure, and its mean sojourn is mrfq's on the same workload."""
+    from router.run import simulate
+
+    src = _yardstick_source()
+    plain, rec = bench.build_c(src), bench.build_c(src, delays=True)
+    assert plain != rec
+    for args in (["-s", "drfq", "-m", "static", "-n", "200000", "-F", "3"],
+                 ["-s", "sfq", "-m", "dynamic", "-n", "200000", "-S", str(bench.C_SEED), "-L", str(bench.C_MEAN_PACKETS),
+                  "-r", str(bench.C_LOAD), "-W", str(bench.C_WINDOW)]):
+        a, b = _c_run(plain, *args), _c_run(rec, *args)
+        assert a["sig"] == b["sig"] and "rec_sojourns" not in a
+        # two resources: every departure was served twice, the packets still inside at most once
+        # (a window of 30 per flow in the router: 3 flows, or at most 6 in the dynamic run)
+        gap = int(b["services"]) - 2 * int(b["rec_sojourns"])
+        assert 0 <= gap <= 6 * bench.C_WINDOW
+    r = simulate(bench.scenario_for(bench.WORKLOADS[0], 200_000))
+    mean = float(r.delays.dsum.sum() / r.delays.dcnt.sum())
+    c = _c_run(rec, "-s", "drfq", "-m", "static", "-n", "200000", "-F", "3")
+    assert float(c["rec_mean"]) == pytest.approx(mean, rel=2e-3)
+
+def test_yardstick_patch_that_does_not_apply(tmp_path, capsys):
+    """A yardstick the patch does not fit: the bench says so in one line and times the plain binary
+    only; a program that is not the yardstick at all is a one-line error."""
+    src = _yardstick_source()
+    other = tmp_path / "mrfq_ref.c"
+    other.write_text(src.read_text().replace("inject(", "inject_packet("))  # the same program, renamed
+    with pytest.raises(subprocess.CalledProcessError):
+        bench.build_c(other, delays=True)
+    assert bench.build_c(tmp_path / "absent.c", delays=True) is None
+    args = ["--c-source", str(other), "--c-delays", "--only", "3 static, drfq", "--services", "1000", "--reps", "1",
+            "--no-extras"]
+    assert bench.main(args) == 0
+    out = capsys.readouterr().out
+    assert "C with the delays skipped: yardstick_delays.patch does not apply to" in out
+    assert "its on/off" not in out and "C+d" not in out
+    other.write_text("int main(void) { return 0; }\n")
+    assert bench.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mrfq bench: error: --c-source: ") and "no summary line" in err and "\n" not in err
+
+
+def test_run_pairs_with_the_yardstick_recording_delays():
+    src = _yardstick_source()
+    row = bench.run_pairs(bench.WORKLOADS[0], 20_000, 2, bench.build_c(src), binary_delays=bench.build_c(src, delays=True))
+    assert row["c_delays_msvc_per_cpu_s"] > 0 and row["c_on_off_low"] <= row["c_on_off"] <= row["c_on_off_high"]
+    assert row["ratio_delays_low"] <= row["ratio_delays"] <= row["ratio_delays_high"]
+    assert "its on/off" in bench._row_text(row)
