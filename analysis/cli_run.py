@@ -118,7 +118,7 @@ def format_delays(r) -> list[str]:
                      f"{_g(s['p90']):>9} {_g(s['p99']):>9} {_g(s['p999']):>9} {_g(s['max']):>9} {d:>9}")
     lines.append("delay = sojourn in the router (arrival or admission to departure, time units) of the packets "
                  f"that left after warm-up; mean with {r.scenario.run.batches} batch means, quantiles within "
-                 "0.8 %; drops = open-loop arrivals after warm-up that found the flow's buffer full")
+                 "0.8 %; drops = open-loop arrivals from warm-up on that found the flow's buffer full")
     lines.append("")
     return lines
 

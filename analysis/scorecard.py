@@ -283,7 +283,7 @@ def format_scorecard(res: ScorecardResult) -> str:
               "rate with every flow present and each open-loop flow capped at its mean arrival rate "
               "(min(demand, DRF share)); mean, CI, p99 = sojourn in the router (time units; quantiles within "
               "0.8 %); p99/pkt = p99 over the flow's own packet time (the sum of its per-packet times); drops = "
-              "open-loop arrivals after warm-up that found the buffer full", "",
+              "open-loop arrivals from warm-up on that found the buffer full", "",
               f"{'scheduler':<14} {'RFB (L)':>9} {'pair':<17} {'services':>12} {'CPU s':>8} {'ns/service':>10}"]
     notes = []
     for s in res.schedulers:

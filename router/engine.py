@@ -101,7 +101,7 @@ class KernelResult(NamedTuple):
     loop_cpu: float               # their CPU seconds (process time, compile excluded)
     loop_wall: float              # and wall seconds
     state_bytes: int              # bytes of the engine's arrays at the end (flow table, heaps, tags, ...)
-    offered: np.ndarray           # [n_static] open-loop packet arrivals after warm-up
+    offered: np.ndarray           # [n_static] open-loop packet arrivals from warm-up on
     drops: np.ndarray             # [n_static] of which dropped
     hist: np.ndarray              # [HR, J + 1, NB] delay histograms (router/delays.py)
     dmax: np.ndarray              # [HR] largest sojourn of each row

@@ -124,7 +124,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
     """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order), then
     the open-loop packet arrivals at t (in stream order: by flow id), each admitted (queued in
     ``aq.now_s`` like a window's admission) if its flow holds fewer than ``buffer`` packets inside
-    the router, else dropped (tail drop; counted after warm-up).  Flow starts and arrivals:
+    the router, else dropped (tail drop; counted from warm-up on).  Flow starts and arrivals:
     each new flow gets a table row (the scheduler's rows zeroed) and queues min(N, L)
     admissions in ``aq.now_s`` (one entry ``row << ADM_BITS | min(N, L)``; the loop admits
     them right after).  Arrivals are read from
@@ -248,7 +248,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
         while cur < n and pk.time[cur] == t:
             s = pk.flow[cur]
             cur += 1
-            post = t > P.warmup
+            post = t >= P.warmup  # counted from warm-up on, as flow arrivals are (flow_done)
             if post:
                 acc.offered[s] += 1
             if slot_i[s * N_ICOLS + I_REMAIN] > 0:

@@ -160,7 +160,7 @@ class Flow:
     departed_post: int = 0          # departures after warm-up
     done_at: float | None = None
     buffer: int = 0                 # an open-loop source's buffer (0: a windowed flow)
-    offered: int = 0                # open-loop packet arrivals after warm-up
+    offered: int = 0                # open-loop packet arrivals from warm-up on (t >= warmup)
     drops: int = 0                  # of which dropped
     Q: list[int] = field(default_factory=list)      # packets at each resource, waiting or in service
     tag: dict = field(default_factory=dict)         # the scheduler's own per-flow values
@@ -198,8 +198,8 @@ class ReferenceFlow:
     packets: int                    # departures after warm-up
     completion_time: float | None   # finite flows: last departure - start
     admitted: int                   # packets admitted over the whole run
-    drops: int = 0                  # open-loop packet arrivals after warm-up dropped
-    offered: int = 0                # open-loop packet arrivals after warm-up
+    drops: int = 0                  # open-loop packet arrivals from warm-up on dropped
+    offered: int = 0                # open-loop packet arrivals from warm-up on (t >= warmup)
 
 
 @dataclass(frozen=True)
@@ -420,7 +420,7 @@ class ReferenceRouter:
         # ... then the open-loop packet arrivals (by flow id): admitted, or dropped when the buffer is full
         for uid, size in packets:
             f = self.static[uid]
-            if t > self.warmup:
+            if t >= self.warmup:
                 f.offered += 1
             if f.to_admit > 0:
                 f.to_admit -= 1
@@ -428,7 +428,7 @@ class ReferenceRouter:
                 if f.in_router == 0 and uid in self.rfb_index:
                     self.rfb.record(t, t, self.rfb_index[uid], _rfb.K_BACKLOG)
                 self._admit(f, t, size)
-            elif t > self.warmup:
+            elif t >= self.warmup:
                 f.drops += 1
         # phase 3: idle resources start the head of smallest (key, flow id), if the scheduler is ready
         for j in range(self.J):

@@ -42,8 +42,8 @@ class FlowResult:
     rate: float            # packets per time unit after warm-up
     packets: int           # packets that left the router after warm-up
     completion_time: float | None  # finite flows: time from start to last departure
-    drops: int = 0         # open-loop flows: packet arrivals after warm-up dropped (buffer full)
-    offered: int = 0       # open-loop flows: packet arrivals after warm-up (0 for a windowed flow)
+    drops: int = 0         # open-loop flows: packet arrivals from warm-up on (t >= warmup) dropped (buffer full)
+    offered: int = 0       # open-loop flows: packet arrivals from warm-up on (0 for a windowed flow)
 
 
 class FlowResults(Sequence):

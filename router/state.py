@@ -200,7 +200,7 @@ class Accumulators(NamedTuple):
     class_arrived: np.ndarray  # [K]
     class_completed: np.ndarray  # [K]
     static_done_t: np.ndarray  # [n_static] completion time of finite static flows
-    offered: np.ndarray        # [n_static] open-loop packet arrivals after warm-up
+    offered: np.ndarray        # [n_static] open-loop packet arrivals from warm-up on
     drops: np.ndarray          # [n_static] of which dropped (the flow's buffer was full)
     dacc: np.ndarray           # [HR * row_width] per delay row: the histograms (the wait at each resource, the
     #                            sojourn), the largest sojourn, the sum and number of sojourns per batch

@@ -252,8 +252,8 @@ def test_engine_equals_reference_on_a_sized_packet_trace(tmp_path):
                  {"name": "g", "cost": [1.0, 0.25]}]}, base_dir=tmp_path)
     r = check(sc)
     v = r.flows[0]
-    # offered and drops count arrivals after warm-up (t > 0.5): the rows at 1.0 (dropped) and 3.25
-    assert v.drops == 1 and v.offered == 2 and v.packets == 3 and v.completion_time == 10.578
+    # offered and drops count arrivals from warm-up on (t >= 0.5): the two rows at 0.5, 1.0 (dropped), 3.25
+    assert v.drops == 1 and v.offered == 4 and v.packets == 3 and v.completion_time == 10.578
     # v's link times are its sizes / 1000: 0.1 then 1.5 (its third packet found the buffer full)
     assert [round(b - a, 9) for a, b, j, u, _ in trace_tuples(r.trace) if u == 0 and j == 1] == [0.1, 1.5, 0.064]
 
@@ -262,15 +262,28 @@ def test_drops_by_hand():
     """One resource, cost 1, CBR every 0.25 from 0, buffer 2: packet k arrives at k / 4; the one in
     service and one waiting fill the buffer: arrivals at 0 (served [0, 1]), 0.25 (waits, served
     [1, 2]), 0.5 and 0.75 dropped, 1.0 (the departure at 1.0 comes first: joins behind 0.25), 1.25
-    to 1.75 dropped, 2.0 accepted, ...: 12 of the 41 arrivals in [0, 10] accepted, the 40 after
-    t = 0 offered, 29 dropped; departures at 1, 2, ..., 10."""
+    to 1.75 dropped, 2.0 accepted, ...: 12 of the 41 arrivals in [0, 10] accepted, all 41 offered
+    (no warm-up: the arrival at 0 counts), 29 dropped; departures at 1, 2, ..., 10."""
     sc = flows.from_dict({"resources": ["r"], "run": {"duration": 10.0},
                           "flow": [{"name": "c", "cost": [1.0], "arrival": {"law": "cbr", "rate": 4.0},
                                     "buffer": 2}]})
     r = check(sc)
     f = r.flows[0]
-    assert f.offered == 40 and f.packets == 10 and f.drops == 29
+    assert f.offered == 41 and f.packets == 10 and f.drops == 29
     assert r.departures.rows()[:3] == [(1.0, 1.0, 0, 1), (2.0, 1.75, 0, 2), (3.0, 2.0, 0, 3)]
+
+
+def test_drops_at_time_zero_and_at_warmup_count(tmp_path):
+    """Packets that arrive together at 0 with no warm-up, and at exactly the warm-up: one accepted
+    (buffer 1, cost 1), the others dropped and counted (arrivals from warm-up on, t >= warmup)."""
+    (tmp_path / "p.csv").write_text("time,flow\n0,b\n0,b\n0,b\n10,b\n10,b\n10,b\n")
+    d = {"resources": ["r"], "run": {"duration": 20.0}, "traffic": {"packet_trace": "p.csv"},
+         "flow": [{"name": "b", "cost": [1.0], "arrival": {"law": "trace"}, "buffer": 1}]}
+    f = check(flows.from_dict(d, base_dir=tmp_path)).flows[0]
+    assert (f.offered, f.drops, f.packets) == (6, 4, 2)
+    d["run"]["warmup"] = 10.0
+    f = check(flows.from_dict(d, base_dir=tmp_path)).flows[0]
+    assert (f.offered, f.drops, f.packets) == (3, 2, 1)
 
 
 # ---------------------------------------------------------------------------
