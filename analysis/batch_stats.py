@@ -28,7 +28,8 @@ def t_quantile(confidence: float, dof: int) -> float:
 
 
 def ratio_ci(y: np.ndarray, x: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
-    """(estimate, low, high) of ``sum y / sum x`` from per-batch sums; NaN where undefined."""
+    """(estimate, low, high) of ``sum y / sum x`` from per-batch sums; NaN where undefined: no
+    data, or (the interval) fewer than two batches with data (their residuals would all be 0)."""
     y = np.asarray(y, dtype=np.float64)
     x = np.asarray(x, dtype=np.float64)
     sx = float(x.sum())
@@ -36,7 +37,7 @@ def ratio_ci(y: np.ndarray, x: np.ndarray, confidence: float = 0.95) -> tuple[fl
         return math.nan, math.nan, math.nan
     r = float(y.sum()) / sx
     B = len(x)
-    if B < 2:
+    if B < 2 or int(np.count_nonzero(x > 0.0)) < 2:  # all the data in one batch: no spread to estimate
         return r, math.nan, math.nan
     d = y - r * x
     se = math.sqrt(float((d * d).sum()) / (B * (B - 1))) / (sx / B)

@@ -424,3 +424,27 @@ def test_reference_reaches_an_instant_no_single_delay_lands_on():
     env.process(proc())
     env.run()
     assert seen == [t]
+
+
+@pytest.mark.nojit
+def test_mean_interval_needs_two_batches_with_departures():
+    """Batch means: with every departure in one batch the residuals are all 0, which is no evidence
+    of a zero spread: the interval is undefined (null), the mean is still given."""
+    from analysis.batch_stats import ratio_ci
+
+    m, lo, hi = ratio_ci(np.array([0.0, 0.66, 0.0, 0.0]), np.array([0.0, 5.0, 0.0, 0.0]))
+    assert m == pytest.approx(0.132) and math.isnan(lo) and math.isnan(hi)
+    m, lo, hi = ratio_ci(np.array([0.3, 0.36, 0.0, 0.0]), np.array([2.0, 3.0, 0.0, 0.0]))
+    assert lo < m < hi
+
+
+def test_json_interval_is_null_when_one_batch_holds_every_departure(capsys, tmp_path):
+    (tmp_path / "p.csv").write_text("time,flow\n1,v\n1.5,v\n2,v\n2.5,v\n3,v\n")
+    p = tmp_path / "s.toml"
+    p.write_text('resources = ["cpu", "link"]\n[run]\nduration = 100.0\n[traffic]\npacket_trace = "p.csv"\n'
+                 '[[flow]]\nname = "v"\ncost = [0.05, 0.1]\narrival = {law = "trace"}\n'
+                 '[[flow]]\nname = "g"\ncost = [0.5, 0.2]\n')
+    code, out, err = run_cli(capsys, "run", str(p), "--json")
+    assert code == 0, err
+    v = json.loads(out)["flows"][0]
+    assert v["packets"] == 5 and v["delay"]["mean"] > 0 and v["delay"]["ci"] == [None, None]
