@@ -18,6 +18,7 @@ the same seed see exactly the same flows and packets (common random numbers).
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -259,8 +260,13 @@ class ShareSeries:
         return np.diff(self.x, axis=0) * self.weights[None, :] / self.window
 
     def write_csv(self, fh) -> int:
-        """``window_start,window_end,flow,share`` to the open text file ``fh``, one line per window
-        and flow; returns the number of windows."""
+        """``window_start,window_end,flow,share`` to ``fh``, an open text file or a path (written
+        atomically), one line per window and flow; returns the number of windows."""
+        if isinstance(fh, (str, os.PathLike)):
+            from flows.cli_args import atomic_writer
+
+            with atomic_writer(fh) as f:
+                return self.write_csv(f)
         sh = self.share
         fh.write("window_start,window_end,flow,share\n")
         for k in range(sh.shape[0]):

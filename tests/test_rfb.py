@@ -232,6 +232,17 @@ def test_share_series_against_the_trace_and_the_reference():
     assert (sh[:, 0] + sh[:, 2] <= 1.0 + 1e-9).all() and (sh[:, 1] <= 1.0 + 1e-9).all()
     ref = simulate_reference(sc, share_window=2.5)
     assert np.array_equal(ref.share_x, ss.x)
+    # written to an open file or to a path, the same lines
+    import io
+    import tempfile
+    from pathlib import Path
+
+    buf = io.StringIO()
+    assert ss.write_csv(buf) == 24
+    with tempfile.TemporaryDirectory() as d:
+        assert ss.write_csv(Path(d) / "s.csv") == 24 and ss.write_csv(str(Path(d) / "t.csv")) == 24
+        assert (Path(d) / "s.csv").read_text() == (Path(d) / "t.csv").read_text() == buf.getvalue()
+    assert buf.getvalue().splitlines()[0] == "window_start,window_end,flow,share" and buf.getvalue().count("\n") == 73
 
 
 def test_share_series_cli_and_its_errors(capsys, tmp_path):
