@@ -15,6 +15,7 @@ import sys
 from flows.cli_args import (
     add_scenario_args,
     atomic_write,
+    check_distinct_outputs,
     check_output_path,
     dumps_strict,
     int_type,
@@ -46,6 +47,7 @@ def cmd_compare(args) -> int:
     for field, path, fig in (("--plot", args.plot, True), ("--csv", args.csv, False)):
         if path:
             check_output_path(field, path, figure=fig)
+    check_distinct_outputs(("--results", args.results or DEFAULT_RESULTS), ("--plot", args.plot), ("--csv", args.csv))
     sc = load_scenario_arg(args)
     if args.virtual_time:
         sc = sc.replace(**{"router.virtual_time": args.virtual_time})

@@ -15,6 +15,7 @@ from analysis.run_report import class_estimates, run_json
 from flows.cli_args import (
     add_scenario_args,
     atomic_writer,
+    check_distinct_outputs,
     check_output_path,
     dumps_strict,
     int_type,
@@ -146,6 +147,7 @@ def cmd_run(args) -> int:
         check_output_path("--delays", args.delays)
     if args.share_series:
         check_output_path("--share-series", args.share_series)
+    check_distinct_outputs(("--trace", args.trace), ("--delays", args.delays), ("--share-series", args.share_series))
     if args.share_window is not None and not args.share_series:
         raise MrfqError("--share-window: give --share-series FILE.csv too (the file the shares go to)")
     if args.share_series and args.no_rfb:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from flows.cli_args import (
     add_scenario_args,
+    check_distinct_outputs,
     check_output_path,
     dumps_strict,
     int_type,
@@ -51,6 +52,7 @@ def cmd_scorecard(args) -> int:
     for opt, path in (("--plot", args.plot), ("--plot-intervals", args.plot_intervals)):
         if path:
             check_output_path(opt, path, figure=True)
+    check_distinct_outputs(("--plot", args.plot), ("--plot-intervals", args.plot_intervals))
     if args.plot_intervals and not args.intervals:
         raise MrfqError("--plot-intervals: give --intervals too (the edges of the intervals to draw)")
     sc = load_scenario_arg(args)

@@ -242,6 +242,20 @@ def check_output_path(field: str, path: str | os.PathLike, *, figure: bool = Fal
     return p
 
 
+def check_distinct_outputs(*outputs: tuple[str, str | os.PathLike | None]) -> None:
+    """Refuse, before any work, two options naming the same file (``(field, path)`` pairs, a None or
+    empty path skipped): the second write would replace the first, or a results store."""
+    seen: dict[Path, str] = {}
+    for field, path in outputs:
+        if not path:
+            continue
+        key = Path(path).resolve()
+        if key in seen:
+            raise MrfqError(f"{field} {shorten(str(path))}: the same file as {seen[key]}; give each output "
+                            "its own file")
+        seen[key] = field
+
+
 def _final_mode(p: Path) -> int:
     """The permission bits a plain ``open(p, "w")`` would give: those of the file it
     replaces, else 0o666 less the umask (``mkstemp`` creates its file 0o600)."""

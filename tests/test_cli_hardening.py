@@ -258,6 +258,27 @@ def test_output_paths_are_checked_before_any_work(capsys, tmp_path, monkeypatch)
 
 
 @pytest.mark.nojit
+def test_two_outputs_naming_one_file_are_refused_before_any_work(capsys, tmp_path, monkeypatch):
+    """The second write would replace the first, or the results store: refused, the file untouched."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "keep.sqlite").write_bytes(b"stored results")
+    for argv, needle in [
+        (["run", "--preset", "oracle-rates", "--trace", "x.csv", "--share-series", "./x.csv"],
+         "--share-series './x.csv': the same file as --trace; give each output its own file"),
+        (["run", "--preset", "oracle-rates", "--delays", "x.csv", "--trace", "x.csv"], "--delays 'x.csv': the same file as --trace"),
+        (["compare", "--preset", "br-unbalanced", "--results", "keep.sqlite", "--csv", "keep.sqlite"],
+         "--csv 'keep.sqlite': the same file as --results"),
+        (["compare", "--preset", "br-unbalanced", "--csv", "mrfq-results.sqlite"], "the same file as --results"),
+        (["scorecard", "--preset", "isolation", "--intervals", "1000,2000", "--plot", "f.png",
+          "--plot-intervals", "f.png"], "--plot-intervals 'f.png': the same file as --plot"),
+    ]:
+        code, out, err = run_cli(capsys, *argv)
+        assert_clean(code, err, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.sqlite"]
+    assert (tmp_path / "keep.sqlite").read_bytes() == b"stored results"
+
+
+@pytest.mark.nojit
 def test_one_load_grammar_everywhere():
     assert parse_loads("0.3,0.6") == [0.3, 0.6]
     assert parse_loads("0.1:0.3:0.1") == [0.1, 0.2, 0.3]
