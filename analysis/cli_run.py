@@ -180,8 +180,11 @@ def cmd_run(args) -> int:
         r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0,
                      record_fairness=not args.no_rfb, share_window=share_window)
     except MrfqError as e:
-        if args.share_series and str(e).startswith("share"):
-            raise MrfqError(f"--share-series: {e}") from None
+        m = str(e)
+        if args.share_series and m.startswith("share window = ") and args.share_window is not None:
+            raise MrfqError(f"--share-window {m.removeprefix('share window = ')}") from None
+        if args.share_series and m.startswith("share"):
+            raise MrfqError(f"--share-series: {m.removeprefix('share series: ')}") from None
         raise
     if args.trace:
         names = r.scenario.static_flow_names()

@@ -56,7 +56,8 @@ def cmd_scorecard(args) -> int:
     if args.plot_intervals and not args.intervals:
         raise MrfqError("--plot-intervals: give --intervals too (the edges of the intervals to draw)")
     sc = load_scenario_arg(args)
-    scheds = parse_names("--schedulers", args.schedulers, tuple(SCHEDULERS)) if args.schedulers else list(SCHEDULERS)
+    scheds = parse_names("--schedulers", args.schedulers, tuple(SCHEDULERS)) if args.schedulers is not None \
+        else list(SCHEDULERS)
     if args.duration is not None and args.warmup is None and not sc.run.warmup < args.duration:
         raise MrfqError(f"--duration {args.duration:g}: not longer than the scenario's run.warmup = "
                         f"{sc.run.warmup:g}; also give --warmup (e.g. --warmup {args.duration / 10:g}, 10 % of it)")

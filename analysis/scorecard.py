@@ -140,7 +140,7 @@ def _check(sc, schedulers, intervals, option):
     if intervals is not None:
         e = [float(x) for x in intervals]
         if len(e) < 2 or len(e) > MAX_INTERVALS + 1:
-            raise MrfqError(f"--intervals: {len(e)} edges; give 2 to {MAX_INTERVALS + 1} increasing times")
+            raise MrfqError(f"--intervals: {len(e)} edge{'s' if len(e) != 1 else ''}; give 2 to {MAX_INTERVALS + 1} increasing times")
         if any(not math.isfinite(x) or x < 0 for x in e) or any(b <= a for a, b in zip(e, e[1:])):
             raise MrfqError("--intervals: the edges must be increasing times >= 0")
         if e[-1] > sc.run.duration:

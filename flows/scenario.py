@@ -434,6 +434,8 @@ def _size_law(where: str, c: Mapping[str, Any]) -> tuple[float, SizeLaw | None]:
         raise _err(f"{where}.size = {_q(size)}: must be a table, e.g. size = {{law = \"pareto\", alpha = 1.5, "
                    "mean = 20000}")
     law = size.get("law")
+    if law is None:
+        raise _err(f"{where}.size.law: missing; choose one of {', '.join(SIZE_LAWS)}")
     if law not in SIZE_LAWS:
         raise _err(f"{where}.size.law = {_q(law)}: unknown; choose one of {', '.join(SIZE_LAWS)}")
     keys = {"geometric": ("law", "mean"), "pareto": ("law", "alpha", "mean"),
@@ -504,6 +506,8 @@ def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int
     if not isinstance(a, Mapping):
         raise _err(f"{where}.arrival = {_q(a)}: must be a table, e.g. arrival = {{law = \"poisson\", rate = 0.5}}")
     law = a.get("law")
+    if law is None:
+        raise _err(f"{where}.arrival.law: missing; choose one of {', '.join(ARRIVAL_LAWS)}")
     if law not in ARRIVAL_LAWS:
         raise _err(f"{where}.arrival.law = {_q(law)}: unknown; choose one of {', '.join(ARRIVAL_LAWS)}")
     keys = {"poisson": ("law", "rate"), "cbr": ("law", "rate"), "onoff": ("law", "rate", "on", "off"),

@@ -216,6 +216,8 @@ def read_arrival_trace(where: str, path: Path, class_names: list[str]) -> Arriva
     rows = trace_rows(text, at=lambda n: f"{where}: {shown} line {n}")
     header = next(rows, (1, None))[1]
     cols = [c.strip().lower() for c in header] if header is not None else None
+    if header is None:
+        raise ScenarioError(f"{where}: {shown}: empty; its first line must be the header 'time,class,packets'")
     if cols != ["time", "class", "packets"]:
         raise ScenarioError(f"{where}: {shown} line 1: header {quote(header)}: must be exactly 'time,class,packets'")
     index = {n: k for k, n in enumerate(class_names)}
@@ -483,6 +485,9 @@ def read_packet_trace(where: str, path: Path, flow_names: list[str], trace_flows
     rows = trace_rows(text, at=lambda n: f"{where}: {shown} line {n}")
     header = next(rows, (1, None))[1]
     cols = [c.strip().lower() for c in header] if header is not None else None
+    if header is None:
+        raise ScenarioError(f"{where}: {shown}: empty; its first line must be the header 'time,flow' or "
+                            "'time,flow,size'")
     if cols not in (["time", "flow"], ["time", "flow", "size"]):
         raise ScenarioError(f"{where}: {shown} line 1: header {quote(header)}: must be exactly 'time,flow' or "
                             "'time,flow,size'")

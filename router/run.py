@@ -226,7 +226,7 @@ def relative_fairness(raw, n_static: int, n_classes: int, name_of, record_delays
         if not record_delays:
             why = "not computed: recording off (record_delays=False)"
         elif not record_fairness:
-            why = "not computed: recording off (record_fairness=False)"
+            why = "not computed: recording off (mrfq run --no-rfb, simulate(..., record_fairness=False))"
         else:
             why = f"not computed: {n_static} static flow{'s' if n_static != 1 else ''} (it needs a pair)"
         return RelativeFairness(None, reason=why)
@@ -294,6 +294,9 @@ def share_window_check(window: float, n_static: int, T: float, record_delays: bo
     """The one-line error for a share series the run cannot give (router/rfb.py)."""
     if not (math.isfinite(window) and window > 0.0):
         raise MrfqError(f"share window = {window}: must be a positive number of time units")
+    if window > T:
+        raise MrfqError(f"share window = {window:g}: wider than the run ({T:g} time units), so no whole window; "
+                        f"choose at most {T:g}")
     if not record_delays:
         raise MrfqError("share series: needs the recording on (record_delays=True)")
     if n_static < 2:

@@ -50,6 +50,7 @@ BAD = [
     (VOIP + 'arrival = {law = "onoff", rate = 1.0, on = 1.0, off = -2.0}\n', "flow[1].arrival.off = -2.0: out of range"),
     (VOIP + 'arrival = {law = "onoff", rate = 1.0, on = 1.0}\n', "flow[1].arrival.off: missing"),
     (VOIP + 'arrival = {law = "pareto", rate = 1.0}\n', "flow[1].arrival.law = 'pareto': unknown; choose one of"),
+    (VOIP + 'arrival = {rate = 1.0}\n', "flow[1].arrival.law: missing; choose one of poisson, cbr, onoff, trace"),
     (VOIP + 'arrival = {law = "cbr", rate = 1.0, on = 2.0}\n', "flow[1].arrival: unknown key 'on'"),
     (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = 0\n', "flow[1].buffer = 0: out of range"),
     (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = 5000\n', "flow[1].buffer = 5000: out of range"),
@@ -77,6 +78,7 @@ TRACES = [
     ("time,flow\nx,v\n", "line 2: time = 'x': must be a number"),
     ("time,flow\n1.0,v,3\n", "line 2: 3 fields: must be 2"),
     ("when,flow\n", "line 1: header ['when', 'flow']: must be exactly 'time,flow' or 'time,flow,size'"),
+    ("", "p.csv: empty; its first line must be the header 'time,flow' or 'time,flow,size'"),
     ("time,flow,size\n1.0,v,-4\n", "line 2: size = '-4': must be a finite number of bytes >= 0"),
     ("time,flow,size\n1.0,v,40\n", "flow[1]: the packet trace gives sizes, so this flow needs per_byte"),
 ]

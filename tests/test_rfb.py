@@ -266,8 +266,12 @@ def test_share_series_cli_and_its_errors(capsys, tmp_path):
     one.write_text('resources = ["link"]\n[run]\nduration = 10.0\n[[flow]]\nname = "a"\ncost = [1.0]\n')
     assert main(["run", str(one), "--share-series", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--share-series" in err and "1 static flow;" in err
+    assert err.count("\n") == 1 and "--share-series: the scenario has 1 static flow;" in err
     assert out.read_text().splitlines() == lines  # the file already there is unchanged
+    assert main(["run", str(p), "--share-series", str(out), "--share-window", "1e9"]) == 2
+    err = capsys.readouterr().err
+    assert "--share-window 1e+09: wider than the run (50 time units), so no whole window; choose at most 50" in err
+    assert out.read_text().splitlines() == lines
     assert main(["run", str(p), "--no-rfb", "--json"]) == 0
     assert "record_fairness=False" in json.loads(capsys.readouterr().out)["rfb"]["reason"]
 

@@ -124,6 +124,7 @@ def test_json_keys(capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["--schedulers", "drfq,nope"], "--schedulers: unknown name 'nope'"),
     (["--schedulers", "drfq,drfq"], "--schedulers"),
+    (["--schedulers", ""], "--schedulers '': give a comma-separated list"),
     (["--intervals", "5,3"], "--intervals"),
     (["--intervals", "0,100000"], "--intervals"),
 ])

@@ -214,7 +214,7 @@ def test_trace_is_read_relative_to_the_scenario_file(tmp_path):
     ("time,class,packets\nsoon,web,2\n", "a.csv line 2: time = 'soon': must be a number"),
     ("time,class,packets\n1,web\n", "a.csv line 2: 2 fields: must be 3"),
     ("t,c,n\n1,web,2\n", "a.csv line 1: header"),
-    ("", "a.csv line 1: header None"),
+    ("", "a.csv: empty; its first line must be the header 'time,class,packets'"),
 ])
 def test_bad_traces(tmp_path, rows, needle):
     p = write_trace(tmp_path, rows)
