@@ -227,6 +227,14 @@ class ResultStore:
             raise
 
     def close(self) -> None:
+        """Close; a writer first folds its write-ahead log back into the file (best effort: another
+        open connection, or a full disk, leaves the log, which the next open reads), so that the
+        store is one file at rest and reading it (``mrfq results``) leaves no -wal/-shm files."""
+        if not self.readonly:
+            try:
+                self.conn.execute("PRAGMA journal_mode=DELETE")
+            except sqlite3.Error:
+                pass
         self.conn.close()
 
     def _load(self, table: str, key: str, payload: str) -> dict:

@@ -693,6 +693,25 @@ def test_compare_on_a_full_disk_stops_in_one_line_and_resumes(capsys, tmp_path, 
 
 
 @pytest.mark.nojit
+def test_a_closed_store_is_one_file_and_reading_it_leaves_none(tmp_path):
+    from analysis.sweep import ResultStore
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    for i in range(3):
+        store.put(_point(i), "s", {"services": i})
+    assert (tmp_path / "r.sqlite-wal").exists()  # while it is open
+    store.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.sqlite"]
+    ro = ResultStore(tmp_path / "r.sqlite", readonly=True)  # as `mrfq results` opens it
+    assert ro.count() == 3
+    ro.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.sqlite"]
+    again = ResultStore(tmp_path / "r.sqlite")
+    assert again.count() == 3 and again.get(_point(1).key) == {"services": 1}
+    again.close()
+
+
+@pytest.mark.nojit
 def test_a_store_whose_checkpoint_stopped_on_a_full_disk_reopens(tmp_path):
     """A checkpoint that stopped on a full disk leaves the header's page count ahead of the file,
     the pages still in the write-ahead log: SQLite reads them from there, and so the store opens
