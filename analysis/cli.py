@@ -60,7 +60,20 @@ def build_parser() -> Parser:
     cli_compare.register(sub)
     cli_scorecard.register(sub)
     cli_cluster.register(sub)
+    _stamp_progs(p)
     return p
+
+
+def _stamp_progs(parser) -> None:
+    """Every (sub)command's parser records its name (``_prog``, e.g. ``mrfq cluster sim``), so that
+    an unknown option can point at that command's help."""
+    import argparse
+
+    for a in parser._actions:
+        if isinstance(a, argparse._SubParsersAction):
+            for sp in a.choices.values():
+                sp.set_defaults(_prog=sp.prog)
+                _stamp_progs(sp)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:
         parser = build_parser()
-        args = parser.parse_args(glue_negative_values(argv))
+        args, extra = parser.parse_known_args(glue_negative_values(argv))
+        if extra:
+            prog = getattr(args, "_prog", "mrfq")
+            parser.error_in(prog, f"unrecognized arguments: {' '.join(extra)}")
         if not getattr(args, "func", None):
             raise MrfqError(f"missing command; usage: mrfq [--debug] COMMAND [ARGS], COMMAND one of "
                             f"{', '.join(_commands(parser))} (see mrfq --help)")

@@ -53,9 +53,14 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors that raise :class:`MrfqError` instead of exiting."""
 
     def error(self, message: str):  # noqa: D401
+        self.error_in(self.prog, message)
+
+    @staticmethod
+    def error_in(prog: str, message: str):
+        """The one-line error of the command ``prog`` (pointing at its ``--help``)."""
         if len(message) > 300:
             message = message[:297] + "..."
-        raise MrfqError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise MrfqError(f"{prog}: {message} (see {prog} --help)")
 
 
 # ---------------------------------------------------------------------------

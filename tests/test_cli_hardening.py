@@ -536,6 +536,17 @@ def test_no_command_is_a_one_line_error_with_the_usage(capsys, argv):
     assert "compare" in err and "cluster" in err and err.endswith("(see mrfq --help)\n")
 
 
+@pytest.mark.nojit
+@pytest.mark.parametrize("argv,needle", [
+    (["presets", "--json"], "mrfq presets: unrecognized arguments: --json (see mrfq presets --help)"),
+    (["cluster", "presets", "--json"], "mrfq cluster presets: unrecognized arguments: --json (see mrfq cluster presets --help)"),
+    (["run", "--preset", "oracle-rates", "--nosuch"], "mrfq run: unrecognized arguments: --nosuch (see mrfq run --help)"),
+    (["--nosuch"], "mrfq: unrecognized arguments: --nosuch (see mrfq --help)"),
+])
+def test_an_unknown_option_points_at_its_commands_help(capsys, argv, needle):
+    refused(capsys, argv, needle)
+
+
 BIG = "9" * 401
 
 

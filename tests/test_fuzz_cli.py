@@ -199,7 +199,7 @@ def test_bench_options_are_checked_before_any_work(capsys, monkeypatch, argv):
 
     ran = []
 
-    def fake_pairs(w, services, reps, binary):
+    def fake_pairs(w, services, reps, binary, binary_delays=None):
         ran.append((w.name, services, reps))
         return {"workload": w.name, "flows": w.flows, "services": services, "mrfq_msvc_per_cpu_s": 1.0,
                 "mrfq_msvc_per_wall_s": 1.0, "c_msvc_per_cpu_s": None, "c_msvc_per_wall_s": None, "ratio": None,
