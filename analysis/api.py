@@ -31,12 +31,15 @@ Example (the first oracle of the specification: two flows whose costs mirror eac
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from flows.errors import MrfqError
+import numpy as np
+
+from flows.errors import MrfqError, quote
 
 __all__ = [
     "Records", "RunReport", "ScorecardReport", "allocate", "cluster_allocate", "cluster_presets", "cluster_simulate", "compare",
@@ -73,7 +76,8 @@ class Records(Sequence):
         return len(self._rows)
 
     def __getitem__(self, i):
-        return self._rows[i]
+        """A copy of row ``i`` (a list of copies for a slice): changing it leaves the report alone."""
+        return copy.deepcopy(self._rows[i])
 
     def __repr__(self) -> str:
         cols = list(self._rows[0]) if self._rows else []
@@ -81,7 +85,7 @@ class Records(Sequence):
 
     def to_records(self) -> list[dict]:
         """The rows as a list of dicts (copies: changing them leaves the report alone)."""
-        return [dict(r) for r in self._rows]
+        return copy.deepcopy(self._rows)
 
     def to_frame(self):
         """The rows as a ``pandas.DataFrame`` (one column per key)."""
@@ -146,6 +150,33 @@ def load(source: str | Path | Mapping[str, Any], **changes: Any):
     if changes:
         sc = sc.replace(**{k.replace("__", "."): v for k, v in changes.items()})
     return sc
+
+
+def _names(field: str, v: Any) -> list[str]:
+    """A list of names: a sequence of strings, or one comma-separated string (as on the command line)."""
+    if isinstance(v, str):
+        return [x.strip() for x in v.split(",")]
+    if not isinstance(v, Iterable) or not all(isinstance(x, str) for x in v):
+        raise MrfqError(f"{field} = {quote(v)}: give a list of names, e.g. ['drfq', 'fifo']")
+    return list(v)
+
+
+def _numbers(field: str, v: Any, example: str) -> list[float]:
+    """A list of real numbers, or a one-line error naming ``field``."""
+    if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+        raise MrfqError(f"{field} = {quote(v)}: give a list of numbers, e.g. {example}")
+    out = []
+    for x in v:
+        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            raise MrfqError(f"{field}: {quote(x)} is not a number; give a list of numbers, e.g. {example}")
+        out.append(float(x))
+    return out
+
+
+def _whole(field: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise MrfqError(f"{field} = {quote(v)}: must be a whole number in [{lo:,}, {hi:,}]")
+    return int(v)
 
 
 def _scenario(scenario):
@@ -283,8 +314,9 @@ def scorecard(scenario, *, schedulers: Sequence[str] | None = None, seed: int | 
     from fq.registry import SCHEDULERS
 
     sc = _scenario(scenario).with_overrides(seed=seed, duration=duration)
-    return ScorecardReport(_scorecard(sc, list(SCHEDULERS) if schedulers is None else list(schedulers),
-                                      intervals=None if intervals is None else [float(x) for x in intervals],
+    return ScorecardReport(_scorecard(sc, list(SCHEDULERS) if schedulers is None else _names("schedulers", schedulers),
+                                      intervals=None if intervals is None else
+                                      _numbers("intervals", intervals, "[1000.0, 2000.0, 3000.0]"),
                                       option="schedulers"))
 
 
@@ -315,14 +347,16 @@ def compare(scenario, loads: Sequence[float], *, schedulers: Sequence[str] | Non
     from analysis.compare import CompareConfig, point_scenario
     from analysis.compare import compare as _compare
     from analysis.sweep import ResultStore
-    from flows.cli_args import parse_loads
+    from flows.cli_args import MAX_WORKERS, parse_loads
     from fq.registry import SCHEDULERS
 
     sc = _scenario(scenario)
-    loads = tuple(parse_loads(",".join(repr(float(x)) for x in loads)))
+    loads = tuple(parse_loads(",".join(repr(x) for x in _numbers("loads", loads, "[0.3, 0.6]")), field="loads"))
+    if workers is not None:
+        _whole("workers", workers, 1, MAX_WORKERS)
     kw = dict(loads=loads, seed=seed, **config)
     if schedulers is not None:
-        kw["schedulers"] = tuple(schedulers)
+        kw["schedulers"] = tuple(_names("schedulers", schedulers))
     try:
         cfg = CompareConfig.quick(**kw) if quick else CompareConfig(**kw)
     except TypeError as e:
@@ -362,7 +396,17 @@ def allocate(costs: Sequence[Sequence[float]], objective: str = "drf",
     from analysis import objectives
 
     objectives.get(objective, objectives.ALLOC)
-    a = objectives.allocate(objective, [list(c) for c in costs], None if weights is None else list(weights))
+    if isinstance(costs, (str, bytes)) or not isinstance(costs, Iterable):
+        raise MrfqError(f"costs = {quote(costs)}: give a list of cost vectors, e.g. [[0.5, 1.0], [1.0, 0.5]]")
+    costs = [_numbers(f"costs[{i}]", c, "[[0.5, 1.0], [1.0, 0.5]] (one cost vector per transaction)")
+             for i, c in enumerate(costs)]
+    w = None if weights is None else _numbers("weights", weights, "[1.0, 2.0]")
+    try:
+        a = objectives.allocate(objective, costs, w)
+    except MrfqError as e:  # the lower layer names its arguments a and w
+        m = str(e)
+        m = "costs" + m[1:] if m.startswith("a[") else "weights" + m[1:] if m.startswith("w:") else m
+        raise MrfqError(m) from None
     d = a.to_dict()
     rows = []
     for i, phi in enumerate(a.phi):
@@ -387,16 +431,20 @@ def fluid(scenario, load: float | None = None, *, objectives: Sequence[str] = ("
     from analysis import objectives as _obj
     from analysis.cli_fluid import fluid_entry
     from flows.cli_args import check_load
+    from flows.scenario import MAX_SEED
 
     sc = _scenario(scenario)
     if load is None:
         if sc.load is None:
             raise MrfqError(f"load: scenario {sc.name} has no [traffic] load; pass load=")
         load = sc.load
+    if isinstance(load, bool) or not isinstance(load, (int, float, np.integer, np.floating)):
+        raise MrfqError(f"load = {quote(load)}: must be a number, e.g. 0.6")
     load = check_load("load", float(load))
     if method not in ("exact", "graded", "auto", "simulate"):
         raise MrfqError(f"method = {method!r}: choose exact, graded, auto or simulate")
-    objs = list(objectives)
+    seed = _whole("seed", seed, 0, MAX_SEED)
+    objs = _names("objectives", objectives)
     for o in objs:
         _obj.get(o, _obj.MARKOV)
     entry = fluid_entry(sc, load, objs, method=method, seed=seed)
@@ -423,9 +471,11 @@ def cluster_presets() -> list[str]:
     return cluster_preset_names()
 
 
-def load_cluster(source: str | Path | Mapping[str, Any]):
+def load_cluster(source: str | Path | Mapping[str, Any], *, simulate: bool = True):
     """A validated cluster scenario (:class:`flows.cluster.ClusterScenario`) from a shipped
-    preset's name, a TOML path or a dict laid out like the TOML.
+    preset's name, a TOML path or a dict laid out like the TOML.  ``simulate=False`` checks it for
+    the fluid allocations only, as ``mrfq cluster alloc`` does: the trace file is not read and the
+    simulator's bound on task launches does not apply (:func:`cluster_allocate` loads so).
 
     >>> sc = load_cluster("drf-nsdi")
     >>> sc.user_names(), sc.capacity().sum(axis=0).tolist()
@@ -434,18 +484,18 @@ def load_cluster(source: str | Path | Mapping[str, Any]):
     from flows.cluster import cluster_from_dict, cluster_preset_names, load_cluster as _load, load_cluster_preset
 
     if isinstance(source, Mapping):
-        return cluster_from_dict(source)
+        return cluster_from_dict(source, simulate=simulate)
     if isinstance(source, str) and source in cluster_preset_names():
-        return load_cluster_preset(source)
+        return load_cluster_preset(source, simulate=simulate)
     if isinstance(source, (str, Path)):
-        return _load(source)
+        return _load(source, simulate=simulate)
     raise MrfqError(f"load_cluster: {type(source).__name__} given; pass a preset name, a TOML path or a dict")
 
 
-def _cluster(scenario):
+def _cluster(scenario, simulate: bool = True):
     from flows.cluster import ClusterScenario
 
-    return scenario if isinstance(scenario, ClusterScenario) else load_cluster(scenario)
+    return scenario if isinstance(scenario, ClusterScenario) else load_cluster(scenario, simulate=simulate)
 
 
 def cluster_allocate(scenario, objective: str = "drf") -> Records:
@@ -461,7 +511,7 @@ def cluster_allocate(scenario, objective: str = "drf") -> Records:
     from analysis.cli_cluster import ALLOC_OBJECTIVES
     from analysis.cluster.simcheck import fluid_allocation
 
-    sc = _cluster(scenario)
+    sc = _cluster(scenario, simulate=False)
     if objective not in ALLOC_OBJECTIVES:
         raise MrfqError(f"objective = {objective!r}: unknown; choose one of {', '.join(ALLOC_OBJECTIVES)}")
     r = fluid_allocation(sc, objective)

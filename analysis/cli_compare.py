@@ -13,6 +13,10 @@ import io
 import sys
 
 from flows.cli_args import (
+    MAX_FLOWS,
+    MAX_REPLICATIONS,
+    MAX_WORKERS,
+    MIN_FLOWS,
     add_scenario_args,
     atomic_write,
     check_distinct_outputs,
@@ -29,13 +33,8 @@ from flows.errors import MrfqError
 from flows.scenario import MAX_SEED
 
 DEFAULT_RESULTS = "mrfq-results.sqlite"
-#: flow arrivals per replication (the run length of one point)
-MIN_FLOWS, MAX_FLOWS = 10, 10**6
-#: replications per point
-MAX_REPLICATIONS = 1024
 #: points of one sweep (schedulers x loads x the largest number of replications)
 MAX_POINTS = 200_000
-MAX_WORKERS = 256
 
 
 def cmd_compare(args) -> int:

@@ -75,12 +75,23 @@ from analysis.batch_stats import ratio_ci, t_quantile
 from analysis.coarse import LEVEL0_COST, coarse_dict, coarse_factor, coarse_run, level0, level0_seed, needed
 from analysis.fluid_path import fluid_path
 from analysis.sweep import Point, ResultStore, execute
+from flows.cli_args import MAX_FLOWS, MAX_REPLICATIONS, MIN_FLOWS
 from flows.errors import MrfqError, quote
-from flows.scenario import Scenario, to_dict
+from flows.scenario import MAX_SEED, Scenario, to_dict
 from fq.registry import SCHEDULERS
 
 #: fluid objective each scheduler is compared with
 OBJECTIVE = {name: info.objective for name, info in SCHEDULERS.items()}
+#: level-0 replications of the coarse control
+MAX_COARSE_REPLICATIONS = 1 << 20
+
+
+def _whole(v) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _real(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,28 @@ class CompareConfig:
     #: level-0 (coarse, independent) replications: the first estimate, and the cap
     coarse_replications: int = 64
     max_coarse_replications: int = 4096
+
+    def __post_init__(self):
+        """The same ranges as ``mrfq compare``'s options, for every way a configuration is made (the
+        command, ``analysis.api.compare``, a script): a field outside is a one-line MrfqError."""
+        for name, lo, hi in (("replications", 1, MAX_REPLICATIONS), ("max_replications", 1, MAX_REPLICATIONS),
+                             ("batches", 2, 10_000), ("seed", 0, MAX_SEED),
+                             ("coarse_replications", 1, MAX_COARSE_REPLICATIONS),
+                             ("max_coarse_replications", 1, MAX_COARSE_REPLICATIONS)):
+            v = getattr(self, name)
+            if not (_whole(v) and lo <= v <= hi):
+                raise MrfqError(f"{name} = {quote(v)}: must be a whole number in [{lo}, {hi:,}]")
+        for name, lo, hi, lo_open, hi_open in (("target", 0.0, 1.0, True, True),
+                                               ("flows_per_replication", MIN_FLOWS, MAX_FLOWS, False, False),
+                                               ("warmup_fraction", 0.0, 1.0, False, True),
+                                               ("confidence", 0.0, 1.0, True, True)):
+            v = getattr(self, name)
+            if not (_real(v) and (lo < v if lo_open else lo <= v) and (v < hi if hi_open else v <= hi)):
+                raise MrfqError(f"{name} = {quote(v)}: must be a number in {'(' if lo_open else '['}{lo:g}, "
+                                f"{hi:g}{')' if hi_open else ']'}")
+        for name, allowed in (("controls", ("all", "own", "none")), ("coarse", ("auto", "always", "never"))):
+            if getattr(self, name) not in allowed:
+                raise MrfqError(f"{name} = {quote(getattr(self, name))}: choose one of {', '.join(allowed)}")
 
     @staticmethod
     def quick(**kw) -> "CompareConfig":

@@ -88,6 +88,12 @@ SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+def _fix(what: str) -> str:
+    """The way out of a file that is not a usable store: a sweep (``--results``) can start a new one;
+    the reader (``mrfq results``) needs one a sweep wrote."""
+    return "give a new file name" if what == "--results" else "give a store written by mrfq compare --results"
+
+
 def _header_check(path: Path, what: str) -> None:
     """Refuse, from the file's first 100 bytes alone (SQLite never opens it), anything that
     is not a complete mrfq results store: not SQLite, truncated, or another application's."""
@@ -104,10 +110,10 @@ def _header_check(path: Path, what: str) -> None:
     except OSError as e:
         raise MrfqError(f"{what} {path}: cannot read ({e.strerror})") from None
     if size == 0:
-        raise MrfqError(f"{what} {path}: an empty file, not an mrfq results store; give a new file name")
+        raise MrfqError(f"{what} {path}: an empty file, not an mrfq results store; {_fix(what)}")
     if not head.startswith(_SQLITE_MAGIC):
         raise MrfqError(f"{what} {path}: not an SQLite file (so not an mrfq results store); left untouched, "
-                        "give a new file name")
+                        f"{_fix(what)}")
     if len(head) < 100:
         raise MrfqError(f"{what} {path}: a truncated SQLite file ({size} bytes); left untouched")
     page = int.from_bytes(head[16:18], "big")
@@ -129,10 +135,10 @@ def _header_check(path: Path, what: str) -> None:
     version = int.from_bytes(head[60:64], "big")
     if app != APPLICATION_ID:
         raise MrfqError(f"{what} {path}: an SQLite database of another application (application_id {app:#x}, "
-                        f"not mrfq's {APPLICATION_ID:#x}); left untouched, give a new file name")
+                        f"not mrfq's {APPLICATION_ID:#x}); left untouched, {_fix(what)}")
     if version != SCHEMA_VERSION:
         raise MrfqError(f"{what} {path}: an mrfq results store of schema version {version}; this mrfq reads "
-                        f"version {SCHEMA_VERSION}; give a new file name")
+                        f"version {SCHEMA_VERSION}; {_fix(what)}")
 
 
 def _create(path: Path, what: str) -> None:

@@ -39,6 +39,11 @@ from flows.errors import MrfqError, name_list, quote
 MAX_LOADS = 1000
 #: smallest load accepted (the run lengths of a sweep grow like 1 / load)
 MIN_LOAD = 1e-4
+#: a comparison sweep's flow arrivals per replication (the run length of one point), replications
+#: per point (initial and cap), worker processes (``mrfq compare``, analysis.compare.CompareConfig)
+MIN_FLOWS, MAX_FLOWS = 10, 10**6
+MAX_REPLICATIONS = 1024
+MAX_WORKERS = 256
 #: a decimal number: digits, one optional point, an optional exponent (no ``_``, no ``nan``)
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
@@ -150,7 +155,7 @@ def parse_loads(text: Any, field: str = "--loads") -> list[float]:
             raise MrfqError(f"{field} {shorten(text)}: START must be <= STOP")
         n = math.floor((b - a) / st + 1e-9) + 1
         if n > MAX_LOADS:
-            raise MrfqError(f"{field} {shorten(text)}: {n:.3g} loads; at most {MAX_LOADS}")
+            raise MrfqError(f"{field} {shorten(text)}: {n:,} loads; at most {MAX_LOADS:,}")
         loads = [round(a + i * st, 12) for i in range(int(n))]
     else:
         parts = [p for p in s.split(",")]
@@ -158,7 +163,7 @@ def parse_loads(text: Any, field: str = "--loads") -> list[float]:
             raise MrfqError(f"{field} {shorten(text)}: must be START:STOP:STEP (e.g. 0.1:0.9:0.1) or a list like "
                             "0.3,0.6")
         if len(parts) > MAX_LOADS:
-            raise MrfqError(f"{field} {shorten(text)}: {len(parts)} loads; at most {MAX_LOADS}")
+            raise MrfqError(f"{field} {shorten(text)}: {len(parts):,} loads; at most {MAX_LOADS:,}")
         loads = [parse_number(field, p) for p in parts]
     for x in loads:
         check_load(field, x)

@@ -464,7 +464,7 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
     for i, n in enumerate(nodes):
         if n.parent not in node_names:
             raise _err(f"node[{i}].parent = {_q(n.parent)}: not a [[node]]; use 'root' or one of "
-                       f"{_names(sorted(node_names))}")
+                       f"{_names(sorted(node_names - {ROOT}))}")
     parent_of = {n.name: n.parent for n in nodes}
     depth = {ROOT: 0}  # edges below the root; every node's walk stops at the first node of known depth
     for i, n in enumerate(nodes):  # no cycles, at most MAX_DEPTH - 1 levels of nodes (their users one more)
@@ -521,7 +521,9 @@ def cluster_from_dict(d: Mapping[str, Any], *, name: str = "cluster", base: Path
                        "add a server at least that large")
         par = u.get("parent", ROOT)
         if not isinstance(par, str) or par not in node_names:
-            raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root' or one of {_names(sorted(node_names))}")
+            others = sorted(node_names - {ROOT})
+            raise _err(f"{w}.parent = {_q(par)}: not a [[node]]; use 'root'"
+                       + (f" or one of {_names(others)}" if others else " (the scenario has no [[node]])"))
         share = _num(f"{w}.job_share", u.get("job_share", 0.0), lo=0.0)
         if share > 0 and kind != "poisson":
             raise _err(f"{w}.job_share = {share:g}: only with [traffic] kind = 'poisson' (kind is {_q(kind)})")

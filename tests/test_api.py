@@ -88,3 +88,55 @@ def test_cluster_entry_points_refuse_unknown_names():
         api.fluid("br-unbalanced", 0.5, method="x")
     with pytest.raises(MrfqError, match="load 1 >= 1"):
         api.fluid("br-unbalanced", 1.0)
+
+
+@pytest.mark.nojit
+def test_rows_handed_out_are_copies():
+    rows = api.allocate([[0.5, 1.0], [1.0, 0.5]])
+    rows[0]["phi"] = 99.0
+    for r in rows:
+        r["objective"] = "x"
+        r["usage"][0] = -1.0
+    rows[0:1][0]["phi"] = 98.0
+    assert [r["phi"] for r in rows.to_records()] == pytest.approx([2 / 3, 2 / 3])
+    assert {r["objective"] for r in rows.to_records()} == {"drf"} and rows[1]["usage"][0] > 0
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("call, needle", [
+    (lambda: api.allocate([0.5, 1.0]), "costs[0]"),
+    (lambda: api.allocate(None), "costs = None: give a list of cost vectors"),
+    (lambda: api.allocate([[0.5, -1.0], [1.0, 0.5]]), "costs[0, 1] = -1"),
+    (lambda: api.allocate([[0.5, 1.0], [1.0, 0.5]], weights=[1.0]), "weights: has 1 entries"),
+    (lambda: api.allocate([[0.5, "x"]]), "costs[0]: 'x' is not a number"),
+    (lambda: api.compare("dynamic-small", 0.5), "loads = 0.5: give a list of numbers"),
+    (lambda: api.compare("dynamic-small", ["abc"]), "loads: 'abc' is not a number"),
+    (lambda: api.compare("dynamic-small", [0.5], workers=0), "workers = 0: must be a whole number in [1, 256]"),
+    (lambda: api.compare("dynamic-small", [0.5], flows_per_replication=1), "flows_per_replication = 1: must be a number in [10"),
+    (lambda: api.compare("dynamic-small", [0.5], replications=0), "replications = 0: must be a whole number in [1"),
+    (lambda: api.compare("dynamic-small", [0.5], max_replications=0), "max_replications = 0"),
+    (lambda: api.compare("dynamic-small", [0.5], target=-1), "target = -1: must be a number in (0, 1)"),
+    (lambda: api.compare("dynamic-small", [0.5], schedulers="drfq,nope"), "unknown scheduler 'nope'"),
+    (lambda: api.scorecard("isolation", intervals="0,100"), "intervals = '0,100': give a list of numbers"),
+    (lambda: api.fluid("br-unbalanced", 0.3, seed="x"), "seed = 'x': must be a whole number"),
+    (lambda: api.fluid("br-unbalanced", "0.3"), "load = '0.3': must be a number"),
+    (lambda: api.fluid("br-unbalanced", 0.3, objectives="drf,nope"), "nope"),
+])
+def test_type_slips_are_one_line_errors_naming_the_argument(call, needle):
+    with pytest.raises(MrfqError) as e:
+        call()
+    assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+@pytest.mark.nojit
+def test_cluster_allocate_does_not_apply_the_simulators_launch_bound(tmp_path):
+    """A scenario the simulator would refuse (about 1e11 task launches) is a valid allocation input,
+    as for mrfq cluster alloc; load_cluster(simulate=False) loads it so, the default refuses it."""
+    p = tmp_path / "many.toml"
+    p.write_text('resources = ["cpu", "mem"]\n[run]\nduration = 1000.0\n[[server]]\ncapacity = [100000, 100000]\n'
+                 '[[user]]\nname = "u1"\ndemand = [1, 1]\nduration = 0.001\n')
+    rows = api.cluster_allocate(str(p), "drf").to_records()
+    assert rows[0]["user"] == "u1" and rows[0]["tasks"] == pytest.approx(100000.0)
+    assert api.load_cluster(str(p), simulate=False).user_names() == ["u1"]
+    with pytest.raises(MrfqError, match="task launches"):
+        api.load_cluster(str(p))

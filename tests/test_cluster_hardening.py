@@ -226,11 +226,11 @@ def test_cluster_name_lists_are_cut_to_a_handful(capsys, tmp_path):
     p = tmp_path / "c.toml"
     p.write_text(BASE + nodes + '[[node]]\nname = "bad"\nparent = ""\n', encoding="utf-8")
     err = refused(capsys, ["cluster", "sim", str(p)], "node[2000].parent = '': not a [[node]]; use 'root' or one of "
-                                                      "bad, c0, c1, c10, c100, c1000 and 1,996 more\n")
+                                                      "bad, c0, c1, c10, c100, c1000 and 1,995 more\n")
     assert len(err) < 200
     p.write_text(BASE + nodes + '[[user]]\nname = "b"\ndemand = [1.0, 1.0]\nparent = "nowhere"\n', encoding="utf-8")
     refused(capsys, ["alloc", str(p)], "user[1].parent = 'nowhere': not a [[node]]; use 'root' or one of c0, c1, c10, "
-                                       "c100, c1000, c1001 and 1,995 more\n")
+                                       "c100, c1000, c1001 and 1,994 more\n")
     (tmp_path / "j.csv").write_text("time,user,tasks\n0.0,nobody,1\n", encoding="utf-8")
     p.write_text(TRACE, encoding="utf-8")
     refused(capsys, ["cluster", "sim", str(p)], "traffic.trace line 2: user = 'nobody' is not a [[user]]; known "
