@@ -144,6 +144,9 @@ def load(source: str | Path | Mapping[str, Any], **changes: Any):
     elif isinstance(source, str) and source in preset_names():
         sc = load_preset(source)
     elif isinstance(source, (str, Path)):
+        if not Path(source).exists():
+            raise MrfqError(f"load: {quote(str(source))}: not a shipped preset and no such file; presets() lists "
+                            "the presets")
         sc = load_scenario(source)
     else:
         raise MrfqError(f"load: {type(source).__name__} given; pass a preset name, a TOML path or a dict")
@@ -488,6 +491,9 @@ def load_cluster(source: str | Path | Mapping[str, Any], *, simulate: bool = Tru
     if isinstance(source, str) and source in cluster_preset_names():
         return load_cluster_preset(source, simulate=simulate)
     if isinstance(source, (str, Path)):
+        if not Path(source).exists():
+            raise MrfqError(f"load_cluster: {quote(str(source))}: not a shipped cluster preset and no such file; "
+                            "cluster_presets() lists the presets")
         return _load(source, simulate=simulate)
     raise MrfqError(f"load_cluster: {type(source).__name__} given; pass a preset name, a TOML path or a dict")
 

@@ -64,6 +64,10 @@ def test_load_accepts_presets_paths_and_dicts(tmp_path):
         api.load("oracle-rates", router__window=0)
     with pytest.raises(MrfqError, match="pass a preset name"):
         api.load(42)
+    with pytest.raises(MrfqError, match=r"load: 'nosuch': not a shipped preset and no such file; presets\(\) lists"):
+        api.load("nosuch")
+    with pytest.raises(MrfqError, match=r"load_cluster: 'nosuch': not a shipped cluster preset and no such file"):
+        api.load_cluster("nosuch")
 
 
 def test_run_report_records_match_the_json_of_mrfq_run():
