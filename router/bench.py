@@ -368,7 +368,7 @@ class CSide:
         kv = dict(re.findall(r"(\w+)=([^\s]+)", lines[0])) if lines else {}
         if p.returncode != 0 or "Msvc_per_cpu_s" not in kv or "sig" not in kv:
             why = f"exit code {p.returncode}" if p.returncode != 0 else "no summary line (Msvc_per_cpu_s=..., sig=...)"
-            raise MrfqError(f"--c-source: {' '.join(self.args[:1])} {' '.join(self.args[1:])}: {why}; "
+            raise MrfqError(f"--c-source: {' '.join(self.args)}: {why}; "
                             "give the yardstick's mrfq_ref.c")
         return p.stdout, kv
 
@@ -377,7 +377,7 @@ class CSide:
 
     def once(self) -> tuple[float, float]:
         out, kv = self._run(own_rss(self.args))
-        self.sig.append(kv.get("sig", ""))
+        self.sig.append(kv["sig"])  # _run checked it is there
         if self.delays and int(kv.get("rec_sojourns", "0")) == 0:
             raise MrfqError(f"{' '.join(self.args)}: the yardstick with the delays recorded none "
                             "(router/yardstick_delays.patch applied to another mrfq_ref.c?)")
