@@ -6,7 +6,7 @@ and ``analysis.markov`` (numba, scipy.sparse) and ``analysis.plots`` (matplotlib
 imported on demand.
 """
 
-from analysis.allocations import (
+from mrfq.analysis.allocations import (
     Allocation,
     asset_fairness,
     bmf,
@@ -15,7 +15,7 @@ from analysis.allocations import (
     is_bmf,
     pf,
 )
-from analysis.objectives import ALLOC as OBJECTIVES
-from analysis.objectives import allocate
+from mrfq.analysis.objectives import ALLOC as OBJECTIVES
+from mrfq.analysis.objectives import allocate
 
 __all__ = ["OBJECTIVES", "Allocation", "allocate", "asset_fairness", "bmf", "ceei", "drf", "is_bmf", "pf"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.errors import MrfqError, quote
+from mrfq.flows.errors import MrfqError, quote
 
 #: a resource is saturated when sum_i phi_i a_ij >= 1 - SAT_TOL
 SAT_TOL = 1e-9

@@ -1,7 +1,7 @@
 """mrfq's Python API: one documented entry point per task, for notebooks and scripts.
 
-Import it as ``from analysis import api as mrfq``.  Every function validates its input at the
-same gate as the ``mrfq`` command (a bad value raises :class:`flows.errors.MrfqError` with the
+Import it as ``import mrfq`` (``mrfq.run`` is this module's :func:`run`).  Every function validates
+its input at the same gate as the ``mrfq`` command (a bad value raises :class:`mrfq.MrfqError` with the
 same one-line message the command prints) and returns a report whose ``to_records()`` is a plain
 list of dicts (JSON-ready: ``None`` where a value is undefined) and whose ``to_frame()`` is a
 pandas DataFrame of the same records when pandas is installed (``pip install mrfq[pandas]``).
@@ -24,7 +24,7 @@ cluster task simulator        :func:`cluster_simulate` -> :class:`Records` (one 
 Example (the first oracle of the specification: two flows whose costs mirror each other get
 2/3 of a packet per time unit each under DRF)::
 
-    >>> from analysis import api as mrfq
+    >>> import mrfq
     >>> [round(r["phi"], 4) for r in mrfq.allocate([[0.5, 1.0], [1.0, 0.5]], "drf").to_records()]
     [0.6667, 0.6667]
 """
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from flows.errors import MrfqError, quote
+from mrfq.flows.errors import MrfqError, quote
 
 __all__ = [
     "Records", "RunReport", "ScorecardReport", "allocate", "cluster_allocate", "cluster_presets", "cluster_simulate", "compare",
@@ -105,7 +105,7 @@ def presets() -> list[str]:
     >>> "br-unbalanced" in presets()
     True
     """
-    from flows.scenario import preset_names
+    from mrfq.flows.scenario import preset_names
 
     return preset_names()
 
@@ -116,7 +116,7 @@ def schedulers() -> list[str]:
     >>> schedulers()[:2]
     ['drfq', 'drfq-dovetail']
     """
-    from fq.registry import SCHEDULERS
+    from mrfq.fq.registry import SCHEDULERS
 
     return list(SCHEDULERS)
 
@@ -137,7 +137,7 @@ def load(source: str | Path | Mapping[str, Any], **changes: Any):
     ...
     flows.errors.ScenarioError: flow[0].cost[0] = -1: out of range; must be in [0, 1e+12]
     """
-    from flows.scenario import from_dict, load_preset, load_scenario, preset_names
+    from mrfq.flows.scenario import from_dict, load_preset, load_scenario, preset_names
 
     if isinstance(source, Mapping):
         sc = from_dict(source)
@@ -183,7 +183,7 @@ def _whole(field: str, v: Any, lo: int, hi: int) -> int:
 
 
 def _scenario(scenario):
-    from flows.scenario import Scenario
+    from mrfq.flows.scenario import Scenario
 
     return scenario if isinstance(scenario, Scenario) else load(scenario)
 
@@ -204,7 +204,7 @@ class RunReport:
     """
 
     def __init__(self, result):
-        from analysis.run_report import run_json
+        from mrfq.analysis.run_report import run_json
 
         d = run_json(result)
         self.raw = result
@@ -251,7 +251,7 @@ def run(scenario, *, scheduler: str | None = None, seed: int | None = None, dura
     >>> r.summary["rfb"]["value"], r.summary["rfb"]["pair"]   # served in lockstep: never apart
     (0.0, ['a', 'b'])
     """
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     return RunReport(simulate(_scenario(scenario), scheduler=scheduler, seed=seed, duration=duration,
                               virtual_time=virtual_time, share_window=share_window or 0.0))
@@ -293,7 +293,7 @@ class ScorecardReport:
 
     def plot(self, *, title: str | None = None):
         """The sojourn CDFs: one panel per flow, one line per scheduler (a matplotlib Figure)."""
-        from analysis.plots import plot_delay_cdfs
+        from mrfq.analysis.plots import plot_delay_cdfs
 
         return plot_delay_cdfs(self.raw.cdfs, title=title)
 
@@ -313,8 +313,8 @@ def scorecard(scenario, *, schedulers: Sequence[str] | None = None, seed: int | 
     >>> [(r["scheduler"], r["p99_over_packet_time"] < 5) for r in card.rows if r["flow"] == "light"]
     [('drfq', True), ('fifo', False)]
     """
-    from analysis.scorecard import scorecard as _scorecard
-    from fq.registry import SCHEDULERS
+    from mrfq.analysis.scorecard import scorecard as _scorecard
+    from mrfq.fq.registry import SCHEDULERS
 
     sc = _scenario(scenario).with_overrides(seed=seed, duration=duration)
     return ScorecardReport(_scorecard(sc, list(SCHEDULERS) if schedulers is None else _names("schedulers", schedulers),
@@ -347,11 +347,11 @@ def compare(scenario, loads: Sequence[float], *, schedulers: Sequence[str] | Non
     """
     import tempfile
 
-    from analysis.compare import CompareConfig, point_scenario
-    from analysis.compare import compare as _compare
-    from analysis.sweep import ResultStore
-    from flows.cli_args import MAX_WORKERS, parse_loads
-    from fq.registry import SCHEDULERS
+    from mrfq.analysis.compare import CompareConfig, point_scenario
+    from mrfq.analysis.compare import compare as _compare
+    from mrfq.analysis.sweep import ResultStore
+    from mrfq.flows.cli_args import MAX_WORKERS, parse_loads
+    from mrfq.fq.registry import SCHEDULERS
 
     sc = _scenario(scenario)
     loads = tuple(parse_loads(",".join(repr(x) for x in _numbers("loads", loads, "[0.3, 0.6]")), field="loads"))
@@ -396,7 +396,7 @@ def allocate(costs: Sequence[Sequence[float]], objective: str = "drf",
     >>> [round(r["phi"], 4) for r in allocate([[0.5, 1.0], [1.0, 0.5], [1.0, 0.5]], "pf")]
     [0.6667, 0.3333, 0.3333]
     """
-    from analysis import objectives
+    from mrfq.analysis import objectives
 
     objectives.get(objective, objectives.ALLOC)
     if isinstance(costs, (str, bytes)) or not isinstance(costs, Iterable):
@@ -431,10 +431,10 @@ def fluid(scenario, load: float | None = None, *, objectives: Sequence[str] = ("
     >>> [(r["class"], round(r["gamma"], 3)) for r in rows]
     [('c1', 0.7), ('c2', 0.817), ('c3', 0.69)]
     """
-    from analysis import objectives as _obj
-    from analysis.cli_fluid import fluid_entry
-    from flows.cli_args import check_load
-    from flows.scenario import MAX_SEED
+    from mrfq.analysis import objectives as _obj
+    from mrfq.analysis.cli_fluid import fluid_entry
+    from mrfq.flows.cli_args import check_load
+    from mrfq.flows.scenario import MAX_SEED
 
     sc = _scenario(scenario)
     if load is None:
@@ -469,7 +469,7 @@ def cluster_presets() -> list[str]:
     >>> "drf-nsdi" in cluster_presets()
     True
     """
-    from flows.cluster import cluster_preset_names
+    from mrfq.flows.cluster import cluster_preset_names
 
     return cluster_preset_names()
 
@@ -484,7 +484,7 @@ def load_cluster(source: str | Path | Mapping[str, Any], *, simulate: bool = Tru
     >>> sc.user_names(), sc.capacity().sum(axis=0).tolist()
     (['A', 'B'], [9.0, 18.0])
     """
-    from flows.cluster import cluster_from_dict, cluster_preset_names, load_cluster as _load, load_cluster_preset
+    from mrfq.flows.cluster import cluster_from_dict, cluster_preset_names, load_cluster as _load, load_cluster_preset
 
     if isinstance(source, Mapping):
         return cluster_from_dict(source, simulate=simulate)
@@ -499,7 +499,7 @@ def load_cluster(source: str | Path | Mapping[str, Any], *, simulate: bool = Tru
 
 
 def _cluster(scenario, simulate: bool = True):
-    from flows.cluster import ClusterScenario
+    from mrfq.flows.cluster import ClusterScenario
 
     return scenario if isinstance(scenario, ClusterScenario) else load_cluster(scenario, simulate=simulate)
 
@@ -514,8 +514,8 @@ def cluster_allocate(scenario, objective: str = "drf") -> Records:
     >>> [(r["user"], round(r["tasks"], 3)) for r in cluster_allocate("drf-nsdi", "drf")]
     [('A', 3.0), ('B', 2.0)]
     """
-    from analysis.cli_cluster import ALLOC_OBJECTIVES
-    from analysis.cluster.simcheck import fluid_allocation
+    from mrfq.analysis.cli_cluster import ALLOC_OBJECTIVES
+    from mrfq.analysis.cluster.simcheck import fluid_allocation
 
     sc = _cluster(scenario, simulate=False)
     if objective not in ALLOC_OBJECTIVES:
@@ -537,8 +537,8 @@ def cluster_simulate(scenario, *, allocator: str | None = None, seed: int | None
     >>> [(r["user"], round(r["tasks"], 2)) for r in rows]
     [('A', 3.0), ('B', 2.0)]
     """
-    from flows.cluster import ALLOCATOR_NAMES
-    from router.cluster import simulate
+    from mrfq.flows.cluster import ALLOCATOR_NAMES
+    from mrfq.router.cluster import simulate
 
     sc = _cluster(scenario)
     if allocator is not None and allocator not in ALLOCATOR_NAMES:

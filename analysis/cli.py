@@ -27,8 +27,8 @@ import os
 import sys
 import traceback
 
-from flows.cli_args import Parser, glue_negative_values
-from flows.errors import MrfqError
+from mrfq.flows.cli_args import Parser, glue_negative_values
+from mrfq.flows.errors import MrfqError
 
 #: longest error line printed (values and name lists are shortened where the message is built;
 #: this only guards the line as a whole)
@@ -46,8 +46,8 @@ def version() -> str:
 
 
 def build_parser() -> Parser:
-    from analysis import cli_cluster, cli_compare, cli_fluid, cli_run, cli_scorecard
-    from router import cli as router_cli
+    from mrfq.analysis import cli_cluster, cli_compare, cli_fluid, cli_run, cli_scorecard
+    from mrfq.router import cli as router_cli
 
     p = Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
     p.add_argument("--debug", action="store_true",

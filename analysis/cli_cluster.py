@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 
-from analysis.objectives import CLUSTER
-from flows.cli_args import check_output_path, dumps_strict, parse_int, parse_number, save_figure
-from flows.errors import MrfqError, quote
+from mrfq.analysis.objectives import CLUSTER
+from mrfq.flows.cli_args import check_output_path, dumps_strict, parse_int, parse_number, save_figure
+from mrfq.flows.errors import MrfqError, quote
 
 #: the objectives with a task-level solver, from the one objective table (analysis.objectives)
 ALLOC_OBJECTIVES = CLUSTER
@@ -75,7 +75,7 @@ def _scenario_args(p) -> None:
 
 
 def _load(args, *, simulate: bool = True):
-    from flows.cluster import load_cluster, load_cluster_preset
+    from mrfq.flows.cluster import load_cluster, load_cluster_preset
 
     if args.scenario and args.preset:
         raise MrfqError("give either FILE.toml or --preset NAME, not both")
@@ -105,10 +105,10 @@ def parse_options(items: list[str]) -> dict:
 
 # ---------------------------------------------------------------------------
 def sim_handler(args) -> int:
-    from analysis.cluster.simcheck import compare
-    from router.cluster import simulate
+    from mrfq.analysis.cluster.simcheck import compare
+    from mrfq.router.cluster import simulate
 
-    from flows.cluster import MAX_SEED, MAX_TIME
+    from mrfq.flows.cluster import MAX_SEED, MAX_TIME
 
     if args.plot:
         check_output_path("--plot", args.plot, figure=True)  # before the run
@@ -117,11 +117,11 @@ def sim_handler(args) -> int:
     duration = None if args.duration is None else parse_number("--duration", args.duration, lo=0.0, lo_open=True,
                                                                 hi=MAX_TIME)
     if args.allocator is not None:
-        from flows.cluster import ALLOCATOR_NAMES
+        from mrfq.flows.cluster import ALLOCATOR_NAMES
 
         if args.allocator not in ALLOCATOR_NAMES:
             raise MrfqError(f"--allocator {quote(args.allocator)}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")
-    from router.cluster import ENGINES
+    from mrfq.router.cluster import ENGINES
 
     if args.engine not in ENGINES:
         raise MrfqError(f"--engine {quote(args.engine)}: unknown; choose one of {', '.join(ENGINES)}")
@@ -132,7 +132,7 @@ def sim_handler(args) -> int:
     except MrfqError:
         fluid = None  # not every user backlogged, or a baseline without an objective: no fluid column
     if args.plot:
-        from analysis.cluster.plot import plot_shares
+        from mrfq.analysis.cluster.plot import plot_shares
 
         fig = plot_shares(run, fluid, title=f"{sc.name}: {run.allocator}")
         save_figure(fig, args.plot)
@@ -165,7 +165,7 @@ def sim_handler(args) -> int:
 
 
 def alloc_handler(args) -> int:
-    from analysis.cluster.simcheck import fluid_allocation
+    from mrfq.analysis.cluster.simcheck import fluid_allocation
 
     sc = _load(args, simulate=False)  # the fluid allocations read servers, users and tree only
     if args.objective == "all":
@@ -189,7 +189,7 @@ def alloc_handler(args) -> int:
 
 
 def presets_handler(args) -> int:
-    from flows.cluster import cluster_preset_names, load_cluster_preset
+    from mrfq.flows.cluster import cluster_preset_names, load_cluster_preset
 
     for n in cluster_preset_names():
         print(f"{n:<20} {load_cluster_preset(n).description}")

@@ -12,7 +12,7 @@ import csv
 import io
 import sys
 
-from flows.cli_args import (
+from mrfq.flows.cli_args import (
     MAX_FLOWS,
     MAX_REPLICATIONS,
     MAX_WORKERS,
@@ -29,8 +29,8 @@ from flows.cli_args import (
     parse_names,
     save_figure,
 )
-from flows.errors import MrfqError
-from flows.scenario import MAX_SEED
+from mrfq.flows.errors import MrfqError
+from mrfq.flows.scenario import MAX_SEED
 
 DEFAULT_RESULTS = "mrfq-results.sqlite"
 #: points of one sweep (schedulers x loads x the largest number of replications)
@@ -38,9 +38,9 @@ MAX_POINTS = 200_000
 
 
 def cmd_compare(args) -> int:
-    from analysis.compare import CompareConfig, compare, format_table, plot_comparison, point_scenario
-    from analysis.sweep import ResultStore
-    from fq.registry import SCHEDULERS
+    from mrfq.analysis.compare import CompareConfig, compare, format_table, plot_comparison, point_scenario
+    from mrfq.analysis.sweep import ResultStore
+    from mrfq.fq.registry import SCHEDULERS
 
     # ---- everything is checked before the first simulation
     for field, path, fig in (("--plot", args.plot, True), ("--csv", args.csv, False)):
@@ -116,7 +116,7 @@ def _rows_csv(rows: list[dict]) -> str:
 
 
 def cmd_results(args) -> int:
-    from analysis.sweep import ResultStore
+    from mrfq.analysis.sweep import ResultStore
 
     store = ResultStore(args.file, readonly=True, what="results")
     try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 
-from analysis import objectives
-from flows.cli_args import (
+from mrfq.analysis import objectives
+from mrfq.flows.cli_args import (
     check_load,
     check_output_path,
     dumps_strict,
@@ -22,8 +22,8 @@ from flows.cli_args import (
     parse_number,
     save_figure,
 )
-from flows.errors import MrfqError
-from flows.scenario import MAX_SEED
+from mrfq.flows.errors import MrfqError
+from mrfq.flows.scenario import MAX_SEED
 
 #: documented range of ``mrfq alloc`` costs (each 0 or in this range) and weights
 ALLOC_MIN, ALLOC_MAX = 1e-6, 1e6
@@ -129,7 +129,7 @@ def parse_costs(costs: list[str]) -> list[list[float]]:
 
 
 def _short(v) -> str:
-    from flows.cli_args import shorten
+    from mrfq.flows.cli_args import shorten
 
     return shorten(v)
 
@@ -172,7 +172,7 @@ def alloc_handler(args) -> int:
     if getattr(args, "cluster", None):
         if args.cost or args.weight:
             raise MrfqError("alloc: give --cost vectors or a CLUSTER.toml, not both")
-        from analysis import cli_cluster
+        from mrfq.analysis import cli_cluster
 
         args.scenario, args.preset = args.cluster, None
         return cli_cluster.alloc_handler(args)
@@ -218,7 +218,7 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
     """One per-load entry: {load, resource_loads, truncation, boundary_mass, objectives: {...}}."""
     import numpy as np
 
-    from analysis import markov
+    from mrfq.analysis import markov
 
     m = markov.model_from(sc, load=load)
     entry = {"load": round(m.max_load, 12),
@@ -263,7 +263,7 @@ def fluid_handler(args) -> int:
         raise MrfqError(f"--method {_short(method)}: unknown; choose exact, simulate, auto or graded")
     if args.load is not None and args.loads is not None:
         raise MrfqError("fluid: give --load X or --loads LOADS, not both")
-    from analysis.markov import SYMMETRIES, TRUNCATIONS
+    from mrfq.analysis.markov import SYMMETRIES, TRUNCATIONS
 
     if args.truncation not in TRUNCATIONS:
         raise MrfqError(f"--truncation {_short(args.truncation)}: unknown; choose {' or '.join(TRUNCATIONS)}")
@@ -285,7 +285,7 @@ def fluid_handler(args) -> int:
               truncation=args.truncation, symmetry=args.symmetry)
     entries = [fluid_entry(sc, x, objs, **kw) for x in loads]
     if args.plot:
-        from analysis.plots import plot_gamma_vs_load
+        from mrfq.analysis.plots import plot_gamma_vs_load
 
         fig = plot_gamma_vs_load(entries, title=f"{sc.name}: flow throughput vs load ({method})")
         save_figure(fig, args.plot)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.delay_stats import summary, write_csv
-from analysis.run_report import class_estimates, run_json
-from flows.cli_args import (
+from mrfq.analysis.delay_stats import summary, write_csv
+from mrfq.analysis.run_report import class_estimates, run_json
+from mrfq.flows.cli_args import (
     add_scenario_args,
     atomic_writer,
     check_distinct_outputs,
@@ -23,8 +23,8 @@ from flows.cli_args import (
     number_type,
     shorten,
 )
-from flows.errors import MrfqError
-from flows.scenario import MAX_SEED, MAX_TIME, MAX_WINDOW
+from mrfq.flows.errors import MrfqError
+from mrfq.flows.scenario import MAX_SEED, MAX_TIME, MAX_WINDOW
 
 #: most service starts a ``--trace`` may record (40 bytes each in memory)
 MAX_TRACE = 10_000_000
@@ -139,7 +139,7 @@ def format_rfb(r) -> list[str]:
 
 
 def cmd_run(args) -> int:
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     if args.trace:
         check_output_path("--trace", args.trace)
@@ -231,8 +231,8 @@ def cmd_run(args) -> int:
 
 def register(sub) -> None:
     """Add ``run`` to an argparse subparsers object."""
-    from flows.scenario import VIRTUAL_TIMES
-    from fq.registry import SCHEDULERS
+    from mrfq.flows.scenario import VIRTUAL_TIMES
+    from mrfq.fq.registry import SCHEDULERS
 
     r = sub.add_parser("run", help="run one scenario through the packet emulator")
     add_scenario_args(r)

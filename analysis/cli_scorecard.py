@@ -6,7 +6,7 @@ atomically (:mod:`flows.cli_args`).  The runs and the table are :mod:`analysis.s
 
 from __future__ import annotations
 
-from flows.cli_args import (
+from mrfq.flows.cli_args import (
     add_scenario_args,
     check_distinct_outputs,
     check_output_path,
@@ -18,13 +18,13 @@ from flows.cli_args import (
     parse_number,
     save_figure,
 )
-from flows.errors import MrfqError
-from flows.scenario import MAX_SEED, MAX_TIME
+from mrfq.flows.errors import MrfqError
+from mrfq.flows.scenario import MAX_SEED, MAX_TIME
 
 
 def parse_intervals(text: str) -> list[float]:
     """``--intervals``: edges ``t0,t1,...`` or ``START:STOP:STEP`` (inclusive)."""
-    from analysis.scorecard import MAX_INTERVALS
+    from mrfq.analysis.scorecard import MAX_INTERVALS
 
     s = str(text).strip()
     if ":" in s:
@@ -45,9 +45,9 @@ def parse_intervals(text: str) -> list[float]:
 
 
 def cmd_scorecard(args) -> int:
-    from analysis.plots import plot_delay_cdfs, plot_interval_shares
-    from analysis.scorecard import format_scorecard, scorecard
-    from fq.registry import SCHEDULERS
+    from mrfq.analysis.plots import plot_delay_cdfs, plot_interval_shares
+    from mrfq.analysis.scorecard import format_scorecard, scorecard
+    from mrfq.fq.registry import SCHEDULERS
 
     for opt, path in (("--plot", args.plot), ("--plot-intervals", args.plot_intervals)):
         if path:
@@ -83,7 +83,7 @@ def cmd_scorecard(args) -> int:
 
 def register(sub) -> None:
     """Add ``scorecard`` to an argparse subparsers object."""
-    from flows.scenario import VIRTUAL_TIMES
+    from mrfq.flows.scenario import VIRTUAL_TIMES
 
     p = sub.add_parser("scorecard", help="every scheduler on the same packets: rates vs DRF shares, delays, drops")
     add_scenario_args(p)

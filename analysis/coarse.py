@@ -87,8 +87,8 @@ def level0_seed(seed: int, i: int) -> int:
 def coarse_run(coarse: dict, name: str, seed: int) -> dict:
     """Batch sums of one coarse replication (``departed``, ``area`` per class and batch; flows
     ``completed`` per class)."""
-    import flows
-    from router.run import simulate
+    from mrfq import flows
+    from mrfq.router.run import simulate
 
     r = simulate(flows.from_dict(coarse, name=name), seed=seed, record_delays=False)  # no delays needed
     return {"departed": r.batches["departed"].tolist(), "area": r.batches["area"].tolist(),
@@ -106,8 +106,8 @@ def one_batch(payload: dict) -> dict:
 def _level0_chunk(task) -> tuple[int, list]:
     """Replications ``seeds`` of the coarse point, each with the fine scenario's fluid paths, as
     one batch per replication (:func:`one_batch`)."""
-    from analysis.fluid_path import fluid_path
-    import flows
+    from mrfq.analysis.fluid_path import fluid_path
+    from mrfq import flows
 
     idx, coarse, fine, name, objectives_, seeds = task
     sc = flows.from_dict(fine, name=name)
@@ -133,7 +133,7 @@ def level0(coarse: dict, fine: dict, name: str, objectives_: list[str], seeds: l
     if n <= 1:
         parts = dict(_level0_chunk(t) for t in tasks)
     else:
-        from analysis.sweep import fork_imap_unordered
+        from mrfq.analysis.sweep import fork_imap_unordered
 
         parts = dict(fork_imap_unordered(_level0_chunk, tasks, n))
     return [x for i in range(len(tasks)) for x in parts[i]]

@@ -70,15 +70,15 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from analysis import objectives
-from analysis.batch_stats import ratio_ci, t_quantile
-from analysis.coarse import LEVEL0_COST, coarse_dict, coarse_factor, coarse_run, level0, level0_seed, needed
-from analysis.fluid_path import fluid_path
-from analysis.sweep import Point, ResultStore, execute
-from flows.cli_args import MAX_FLOWS, MAX_REPLICATIONS, MIN_FLOWS
-from flows.errors import MrfqError, quote
-from flows.scenario import MAX_SEED, Scenario, to_dict
-from fq.registry import SCHEDULERS
+from mrfq.analysis import objectives
+from mrfq.analysis.batch_stats import ratio_ci, t_quantile
+from mrfq.analysis.coarse import LEVEL0_COST, coarse_dict, coarse_factor, coarse_run, level0, level0_seed, needed
+from mrfq.analysis.fluid_path import fluid_path
+from mrfq.analysis.sweep import Point, ResultStore, execute
+from mrfq.flows.cli_args import MAX_FLOWS, MAX_REPLICATIONS, MIN_FLOWS
+from mrfq.flows.errors import MrfqError, quote
+from mrfq.flows.scenario import MAX_SEED, Scenario, to_dict
+from mrfq.fq.registry import SCHEDULERS
 
 #: fluid objective each scheduler is compared with
 OBJECTIVE = {name: info.objective for name, info in SCHEDULERS.items()}
@@ -119,7 +119,7 @@ class CompareConfig:
 
     def __post_init__(self):
         """The same ranges as ``mrfq compare``'s options, for every way a configuration is made (the
-        command, ``analysis.api.compare``, a script): a field outside is a one-line MrfqError."""
+        command, ``mrfq.compare``, a script): a field outside is a one-line MrfqError."""
         for name, lo, hi in (("replications", 1, MAX_REPLICATIONS), ("max_replications", 1, MAX_REPLICATIONS),
                              ("batches", 2, 10_000), ("seed", 0, MAX_SEED),
                              ("coarse_replications", 1, MAX_COARSE_REPLICATIONS),
@@ -208,7 +208,7 @@ def point_scenario(base: Scenario, scheduler: str, load: float, cfg: CompareConf
 
 def fluid_gammas(base: Scenario, objective: str, load: float, store: ResultStore | None) -> dict:
     """gamma_k of the flow-level Markov model (cached in the store)."""
-    from analysis import markov
+    from mrfq.analysis import markov
 
     sc = base.with_load(load)
     key = f"{sc.digest()}|{objective}"

@@ -22,7 +22,7 @@ class DieWithParent(WorkerPlugin):
         self.parent_pid = int(parent_pid)
 
     def setup(self, worker) -> None:
-        from analysis.sweep import watch_parent
+        from mrfq.analysis.sweep import watch_parent
 
         watch_parent(self.parent_pid)
 

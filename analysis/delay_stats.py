@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from analysis.batch_stats import ratio_ci
+from mrfq.analysis.batch_stats import ratio_ci
 
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p999", 0.999))
 

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis import objectives
-from analysis.state_rates import kernel_norm, state_phi
-from flows.traffic import arrivals_until
-from fq._jit import jit
-from router.batches import add_area as _area
+from mrfq.analysis import objectives
+from mrfq.analysis.state_rates import kernel_norm, state_phi
+from mrfq.flows.traffic import arrivals_until
+from mrfq.fq._jit import jit
+from mrfq.router.batches import add_area as _area
 
 
 def arrival_path(scenario, seed: int, T: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -142,10 +142,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import prange
 
-from analysis import objectives
-from analysis.state_rates import kernel_norm, state_phi
-from flows.errors import MrfqError, quote
-from fq._jit import jit
+from mrfq.analysis import objectives
+from mrfq.analysis.state_rates import kernel_norm, state_phi
+from mrfq.flows.errors import MrfqError, quote
+from mrfq.fq._jit import jit
 
 #: memory for the GMRES Krylov basis (bytes); the restart length shrinks with N to fit
 KRYLOV_BYTES = 800 * 2**20
@@ -1186,7 +1186,7 @@ def solve_truncated(m: FluidModel, objective: str, caps, *, x0: np.ndarray | Non
 
     ``deadline`` (``time.monotonic()`` value): give up with :class:`SolveTimeLimit` past it,
     checked between Krylov chunks and before the direct fallback."""
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     K = m.a.shape[0]
     caps = tuple(int(c) for c in caps)
@@ -1241,8 +1241,8 @@ def solve_region(m: FluidModel, objective: str, region, *, x0: np.ndarray | None
     ``mirror``: ``region`` is a :func:`analysis.markov_region.half` and the chain, symmetric
     under swapping classes 0 and 1 (:func:`mirror_pair`), is solved lumped by that symmetry (half
     the states); ``pi`` is then the law of the orbits."""
-    from analysis import markov_region as mr
-    from analysis.state_rates import state_rates
+    from mrfq.analysis import markov_region as mr
+    from mrfq.analysis.state_rates import state_rates
 
     K = m.a.shape[0]
     cshape, lo, hi, off = region.flat()
@@ -1388,7 +1388,7 @@ def mirror_pair(m: FluidModel, objective: str) -> tuple[int, int] | None:
     ``x_p <-> x_q``; checked on a few states all the same (``phi_p(swap x) = phi_q(x)``)."""
     import itertools
 
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     K, J = m.a.shape
     if K < 3 or J > 6:
@@ -1485,7 +1485,7 @@ def _graded_start(t: _Truncated, region) -> np.ndarray:
     :func:`multilinear` from per-axis tables of the integer coordinates (the states' coordinates
     are integers up to the graded caps; scipy's ``RegularGridInterpolator``, which searched the
     axes for every state, took 3.0 of 59 s at br-balanced 0.98)."""
-    from analysis import markov_region as mr
+    from mrfq.analysis import markov_region as mr
 
     K = len(t.axes)
     cshape, lo, hi, off = region.flat()
@@ -1502,7 +1502,7 @@ def _graded_start(t: _Truncated, region) -> np.ndarray:
 def _region_for(t: _Truncated, omitted: float):
     """The region of the states whose probability under the graded law ``t`` is at least the
     threshold that leaves out about ``omitted`` of its mass (nodes by decreasing density)."""
-    from analysis import markov_region as mr
+    from mrfq.analysis import markov_region as mr
 
     q = t.node_p / t.node_scale                        # probability per fine state at each node
     order = np.argsort(-q, kind="stable")
@@ -1527,7 +1527,7 @@ def _solve_region_exact(m: FluidModel, objective: str, *, tol_boundary: float, t
     chain symmetric under swapping two classes (:func:`mirror_pair`) is solved lumped by the
     symmetry, on the half ``x_p >= x_q`` of symmetric regions.  Measured (DRF, load 0.98):
     br-unbalanced needs about 1 M states where the box needs 8.4 M."""
-    from analysis import markov_region as mr
+    from mrfq.analysis import markov_region as mr
 
     t0 = time.perf_counter()
     K = m.a.shape[0]
@@ -1702,7 +1702,7 @@ def solve_graded(m: FluidModel, objective: str, caps, grading: float, *, rtol: f
     """
     import scipy.sparse as sp
 
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     K = m.a.shape[0]
     caps = tuple(int(c) for c in caps)

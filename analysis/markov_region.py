@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fq._jit import jit
+from mrfq.fq._jit import jit
 
 
 @dataclass(frozen=True, eq=False)

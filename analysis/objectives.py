@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from analysis import allocations
-from flows.errors import MrfqError, quote
+from mrfq.analysis import allocations
+from mrfq.flows.errors import MrfqError, quote
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analysis.batch_stats import ratio_ci
-from analysis.delay_stats import row_delays
+from mrfq.analysis.batch_stats import ratio_ci
+from mrfq.analysis.delay_stats import row_delays
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.delay_stats import summary
-from flows.errors import MrfqError
+from mrfq.analysis.delay_stats import summary
+from mrfq.flows.errors import MrfqError
 
 #: most service starts an ``intervals`` run may record (40 bytes each in memory)
 MAX_INTERVAL_SERVICES = 10_000_000
@@ -111,7 +111,7 @@ def flow_mean_costs(sc) -> list[tuple[float, ...]]:
 def drf_shares(sc) -> list[float]:
     """Per [[flow]] table, each of its flows' DRF rate (packets per time unit) with every static flow
     present and the open-loop flows capped at their demands (:func:`flow_demands`)."""
-    from analysis.allocations import drf_demands
+    from mrfq.analysis.allocations import drf_demands
 
     table = sc.static_spec()
     costs, dem = flow_mean_costs(sc), flow_demands(sc)
@@ -123,7 +123,7 @@ def drf_shares(sc) -> list[float]:
 
 
 def _check(sc, schedulers, intervals, option):
-    from fq.registry import SCHEDULERS
+    from mrfq.fq.registry import SCHEDULERS
 
     if sc.classes:
         raise MrfqError(f"scenario {sc.name}: has [[class]] tables; the scorecard compares static [[flow]] tables "
@@ -162,7 +162,7 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
     """Run ``sc`` (a validated :class:`flows.scenario.Scenario`) under every scheduler of
     ``schedulers`` with its own seed; see the module docstring.  ``option`` names the list of
     schedulers in error messages."""
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     schedulers = list(schedulers)
     _check(sc, schedulers, intervals, option)

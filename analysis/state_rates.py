@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from analysis import allocations as _alloc
-from analysis import objectives
-from analysis.objectives import S_ASSET, S_DRF, S_PF
-from flows.errors import MrfqError
-from fq._jit import (
+from mrfq.analysis import allocations as _alloc
+from mrfq.analysis import objectives
+from mrfq.analysis.objectives import S_ASSET, S_DRF, S_PF
+from mrfq.flows.errors import MrfqError
+from mrfq.fq._jit import (
     jit,  # the project's numba flags (cache by MRFQ_NUMBA_CACHE, fastmath off)
 )
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from flows.errors import MrfqError, quote
+from mrfq.flows.errors import MrfqError, quote
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,11 @@ class Point:
 
 def run_point(scenario_dict: dict, name: str, point: Point) -> dict:
     """Run one point (in any process) and return its JSON-able payload."""
-    import flows
-    from router.run import simulate
+    from mrfq import flows
+    from mrfq.router.run import simulate
 
-    from analysis.fluid_path import fluid_path
-    from fq.registry import SCHEDULERS
+    from mrfq.analysis.fluid_path import fluid_path
+    from mrfq.fq.registry import SCHEDULERS
 
     sc = flows.from_dict(scenario_dict, name=name)
     # the payload has no delays: the run does not record them (the same services otherwise)
@@ -331,10 +331,10 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     """Compile (or load from cache) the engine loop variants the sweep needs and the
     fluid-path kernel once, in the parent, before forking, so that no worker compiles
     anything."""
-    import flows
-    from analysis.fluid_path import fluid_path
-    from analysis.objectives import MARKOV
-    from router.run import simulate
+    from mrfq import flows
+    from mrfq.analysis.fluid_path import fluid_path
+    from mrfq.analysis.objectives import MARKOV
+    from mrfq.router.run import simulate
 
     sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
                           "class": [{"cost": [1.0, 0.5], "rate": 0.2, "mean_packets": 3}],
@@ -459,7 +459,7 @@ def _execute_dask(tasks, on_done, address: str, workers: int | None) -> None:
         if cluster is not None:
             # the LocalCluster's workers are this process's children: they die with it, even by
             # SIGKILL and even inside a kernel (dask's own parent pipe needs the GIL to act)
-            from analysis.dask_plugin import register_die_with_parent
+            from mrfq.analysis.dask_plugin import register_die_with_parent
 
             register_die_with_parent(client, os.getpid())
         client.run(_warm, _warm_specs(tasks))  # compile once per worker process, before the first point

@@ -130,8 +130,8 @@ def one_resource(scheduler: str, duration: float, *, rate: float = CBR_RATE, wei
 def cbr_sojourns(scenario: dict, trace: int):
     """Run ``scenario`` and return the CBR flow's (last static flow's) packets that left: their
     arrivals and exact sojourns in arrival order, and the run."""
-    import flows
-    from router.run import simulate
+    from mrfq import flows
+    from mrfq.router.run import simulate
 
     r = simulate(flows.from_dict(scenario), trace=trace)
     d = r.departures
@@ -215,8 +215,8 @@ def fairness_check(scheduler: str, duration: float, *, variant: str = "balanced"
     resource (against [DRFQ]'s two maximal packets, ``2 L``; per pair with the same dominant
     resource, against SFQ's ``L_i / w_i + L_m / w_m``) and of the scheduled dominant service
     (against [ERR]'s round-robin bound ``3 L``, MR3's scheduling point)."""
-    import flows
-    from router.run import simulate
+    from mrfq import flows
+    from mrfq.router.run import simulate
 
     sc = two_resources(scheduler, duration, variant=variant, weights=weights, seed=seed, router=router)
     r = simulate(flows.from_dict(sc), trace=trace)

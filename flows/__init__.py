@@ -1,7 +1,7 @@
 """Traffic and scenario model: static flows, Poisson or trace-driven classes, flow-size laws, packet-size profiles, presets."""
 
-from flows.errors import MrfqError, ScenarioError
-from flows.scenario import (
+from mrfq.flows.errors import MrfqError, ScenarioError
+from mrfq.flows.scenario import (
     ClassSpec,
     FlowSpec,
     PacketSizes,
@@ -15,7 +15,7 @@ from flows.scenario import (
     preset_names,
     to_dict,
 )
-from flows.traffic import ArrivalStream, PacketLaw, PacketStream, SizeLaw
+from mrfq.flows.traffic import ArrivalStream, PacketLaw, PacketStream, SizeLaw
 
 __all__ = [
     "ArrivalStream", "PacketLaw", "PacketStream", "SizeLaw", "ClassSpec", "FlowSpec", "MrfqError", "PacketSizes", "RouterConfig", "RunConfig", "Scenario",

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from flows.errors import MrfqError, name_list, quote
+from mrfq.flows.errors import MrfqError, name_list, quote
 
 #: most loads in one ``--loads`` list or range
 MAX_LOADS = 1000
@@ -205,7 +205,7 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
 
 def load_scenario_arg(args):
     """The scenario named by ``args.scenario`` or ``args.preset`` (exactly one of them)."""
-    from flows.scenario import load_preset, load_scenario
+    from mrfq.flows.scenario import load_preset, load_scenario
 
     if args.scenario and args.preset:
         raise MrfqError("give either SCENARIO.toml or --preset NAME, not both")

@@ -69,12 +69,12 @@ from typing import Any
 
 import numpy as np
 
-from flows.validate import check_keys as _check_keys
-from flows.validate import err as _err
-from flows.validate import name_list as _names
-from flows.validate import number, path_text, read_file, read_toml, trace_rows
-from flows.validate import quote as _q
-from flows.validate import whole as _int
+from mrfq.flows.validate import check_keys as _check_keys
+from mrfq.flows.validate import err as _err
+from mrfq.flows.validate import name_list as _names
+from mrfq.flows.validate import number, path_text, read_file, read_toml, trace_rows
+from mrfq.flows.validate import quote as _q
+from mrfq.flows.validate import whole as _int
 
 #: allocator names, kept here (not imported from fq) so that loading a scenario compiles and imports
 #: nothing; fq/cluster/registry.py's ALLOCATORS must have exactly these keys (asserted by a test).
@@ -631,7 +631,7 @@ def load_cluster(path: str | Path, *, simulate: bool = True) -> ClusterScenario:
 
 
 def _presets():
-    return _res.files("flows.presets").joinpath("cluster")
+    return _res.files("mrfq.flows.presets").joinpath("cluster")
 
 
 def cluster_preset_names() -> list[str]:

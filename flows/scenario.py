@@ -74,17 +74,17 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from flows.traffic import (
+from mrfq.flows.traffic import (
     ARRIVAL_LAWS, SIZE_LAWS, ArrivalTrace, PacketLaw, PacketTrace, SizeLaw, read_arrival_trace, read_packet_trace,
 )
-from flows.validate import check_keys as _check_keys
-from flows.validate import err as _err
-from flows.validate import number as _num
-from flows.validate import path_text
-from flows.validate import name_list as _names
-from flows.validate import quote as _q
-from flows.validate import read_toml
-from flows.validate import whole as _int
+from mrfq.flows.validate import check_keys as _check_keys
+from mrfq.flows.validate import err as _err
+from mrfq.flows.validate import number as _num
+from mrfq.flows.validate import path_text
+from mrfq.flows.validate import name_list as _names
+from mrfq.flows.validate import quote as _q
+from mrfq.flows.validate import read_toml
+from mrfq.flows.validate import whole as _int
 
 #: The scheduler's name and its own options (keys under [router] other than the
 #: engine's) are checked against the registry (fq/registry.py: ``resolve``), the one
@@ -963,7 +963,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def preset_names() -> list[str]:
     """Names of the scenarios shipped in ``flows/presets``."""
-    return sorted(p.name[:-5] for p in _res.files("flows.presets").iterdir() if p.name.endswith(".toml"))
+    return sorted(p.name[:-5] for p in _res.files("mrfq.flows.presets").iterdir() if p.name.endswith(".toml"))
 
 
 def load_preset(name: str) -> Scenario:
@@ -971,10 +971,10 @@ def load_preset(name: str) -> Scenario:
     names = preset_names()
     if name not in names:
         raise _err(f"--preset {_q(name)}: unknown; choose one of {_names(names, 12)}")
-    text = _res.files("flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
-    return from_dict(tomllib.loads(text), name=name, base_dir=Path(str(_res.files("flows.presets"))))
+    text = _res.files("mrfq.flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
+    return from_dict(tomllib.loads(text), name=name, base_dir=Path(str(_res.files("mrfq.flows.presets"))))
 
 
 def preset_description(name: str) -> str:
-    text = _res.files("flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
+    text = _res.files("mrfq.flows.presets").joinpath(name + ".toml").read_text(encoding="utf-8")
     return str(tomllib.loads(text).get("description", ""))

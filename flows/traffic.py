@@ -69,8 +69,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.errors import ScenarioError
-from flows.validate import name_list, path_text, quote, read_file, trace_rows
+from mrfq.flows.errors import ScenarioError
+from mrfq.flows.validate import name_list, path_text, quote, read_file, trace_rows
 
 #: the size laws a class may name
 SIZE_LAWS = ("geometric", "pareto", "lognormal", "deterministic")

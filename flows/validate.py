@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from flows.errors import ScenarioError, name_list, quote
+from mrfq.flows.errors import ScenarioError, name_list, quote
 
 __all__ = ["MAX_NESTING", "MAX_TRACE_LINE", "check_keys", "check_nesting", "err", "name_list", "number",
            "path_text", "quote", "range_text", "read_file", "read_toml", "trace_rows", "whole"]

@@ -1,5 +1,5 @@
 """Schedulers: one module per discipline on one contract (fq/contract.py), listed in fq/registry.py."""
 
-from fq.registry import SCHEDULERS, SchedulerInfo
+from mrfq.fq.registry import SCHEDULERS, SchedulerInfo
 
 __all__ = ["SCHEDULERS", "SchedulerInfo"]

@@ -11,8 +11,8 @@ The tag rule, ``V_j`` and the options ``router.idle_reset`` /
 
 from __future__ import annotations
 
-from fq import sfq
-from fq._jit import jit
+from mrfq.fq import sfq
+from mrfq.fq._jit import jit
 
 NAME = "bmf-wfq"
 SUMMARY = "per-resource SFQ of resource time"

@@ -25,9 +25,9 @@ the largest finish tag begun at j; per packet its ``S_ij`` (J slots) and key.
 
 from __future__ import annotations
 
-from flows.errors import ScenarioError
-from fq._jit import jit
-from fq.contract import Layout, Option, ReferenceTags
+from mrfq.flows.errors import ScenarioError
+from mrfq.fq._jit import jit
+from mrfq.fq.contract import Layout, Option, ReferenceTags
 
 NAME = "drfq-dovetail"
 SUMMARY = "dovetailing DRFQ, per-resource tags"

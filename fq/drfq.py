@@ -27,9 +27,9 @@ finish tag begun; per packet its start tag.
 
 from __future__ import annotations
 
-from flows.errors import ScenarioError
-from fq._jit import jit
-from fq.contract import Layout, Option, ReferenceTags
+from mrfq.flows.errors import ScenarioError
+from mrfq.fq._jit import jit
+from mrfq.fq.contract import Layout, Option, ReferenceTags
 
 NAME = "drfq"
 SUMMARY = "memoryless DRFQ, one start tag per packet"

@@ -52,9 +52,9 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from flows.errors import ScenarioError
-from fq._jit import jit
-from fq.contract import Layout, Option, ReferenceTags, option_value
+from mrfq.flows.errors import ScenarioError
+from mrfq.fq._jit import jit
+from mrfq.fq.contract import Layout, Option, ReferenceTags, option_value
 
 NAME = "drr"
 SUMMARY = "deficit round robin on one resource, FIFO elsewhere"

@@ -6,8 +6,8 @@ smaller flow id (SPEC §2).  State: one slot per packet (the key).
 
 from __future__ import annotations
 
-from fq._jit import jit
-from fq.contract import Layout, ReferenceTags
+from mrfq.fq._jit import jit
+from mrfq.fq.contract import Layout, ReferenceTags
 
 NAME = "fifo"
 SUMMARY = "FIFO at every resource"

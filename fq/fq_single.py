@@ -8,10 +8,10 @@ resource the key is the arrival time there, as in :mod:`fq.fifo`.  Options
 
 from __future__ import annotations
 
-from flows.errors import ScenarioError
-from fq import sfq
-from fq._jit import jit
-from fq.contract import Option
+from mrfq.flows.errors import ScenarioError
+from mrfq.fq import sfq
+from mrfq.fq._jit import jit
+from mrfq.fq.contract import Option
 
 NAME = "fq-single"
 SUMMARY = "SFQ on one resource, FIFO elsewhere"

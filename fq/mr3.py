@@ -70,9 +70,9 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from flows.errors import ScenarioError
-from fq._jit import jit
-from fq.contract import Layout, Option, ReferenceTags, option_value
+from mrfq.flows.errors import ScenarioError
+from mrfq.fq._jit import jit
+from mrfq.fq.contract import Layout, Option, ReferenceTags, option_value
 
 NAME = "mr3"
 SUMMARY = "multi-resource round robin: ERR rounds at the first resource, FIFO after"

@@ -13,8 +13,8 @@ The tag rule, ``V_j`` and the options ``router.idle_reset`` /
 
 from __future__ import annotations
 
-from fq import sfq
-from fq._jit import jit
+from mrfq.fq import sfq
+from mrfq.fq._jit import jit
 
 NAME = "pf-sfq"
 SUMMARY = "per-resource SFQ weighted by queue length"

@@ -13,19 +13,19 @@ import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
-from flows.errors import ScenarioError, quote
-from fq.contract import Option, check_module
+from mrfq.flows.errors import ScenarioError, quote
+from mrfq.fq.contract import Option, check_module
 
 #: name -> module, in the order the CLI and reports list them
 MODULES: dict[str, str] = {
-    "drfq": "fq.drfq",
-    "drfq-dovetail": "fq.dovetail",
-    "pf-sfq": "fq.pf_sfq",
-    "bmf-wfq": "fq.bmf_wfq",
-    "fifo": "fq.fifo",
-    "fq-single": "fq.fq_single",
-    "drr": "fq.drr",
-    "mr3": "fq.mr3",
+    "drfq": "mrfq.fq.drfq",
+    "drfq-dovetail": "mrfq.fq.dovetail",
+    "pf-sfq": "mrfq.fq.pf_sfq",
+    "bmf-wfq": "mrfq.fq.bmf_wfq",
+    "fifo": "mrfq.fq.fifo",
+    "fq-single": "mrfq.fq.fq_single",
+    "drr": "mrfq.fq.drr",
+    "mr3": "mrfq.fq.mr3",
 }
 
 
@@ -41,7 +41,7 @@ class SchedulerInfo:
 
     def default_opt(self, J: int) -> tuple[float, ...]:
         """``opt`` with every option at its default, for J resources (the lean loop's options)."""
-        from flows.scenario import RouterConfig
+        from mrfq.flows.scenario import RouterConfig
 
         return tuple(float(x) for x in self.module.encode(RouterConfig(scheduler=self.name),
                                                            tuple(f"r{j}" for j in range(J))))

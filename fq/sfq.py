@@ -22,9 +22,9 @@ packet its start and finish tags.
 
 from __future__ import annotations
 
-from flows.errors import ScenarioError
-from fq._jit import jit
-from fq.contract import Layout, Option, ReferenceTags
+from mrfq.flows.errors import ScenarioError
+from mrfq.fq._jit import jit
+from mrfq.fq.contract import Layout, Option, ReferenceTags
 
 INCREMENTS = ("cost", "packet")
 R_V, R_MAXFIN = 0, 1

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from fq._jit import jit
+from mrfq.fq._jit import jit
 
 INF = np.inf
 

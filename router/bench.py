@@ -69,9 +69,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import flows
-from flows.cli_args import Parser, dumps_strict, int_type, shorten
-from flows.errors import MrfqError
+from mrfq import flows
+from mrfq.flows.cli_args import Parser, dumps_strict, int_type, shorten
+from mrfq.flows.errors import MrfqError
 
 #: documented ranges of the options (documentation: "What mrfq refuses")
 MAX_BENCH_SERVICES = 10**10   # services per timed run (about 15 minutes of one run)
@@ -276,9 +276,9 @@ def _spread(ratios: list[float]) -> dict:
 
 _ISOLATED = """
 import json, resource, sys
-import flows
-from router.bench import WORKLOADS, scenario_for
-from router.run import simulate
+from mrfq import flows
+from mrfq.router.bench import WORKLOADS, scenario_for
+from mrfq.router.run import simulate
 w = next(x for x in WORKLOADS if x.name == sys.argv[1])
 small = scenario_for(WORKLOADS[0], 1000)
 simulate(small)  # import, load the cached loop, one tiny run: the baseline
@@ -309,7 +309,7 @@ class MrfqSide:
         self.extra: dict = {}
 
     def warm(self) -> None:
-        from router.run import simulate
+        from mrfq.router.run import simulate
 
         if self.w.isolated:
             self._isolated(1000)  # compile into the cache once
@@ -331,7 +331,7 @@ class MrfqSide:
                         "delay_kb"):
                 self.extra.setdefault(key, []).append(d[key])
             return d["services"] / d["cpu"] / 1e6, d["services"] / d["wall"] / 1e6, d["services"]
-        from router.run import simulate
+        from mrfq.router.run import simulate
 
         r = simulate(self.sc, record_delays=self.record)
         self.extra.setdefault("delay_kb", []).append(r.delays.nbytes / 1024 if r.delays is not None else 0.0)
@@ -500,8 +500,8 @@ def build_c(source: Path, delays: bool = False) -> Path | None:
 def time_reference(services: int, reps: int = 3) -> dict:
     """The SimPy reference vs the engine on the same small workload, interleaved (reference,
     engine, reference, engine, ...); the speed-up engine / reference per pair."""
-    from router.reference import simulate_reference
-    from router.run import simulate
+    from mrfq.router.reference import simulate_reference
+    from mrfq.router.run import simulate
 
     sc = scenario_for(WORKLOADS[0], services)
     sc = sc.replace(**{"run.max_services": 0, "run.duration": services / 2.2})

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 def cmd_presets(args) -> int:
-    from flows.scenario import preset_description, preset_names
+    from mrfq.flows.scenario import preset_description, preset_names
 
     for n in preset_names():
         print(f"{n:<20} {preset_description(n)}")
@@ -23,14 +23,14 @@ def cmd_presets(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from router import bench
+    from mrfq.router import bench
 
     return bench.run(args)
 
 
 def register(sub) -> None:
     """Add ``presets`` and ``bench`` to an argparse subparsers object."""
-    from router import bench as _bench
+    from mrfq.router import bench as _bench
 
     b = sub.add_parser("bench", help="speed: the numba engine vs the C yardstick (prints figures)")
     _bench.add_arguments(b)

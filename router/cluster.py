@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flows.cluster import ClusterScenario, backlog_duration, backlog_streams, draw_jobs
-from flows.errors import MrfqError, quote
-from fq.cluster import registry
-from fq.cluster.state import BACKLOGGED, ClusterState, Tree
+from mrfq.flows.cluster import ClusterScenario, backlog_duration, backlog_streams, draw_jobs
+from mrfq.flows.errors import MrfqError, quote
+from mrfq.fq.cluster import registry
+from mrfq.fq.cluster.state import BACKLOGGED, ClusterState, Tree
 
 _FINISH, _ARRIVE, _START, _STOP = 0, 1, 2, 3
 
@@ -167,7 +167,7 @@ def simulate(sc: ClusterScenario, *, allocator: str | None = None, seed: int | N
         sc = sc.replace_run(allocator=allocator, seed=seed, duration=duration)
     opts = dict(options or {})
     if engine == "compiled":
-        from router import cluster_engine
+        from mrfq.router import cluster_engine
 
         if cluster_engine.supported(sc.run.allocator):
             return cluster_engine.simulate_compiled(sc, opts, trace=trace)

@@ -43,12 +43,12 @@ import time as _time
 
 import numpy as np
 
-from flows.cluster import ClusterScenario, backlog_streams, draw_jobs
-from fq._jit import jit
-from fq.cluster import kernels as K
-from fq.cluster import registry
-from fq.cluster import slots as _slots
-from fq.cluster.state import BACKLOGGED, FIT_TOL
+from mrfq.flows.cluster import ClusterScenario, backlog_streams, draw_jobs
+from mrfq.fq._jit import jit
+from mrfq.fq.cluster import kernels as K
+from mrfq.fq.cluster import registry
+from mrfq.fq.cluster import slots as _slots
+from mrfq.fq.cluster.state import BACKLOGGED, FIT_TOL
 
 #: allocators this engine runs; the value is the kernel's server rule
 ALG_FIRST_FIT, ALG_BEST_FIT, ALG_SLOTS = 0, 1, 2
@@ -494,7 +494,7 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     rebuilt (default ``max(512, S // 10)``); ``sync_limit``, server changes a user of the index
     catches up with before it searches afresh; ``log_size``, the ring of changed servers.
     """
-    from router.cluster import ClusterRun, make_state
+    from mrfq.router.cluster import ClusterRun, make_state
 
     name = sc.run.allocator
     alg = COMPILED[name]

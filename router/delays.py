@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from fq._jit import jit
-from router.heap import f2i
+from mrfq.fq._jit import jit
+from mrfq.router.heap import f2i
 
 #: mantissa bits kept in a bucket code: 2^SUB_BITS buckets per octave, relative width 2^-SUB_BITS
 SUB_BITS = 6

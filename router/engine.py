@@ -37,14 +37,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from flows.errors import MrfqError
-from flows.scenario import MAX_TIME
-from router import heap
-from router.batches import add_area_py, batch_starts
-from router import delays, rfb as _rfb
-from router.flowtable import DONE, MORE_ARRIVALS, MORE_PACKETS
-from router.loop import loop_for
-from router.state import (
+from mrfq.flows.errors import MrfqError
+from mrfq.flows.scenario import MAX_TIME
+from mrfq.router import heap
+from mrfq.router.batches import add_area_py, batch_starts
+from mrfq.router import delays, rfb as _rfb
+from mrfq.router.flowtable import DONE, MORE_ARRIVALS, MORE_PACKETS
+from mrfq.router.loop import loop_for
+from mrfq.router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
     I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq._jit import jit, jit_no_refcount, no_wraparound
-from router.batches import add_area
-from router.delays import row_offset
-from router.rfb import K_BACKLOG, RFB_SHIFT
-from router.state import (
+from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.router.batches import add_area
+from mrfq.router.delays import row_offset
+from mrfq.router.rfb import K_BACKLOG, RFB_SHIFT
+from mrfq.router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_NFREE, C_PKT_CUR, C_RFB_N, C_ST_PTR, C_T_AREA, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
     F_SIZE, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,

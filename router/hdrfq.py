@@ -36,8 +36,8 @@ from collections import deque
 
 import numpy as np
 
-from flows.errors import MrfqError, quote
-from fq.cluster.state import Tree
+from mrfq.flows.errors import MrfqError, quote
+from mrfq.fq.cluster.state import Tree
 
 INCREMENTS = ("dominant", "resource", "node-dominant")
 

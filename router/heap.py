@@ -21,7 +21,7 @@ from numba import config, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from fq._jit import jit, no_wraparound
+from mrfq.fq._jit import jit, no_wraparound
 
 SLOT_BITS = 24
 SLOT_MASK = (1 << SLOT_BITS) - 1

@@ -54,17 +54,17 @@ from pathlib import Path
 
 import numpy as np
 
-from fq._jit import jit, jit_no_refcount, no_wraparound
-from router import heap
-from router.delays import SHIFT
-from router.heap import f2i
-from router.rfb import K_IDLE, RFB_MASK, RFB_SHIFT
-from router.rfb import flush as rfb_flush
-from router.flowtable import (
+from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.router import heap
+from mrfq.router.delays import SHIFT
+from mrfq.router.heap import f2i
+from mrfq.router.rfb import K_IDLE, RFB_MASK, RFB_SHIFT
+from mrfq.router.rfb import flush as rfb_flush
+from mrfq.router.flowtable import (
     DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
 )
-from router.packets import packet_uniform
-from router.state import (
+from mrfq.router.packets import packet_uniform
+from mrfq.router.state import (
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_DEP_N, C_NEXT_ARR,
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
     C_PK_ADM, C_PK_DEP, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,

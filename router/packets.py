@@ -9,7 +9,7 @@ twin, checked against this one by the tests.
 
 from __future__ import annotations
 
-from fq._jit import jit
+from mrfq.fq._jit import jit
 
 M32 = 0xFFFFFFFF
 

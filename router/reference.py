@@ -52,13 +52,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from flows.scenario import MAX_TIME, Scenario
-from fq.registry import resolve
-from flows.traffic import ArrivalStream, PacketStream, cost_key
-from router.batches import batch_starts
-from router.delays import PER_FLOW_MAX, bucket_py
-from router.delays import layout as delay_layout
-from router import rfb as _rfb
+from mrfq.flows.scenario import MAX_TIME, Scenario
+from mrfq.fq.registry import resolve
+from mrfq.flows.traffic import ArrivalStream, PacketStream, cost_key
+from mrfq.router.batches import batch_starts
+from mrfq.router.delays import PER_FLOW_MAX, bucket_py
+from mrfq.router.delays import layout as delay_layout
+from mrfq.router import rfb as _rfb
 
 M32 = 0xFFFFFFFF
 
@@ -284,7 +284,7 @@ class ReferenceRouter:
         self.rfb = None
         self.rfb_index: dict[int, int] = {}   # static flow id -> its index among the covered flows
         if n >= 2:
-            from router.run import _spec_arrays
+            from mrfq.router.run import _spec_arrays
             specs = _spec_arrays(list(sc.flows) + list(sc.classes), J)
             self.rfb_cov = _rfb.covered(spec)
             self.rfb_index = {int(u): k for k, u in enumerate(self.rfb_cov.tolist())}
@@ -571,7 +571,7 @@ class ReferenceRouter:
 
     def _rfb_result(self, t_end: float):
         """The run's relative fairness (router.run.RelativeFairness), as the engine reports it."""
-        from router.run import relative_fairness
+        from mrfq.router.run import relative_fairness
         raw = None
         if self.rfb is not None:
             self.rfb.finish(t_end)

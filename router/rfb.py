@@ -47,7 +47,7 @@ import math
 
 import numpy as np
 
-from fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
 
 # indices here are never negative (see fq._jit.no_wraparound)
 NO_WRAPAROUND = no_wraparound(__name__)

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from flows.errors import MrfqError
-from flows.scenario import Scenario
-from flows.traffic import CHUNK, ArrivalStream, PacketStream, cost_key
-from fq.registry import resolve
-from router import delays as _delays, rfb as _rfb
-from router.state import Specs, Traffic
+from mrfq.flows.errors import MrfqError
+from mrfq.flows.scenario import Scenario
+from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, cost_key
+from mrfq.fq.registry import resolve
+from mrfq.router import delays as _delays, rfb as _rfb
+from mrfq.router.state import Specs, Traffic
 
 
 class ConservationError(RuntimeError):
@@ -263,7 +263,7 @@ class ShareSeries:
         """``window_start,window_end,flow,share`` to ``fh``, an open text file or a path (written
         atomically), one line per window and flow; returns the number of windows."""
         if isinstance(fh, (str, os.PathLike)):
-            from flows.cli_args import atomic_writer
+            from mrfq.flows.cli_args import atomic_writer
 
             with atomic_writer(fh) as f:
                 return self.write_csv(f)
@@ -461,7 +461,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         if not record_fairness:
             raise MrfqError("share series: needs record_fairness=True (it comes from the same log)")
 
-    from router.engine import simulate_kernel
+    from mrfq.router.engine import simulate_kernel
 
     w0 = time.perf_counter()
     c0 = time.process_time()

@@ -38,9 +38,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fq.contract import Layout, SchedState
-from router import heap
-from router.delays import row_width
+from mrfq.fq.contract import Layout, SchedState
+from mrfq.router import heap
+from mrfq.router.delays import row_width
 
 INF = np.inf
 

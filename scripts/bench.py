@@ -8,7 +8,7 @@
 
 import sys
 
-from router.bench import main
+from mrfq.router.bench import main
 
 if __name__ == "__main__":
     sys.exit(main())

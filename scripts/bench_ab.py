@@ -20,13 +20,13 @@ trees = sys.argv[1].split(",")
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 code = r'''
 import time, sys, flows
-from router.run import simulate
+from mrfq.router.run import simulate
 wl = sys.argv[1]
 if wl == "static3": sc = flows.load_preset("oracle-three-flows").replace(**{"run.warmup": 0.0, "run.duration": 1e9, "run.max_services": 6_000_000})
 elif wl == "static3-sfq": sc = flows.load_preset("oracle-three-flows").replace(**{"router.scheduler": "bmf-wfq", "run.warmup": 0.0, "run.duration": 1e9, "run.max_services": 6_000_000})
 elif wl == "dyn": sc = flows.load_preset("br-unbalanced").replace(**{"traffic.load": 0.8, "run.max_services": 6_000_000, "run.duration": 1e10})
 elif not wl.startswith("static") or "," in wl:
-    from router.bench import WORKLOADS, scenario_for
+    from mrfq.router.bench import WORKLOADS, scenario_for
     w = next(x for x in WORKLOADS if x.name == wl)
     sc = scenario_for(w, 6_000_000) if w.mode != "rtt" else scenario_for(w, 0)
 elif wl.startswith("static"):

@@ -104,9 +104,9 @@ def one(case: str, root: str) -> None:
     if case == "pick-tree6":
         import tomllib
 
-        from flows.cluster import cluster_from_dict
-        from fq.cluster.hdrf import pick
-        from fq.cluster.state import ClusterState, Tree
+        from mrfq.flows.cluster import cluster_from_dict
+        from mrfq.fq.cluster.hdrf import pick
+        from mrfq.fq.cluster.state import ClusterState, Tree
 
         text, _ = scenario("tree6-64")
         sc = cluster_from_dict(tomllib.loads(text.replace("[100.0, 100.0]", "[1e6, 1e6]")))
@@ -126,9 +126,9 @@ def one(case: str, root: str) -> None:
     import io
 
     t0 = time.perf_counter()
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
-    for mod in ("analysis.cli_cluster", "analysis.cluster.simcheck", "scipy.optimize", "scipy.sparse"):
+    for mod in ("mrfq.analysis.cli_cluster", "mrfq.analysis.cluster.simcheck", "scipy.optimize", "scipy.sparse"):
         importlib.import_module(mod)  # imports apart: the figure is the work of alloc
     t_import = time.perf_counter() - t0
 

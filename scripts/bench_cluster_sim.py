@@ -49,7 +49,7 @@ def servers(n: int) -> list[dict]:
 
 
 def scenario(n: int, users: int, workload: str, allocator: str, duration: float, seed: int = 1):
-    from flows.cluster import cluster_from_dict
+    from mrfq.flows.cluster import cluster_from_dict
 
     rng = np.random.default_rng(seed)
     dem = rng.uniform(0.01, 0.1, size=(users, 2))
@@ -68,7 +68,7 @@ def scenario(n: int, users: int, workload: str, allocator: str, duration: float,
 
 
 def measure(sc, engine: str) -> tuple[int, float]:
-    from router.cluster import simulate
+    from mrfq.router.cluster import simulate
 
     c0 = time.process_time()
     run = simulate(sc, engine=engine)
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-launches", type=float, default=3e4, help="target launches per reference row")
     ap.add_argument("--no-reference", action="store_true", help="skip the reference engine")
     a = ap.parse_args(argv)
-    from flows.cluster import MAX_TASKS, expected_tasks
+    from mrfq.flows.cluster import MAX_TASKS, expected_tasks
 
     sizes = [int(x) for x in a.sizes.split(",")]
     allocs = a.allocators.split(",")

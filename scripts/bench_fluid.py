@@ -30,8 +30,8 @@ from contextlib import redirect_stdout
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import flows  # noqa: E402
-from analysis import markov, objectives  # noqa: E402
+from mrfq import flows  # noqa: E402
+from mrfq.analysis import markov, objectives  # noqa: E402
 
 
 #: cpu, link and memory bandwidth; one class heavy on each and a balanced one, shares (8, 1, 1, 1)
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
 
     import argparse as _ap
 
-    from analysis.cli_fluid import register
+    from mrfq.analysis.cli_fluid import register
 
     p = _ap.ArgumentParser(prog="mrfq")
     register(p.add_subparsers(dest="cmd"))

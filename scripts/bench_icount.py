@@ -36,13 +36,13 @@ NAMES = {"s3": ("3 static, drfq", ["-s", "drfq", "-F", "3"]),
          "dynsfq": ("dynamic rho=0.8, sfq (bmf-wfq)", ["-s", "sfq", "-m", "dynamic"])}
 N1, N2 = 100_000, 5_100_000
 RUN = """import sys
-from router.bench import WORKLOADS, scenario_for
-from router.run import simulate
+from mrfq.router.bench import WORKLOADS, scenario_for
+from mrfq.router.run import simulate
 w = next(x for x in WORKLOADS if x.name == sys.argv[1])
 print(simulate(scenario_for(w, int(sys.argv[2]))).services)
 if len(sys.argv) > 3:  # the compiled loop: its address (under valgrind), or its code (native run)
     import ctypes
-    import router.loop as L
+    import mrfq.router.loop as L
     (fn,) = L._LOOPS.values()
     cres = fn.overloads[fn.signatures[0]]
     addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)

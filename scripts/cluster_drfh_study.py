@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from analysis.cluster import drfh_study as ds  # noqa: E402
-from router.cluster import simulate  # noqa: E402
+from mrfq.analysis.cluster import drfh_study as ds  # noqa: E402
+from mrfq.router.cluster import simulate  # noqa: E402
 
 
 def _pct(x) -> str:

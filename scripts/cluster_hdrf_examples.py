@@ -18,11 +18,11 @@ from functools import partial
 
 import numpy as np
 
-from analysis.cluster.hdrf import guarantees, static_hdrf
-from flows.cluster import load_cluster_preset
-from fq.cluster import hdrf
-from fq.cluster.state import ClusterState, Tree, fill
-from router.cluster import simulate
+from mrfq.analysis.cluster.hdrf import guarantees, static_hdrf
+from mrfq.flows.cluster import load_cluster_preset
+from mrfq.fq.cluster import hdrf
+from mrfq.fq.cluster.state import ClusterState, Tree, fill
+from mrfq.router.cluster import simulate
 
 
 def _tree(sc) -> Tree:

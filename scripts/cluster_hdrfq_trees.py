@@ -14,9 +14,9 @@ import argparse
 
 import numpy as np
 
-from analysis.cluster.hdrf import static_hdrf
-from fq.cluster.state import Tree
-from router.hdrfq import INCREMENTS, simulate_hdrfq
+from mrfq.analysis.cluster.hdrf import static_hdrf
+from mrfq.fq.cluster.state import Tree
+from mrfq.router.hdrfq import INCREMENTS, simulate_hdrfq
 
 
 def main(argv=None) -> int:
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     for inc, g in gaps.items():
         print(f"  increment={inc:<14} worst {max(g):6.1%}   median {np.median(g):6.1%}")
     if args.plot:
-        from analysis.cluster.plot import plot_gap_distribution
+        from mrfq.analysis.cluster.plot import plot_gap_distribution
 
         fig = plot_gap_distribution(gaps, title=f"hierarchical DRFQ on {args.trees} random two-group trees")
         fig.savefig(args.plot, dpi=110)

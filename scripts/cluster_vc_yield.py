@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from analysis.cluster import vc_yield as vc  # noqa: E402
+from mrfq.analysis.cluster import vc_yield as vc  # noqa: E402
 
 SHOW = ("MILP", "MCB8", "MCB5", "GR", "SG", "GB", "SGB", "RRND", "RRNZ")
 #: [VC] §4.2 reported: average % degradation from best (Table 1 small, Table 7 large)

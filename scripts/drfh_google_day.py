@@ -35,11 +35,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-from analysis.cluster import drfh_study as ds  # noqa: E402
-from analysis.cluster import google_day as gd  # noqa: E402
-from flows.cluster import load_cluster  # noqa: E402
-from flows.errors import MrfqError  # noqa: E402
-from router.cluster import simulate  # noqa: E402
+from mrfq.analysis.cluster import drfh_study as ds  # noqa: E402
+from mrfq.analysis.cluster import google_day as gd  # noqa: E402
+from mrfq.flows.cluster import load_cluster  # noqa: E402
+from mrfq.flows.errors import MrfqError  # noqa: E402
+from mrfq.router.cluster import simulate  # noqa: E402
 
 SIZES = {"reduced": {"servers": 200, "users": 20, "hours": 2.0},
          "full": {"servers": 2000, "users": 100, "hours": 24.0}}

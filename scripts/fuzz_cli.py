@@ -481,7 +481,7 @@ def make_env(tmp: Path) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--module", default="analysis.cli", help="module with main(argv)")
+    ap.add_argument("--module", default="mrfq.analysis.cli", help="module with main(argv)")
     ap.add_argument("--scenarios", type=int, default=400)
     ap.add_argument("--cli", type=int, default=150)
     ap.add_argument("--bench", type=int, default=0, help="mrfq bench option lists")

@@ -45,15 +45,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import numpy as np  # noqa: E402
 
-import flows  # noqa: E402
-from analysis import markov  # noqa: E402
+from mrfq import flows  # noqa: E402
+from mrfq.analysis import markov  # noqa: E402
 
 SOLVERS = ("numba-ilu0", "numba-2level", "scipy-ilu0", "scipy-ilu", "scipy-2level", "superlu")
 
 
 def system(case: str, caps: tuple[int, ...]):
     """(model, states X, CSR arrays, b) of the box truncation, as markov.solve_truncated builds them."""
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     name, load = case.split(":")
     m = markov.model_from(flows.load_preset(name), load=float(load))

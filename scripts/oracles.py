@@ -7,10 +7,10 @@ beside the fluid DRF, PF and BMF allocations.
 
 import numpy as np
 
-import flows
-from analysis.allocations import bmf, drf, pf
-from fq import SCHEDULERS
-from router.run import simulate
+from mrfq import flows
+from mrfq.analysis.allocations import bmf, drf, pf
+from mrfq.fq import SCHEDULERS
+from mrfq.router.run import simulate
 
 PRESETS = ["oracle-rates", "oracle-two-flows", "oracle-three-flows"]
 EXTRA = {"idle-cpu (0.2,1),(0.1,0.5)": {

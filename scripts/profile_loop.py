@@ -26,9 +26,9 @@ from pathlib import Path
 
 CHILD = r'''
 import ctypes, sys, time
-from router.bench import WORKLOADS, scenario_for
-from router.run import simulate
-import router.loop as L
+from mrfq.router.bench import WORKLOADS, scenario_for
+from mrfq.router.run import simulate
+import mrfq.router.loop as L
 w = next(x for x in WORKLOADS if x.name == sys.argv[1])
 simulate(scenario_for(w, 1000))
 (fn,) = L._LOOPS.values()

@@ -30,12 +30,12 @@ import time
 
 import numpy as np
 
-import flows
-from analysis.batch_stats import t_quantile
-from analysis.compare import fluid_gammas
-from analysis.fluid_path import fluid_path
-from fq.registry import SCHEDULERS
-from router.run import simulate
+from mrfq import flows
+from mrfq.analysis.batch_stats import t_quantile
+from mrfq.analysis.compare import fluid_gammas
+from mrfq.analysis.fluid_path import fluid_path
+from mrfq.fq.registry import SCHEDULERS
+from mrfq.router.run import simulate
 
 LAWS = {
     "geometric": lambda m: {"law": "geometric", "mean": m},
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
         with open(a.json, "w") as f:
             json.dump({"args": vars(a), "rows": rows, "services": services}, f, indent=1)
     if a.plot:
-        from analysis.plots import plot_size_laws
+        from mrfq.analysis.plots import plot_size_laws
 
         plot_size_laws(rows, title=f"{a.preset}: gamma against the Markov model, by flow-size law").savefig(a.plot, dpi=110)
         print(f"figure written to {a.plot}")

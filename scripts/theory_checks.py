@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis import theory_bounds as tb  # noqa: E402
+from mrfq.analysis import theory_bounds as tb  # noqa: E402
 
 
 def cell(measured: float, bound: float) -> str:

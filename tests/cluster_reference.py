@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.cluster.hdrf import StaticHdrf
-from flows.errors import MrfqError
-from fq.cluster.state import Tree
+from mrfq.analysis.cluster.hdrf import StaticHdrf
+from mrfq.flows.errors import MrfqError
+from mrfq.fq.cluster.state import Tree
 
 REFINE = ("maxmin", "none")
 GROW_TOL = 1e-7

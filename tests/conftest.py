@@ -50,7 +50,7 @@ def run_fluid_handlers(argv, capsys):
     `analysis.cli.main`); returns (exit code, stdout)."""
     import argparse
 
-    from analysis.cli_fluid import register
+    from mrfq.analysis.cli_fluid import register
 
     p = argparse.ArgumentParser(prog="mrfq")
     register(p.add_subparsers(dest="cmd", required=True))

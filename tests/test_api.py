@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from analysis import api
-from flows.errors import MrfqError
+from mrfq.analysis import api
+from mrfq.flows.errors import MrfqError
 
 
 def test_docstring_examples_run():
@@ -71,8 +71,8 @@ def test_load_accepts_presets_paths_and_dicts(tmp_path):
 
 
 def test_run_report_records_match_the_json_of_mrfq_run():
-    from analysis.run_report import run_json
-    from router.run import simulate
+    from mrfq.analysis.run_report import run_json
+    from mrfq.router.run import simulate
 
     rep = api.run("dynamic-small", scheduler="drfq", duration=60000.0)
     direct = run_json(simulate(api.load("dynamic-small"), scheduler="drfq", duration=60000.0))

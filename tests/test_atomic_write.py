@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from flows.cli_args import atomic_write, atomic_writer
+from mrfq.flows.cli_args import atomic_write, atomic_writer
 
 
 def _mode(p):

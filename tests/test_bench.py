@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from router import bench
+from mrfq.router import bench
 
 
 @pytest.mark.nojit
@@ -77,7 +77,7 @@ def test_dynamic_rows_run_the_yardsticks_workload():
     """On the C's arrivals mrfq holds the flows the C holds.  `mrfq_ref -s drfq|sfq -m dynamic -n 2e6
     -S 1 -L 20000 -r 0.8 -W 30` printed sim_time=1.05793e+06 flows_arrived=42 flows_done=41, and
     mean_active=2.325 max_active=6 (drfq), mean_active=2.252 max_active=6 (sfq)."""
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     for w, mean in ((bench.WORKLOADS[2], 2.325), (bench.WORKLOADS[3], 2.252)):
         assert w.mode == "dynamic"
@@ -125,7 +125,7 @@ def test_own_rss_is_the_childs_own():
 
 
 def _counted(n: int, scheduler: str = "drfq", services: int = 20_000):
-    import flows
+    from mrfq import flows
 
     return flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30, "scheduler": scheduler},
                             "run": {"duration": 1e10, "max_services": services},
@@ -139,7 +139,7 @@ def test_timed_from_times_the_loop_after_the_setup_and_changes_nothing_else():
     bit (the loop resumes where it stopped), and the timed services are those after the split."""
     import numpy as np
 
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     sc = _counted(40, "bmf-wfq", 5_000)
     plain = simulate(sc)
@@ -169,7 +169,7 @@ def test_state_bytes_per_static_flow():
     for the relative fairness bound, the flow's dominant resource (8): 1288 bytes.  Both runs have more than router.delays.PER_FLOW_MAX static flows, so their
     histograms are per [[flow]] table, the same size.  The C yardstick holds 704 (its 192-byte
     flow, 32 ring entries of 16) and records no delays."""
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     small, large = (simulate(_counted(n, services=100)).state_bytes for n in (205, 705))
     assert (large - small) / 1000 == 480 + 32 * 24 + 8 + 8 + 16 + 8
@@ -190,7 +190,7 @@ def _c_run(binary, *args):
 def test_yardstick_patched_to_record_delays_serves_the_same_packets_and_measures_mrfqs_sojourns():
     """``--c-delays``: the patched yardstick serves exactly the packets the plain one does (its
     ``sig``), records one sojourn per departure, and its mean sojourn is mrfq's on the same workload."""
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     src = _yardstick_source()
     plain, rec = bench.build_c(src), bench.build_c(src, delays=True)

@@ -14,10 +14,10 @@ import tomllib
 
 import pytest
 
-import flows
-from analysis.cli import main
-from flows.cli_args import dumps_strict, parse_int, parse_loads, parse_number
-from flows.errors import MrfqError, ScenarioError
+from mrfq import flows
+from mrfq.analysis.cli import main
+from mrfq.flows.cli_args import dumps_strict, parse_int, parse_loads, parse_number
+from mrfq.flows.errors import MrfqError, ScenarioError
 
 
 def run_cli(capsys, *argv):
@@ -176,9 +176,9 @@ def test_short_run_json_is_strict_null_not_nan(capsys):
     assert code == 0, err
     strict_json(out)
     sc = flows.load_preset("dynamic-small").replace(**{"run.max_services": 5})
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
-    from analysis.run_report import run_json
+    from mrfq.analysis.run_report import run_json
 
     d = strict_json(dumps_strict(run_json(simulate(sc))))
     assert d["services"] in (5, 6)  # the run ends with the instant at which 5 services have completed
@@ -314,12 +314,12 @@ def test_fluid_loads_list_is_accepted(capsys):
 # the last line of defence
 @pytest.mark.nojit
 def test_internal_error_is_one_line_exit_1_and_debug_shows_the_traceback(capsys, monkeypatch):
-    import router.cli
+    import mrfq.router.cli
 
     def boom(args):
         raise RuntimeError("kaboom\nsecond line")
 
-    monkeypatch.setattr(router.cli, "cmd_presets", boom)
+    monkeypatch.setattr(mrfq.router.cli, "cmd_presets", boom)
     code, out, err = run_cli(capsys, "presets")
     assert code == 1
     assert err == ("mrfq: internal error: RuntimeError: kaboom second line, please report with this scenario and "
@@ -335,7 +335,7 @@ def test_ctrl_c_surfacing_as_another_exception_is_an_interrupt(capsys, monkeypat
     """A SIGINT that lands while a numba kernel returns: CPython raises SystemError ("returned a
     result with an exception set") from the KeyboardInterrupt (seen in CI during the Markov
     preconditioner's set-up); that is an interrupt, exit 130, not an internal error."""
-    import router.cli
+    import mrfq.router.cli
 
     def interrupted_in_a_kernel(args):
         try:
@@ -343,7 +343,7 @@ def test_ctrl_c_surfacing_as_another_exception_is_an_interrupt(capsys, monkeypat
         except KeyboardInterrupt as e:
             raise SystemError("CPUDispatcher(<function coarse_levels>) returned a result with an exception set") from e
 
-    monkeypatch.setattr(router.cli, "cmd_presets", interrupted_in_a_kernel)
+    monkeypatch.setattr(mrfq.router.cli, "cmd_presets", interrupted_in_a_kernel)
     code, out, err = run_cli(capsys, "presets")
     assert code == 130 and err == "mrfq: interrupted (no output file was left half-written)\n"
 
@@ -351,8 +351,8 @@ def test_ctrl_c_surfacing_as_another_exception_is_an_interrupt(capsys, monkeypat
 # ---------------------------------------------------------------------------
 # long runs: chunks of services (Ctrl-C is seen between them), bit for bit the same
 def test_chunked_loop_gives_identical_results(monkeypatch):
-    import router.engine as engine
-    from router.run import simulate
+    import mrfq.router.engine as engine
+    from mrfq.router.run import simulate
 
     sc = flows.load_preset("dynamic-small").replace(**{"run.duration": 40000.0})
     whole = simulate(sc).to_json()
@@ -375,12 +375,12 @@ def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
                   '[[flow]]\ncost = [0.01, 0.02]\n[[flow]]\ncost = [0.02, 0.01]\n')
     trace = tmp_path / "t.csv"
     trace.write_text("keep\n")
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     simulate(flows.load_scenario(sc), max_services=10)  # compile the loop variant here: the child loads it
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     # SIGINT as a terminal delivers it (a test runner started in the background may ignore it)
-    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "run", str(sc)], env=env,
+    p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "run", str(sc)], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
@@ -403,8 +403,8 @@ def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
 def test_flow_table_past_its_memory_cap_is_refused_before_allocation(monkeypatch):
     """An overload run with an explicit flow cap is accepted by the gate (its arrivals bound the
     table); the engine still refuses to grow the table past its byte cap, naming the time."""
-    import router.engine as engine
-    from router.run import simulate
+    import mrfq.router.engine as engine
+    from mrfq.router.run import simulate
 
     sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 400.0, "max_flows": 300},
                           "class": [{"cost": [1.0], "rate": 0.5, "mean_packets": 10}]})  # load 5
@@ -455,7 +455,7 @@ def test_deeply_nested_toml_is_refused_before_parsing(capsys, tmp_path, monkeypa
 
 @pytest.mark.nojit
 def test_nesting_scan_skips_strings_and_comments():
-    from flows.validate import MAX_NESTING, check_nesting
+    from mrfq.flows.validate import MAX_NESTING, check_nesting
 
     deep = "[" * 100 + "]" * 100
     for text in (f'name = "{deep}"\n', f"name = '{deep}'\n", f'd = """\n{deep}\n"""\n', f"d = '''{deep}'''\n",
@@ -486,7 +486,7 @@ def test_overlong_trace_lines_are_refused(capsys, tmp_path, rows, needle):
 
 @pytest.mark.nojit
 def test_a_trace_line_at_the_bound_is_read():
-    from flows.validate import MAX_TRACE_LINE, trace_rows
+    from mrfq.flows.validate import MAX_TRACE_LINE, trace_rows
 
     line = "0.0,a," + "0" * (MAX_TRACE_LINE - 7) + "1"
     assert len(line) == MAX_TRACE_LINE
@@ -522,7 +522,7 @@ def test_a_named_pipe_nobody_writes_to_is_refused_at_once(tmp_path, what):
         "results": (["results", str(tmp_path / "pipe")], "not a regular file"),
     }[what]
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    r = subprocess.run([sys.executable, "-m", "analysis.cli", *argv], env=env, capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "mrfq.analysis.cli", *argv], env=env, capture_output=True, text=True,
                        timeout=20)
     assert_clean(r.returncode, r.stderr, needle)
     assert r.stdout == ""
@@ -582,19 +582,19 @@ def test_long_name_lists_are_cut_to_a_handful(capsys, tmp_path):
 
 @pytest.mark.nojit
 def test_every_error_line_is_capped_as_a_whole(capsys, monkeypatch):
-    import router.cli
+    import mrfq.router.cli
 
     def long_message(args):
         raise MrfqError("field: " + "x" * 100_000 + " fix: do this")
 
-    monkeypatch.setattr(router.cli, "cmd_presets", long_message)
+    monkeypatch.setattr(mrfq.router.cli, "cmd_presets", long_message)
     err = refused(capsys, ["presets"], "mrfq: error: field: xxx")
     assert err.endswith(" fix: do this\n") and "[... 99,480 characters ...]" in err and len(err) < 620
 
 
 @pytest.mark.nojit
 def test_quote_and_name_list():
-    from flows.errors import name_list, quote
+    from mrfq.flows.errors import name_list, quote
 
     assert quote("abc") == "'abc'" and quote(12) == "12"
     assert quote(int(BIG)) == "9" * 57 + "... (401 digits)"
@@ -615,7 +615,7 @@ def test_quote_and_name_list():
 def _fill_after(monkeypatch, pages: int):
     """Every ResultStore opened from now on can grow by ``pages`` pages only: SQLite's own
     SQLITE_FULL ("database or disk is full"), as on a full file system."""
-    from analysis.sweep import ResultStore
+    from mrfq.analysis.sweep import ResultStore
 
     opened = ResultStore.__init__
 
@@ -628,7 +628,7 @@ def _fill_after(monkeypatch, pages: int):
 
 
 def _point(i: int):
-    from analysis.sweep import Point
+    from mrfq.analysis.sweep import Point
 
     return Point("h", "drfq", 0.5, i, i, 10.0)
 
@@ -637,7 +637,7 @@ def _point(i: int):
 def test_a_full_disk_keeps_every_stored_point(tmp_path, monkeypatch):
     import sqlite3
 
-    from analysis.sweep import ResultStore
+    from mrfq.analysis.sweep import ResultStore
 
     _fill_after(monkeypatch, 6)
     store = ResultStore(tmp_path / "r.sqlite")
@@ -667,8 +667,8 @@ def test_compare_on_a_full_disk_stops_in_one_line_and_resumes(capsys, tmp_path, 
     here, the store and the sweep's bookkeeping are the real ones)."""
     import sqlite3
 
-    import analysis.compare
-    import analysis.sweep
+    import mrfq.analysis.compare
+    import mrfq.analysis.sweep
 
     ran = []
 
@@ -676,8 +676,8 @@ def test_compare_on_a_full_disk_stops_in_one_line_and_resumes(capsys, tmp_path, 
         ran.append(p.key)
         return {"services": 1, "pad": "z" * 12_000}  # 3 to 4 pages: a few points fill the room
 
-    monkeypatch.setattr(analysis.sweep, "run_point", fake_point)
-    monkeypatch.setattr(analysis.compare, "fluid_gammas", lambda *a, **k: {"gamma": [1.0, 1.0], "halfwidth": None})
+    monkeypatch.setattr(mrfq.analysis.sweep, "run_point", fake_point)
+    monkeypatch.setattr(mrfq.analysis.compare, "fluid_gammas", lambda *a, **k: {"gamma": [1.0, 1.0], "halfwidth": None})
     _fill_after(monkeypatch, 8)
     res = tmp_path / "r.sqlite"
     argv = ["compare", "--preset", "br-unbalanced", "--quick", "--schedulers", "drfq,pf-sfq", "--loads", "0.3,0.5",
@@ -705,7 +705,7 @@ def test_compare_on_a_full_disk_stops_in_one_line_and_resumes(capsys, tmp_path, 
 
 @pytest.mark.nojit
 def test_a_closed_store_is_one_file_and_reading_it_leaves_none(tmp_path):
-    from analysis.sweep import ResultStore
+    from mrfq.analysis.sweep import ResultStore
 
     store = ResultStore(tmp_path / "r.sqlite")
     for i in range(3):
@@ -730,7 +730,7 @@ def test_a_store_whose_checkpoint_stopped_on_a_full_disk_reopens(tmp_path):
     import shutil
     import sqlite3
 
-    from analysis.sweep import ResultStore
+    from mrfq.analysis.sweep import ResultStore
 
     store = ResultStore(tmp_path / "r.sqlite")
     for i in range(3):
@@ -764,7 +764,7 @@ def test_run_trace_on_a_full_disk_is_refused_and_keeps_the_old_file(capsys, tmp_
     (the write goes to a temporary file, removed on the error)."""
     import errno
 
-    import flows.cli_args
+    import mrfq.flows.cli_args
 
     real = os.fdopen
 
@@ -784,7 +784,7 @@ def test_run_trace_on_a_full_disk_is_refused_and_keeps_the_old_file(capsys, tmp_
         def __exit__(self, *exc):
             self.f.close()
 
-    monkeypatch.setattr(flows.cli_args.os, "fdopen", lambda *a, **k: Full(real(*a, **k)))
+    monkeypatch.setattr(mrfq.flows.cli_args.os, "fdopen", lambda *a, **k: Full(real(*a, **k)))
     out = tmp_path / "t.csv"
     out.write_text("keep\n")
     refused(capsys, ["run", "--preset", "oracle-rates", "--duration", "2000", "--trace", str(out)],

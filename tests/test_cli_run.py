@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-import flows
-from analysis.cli import main
+from mrfq import flows
+from mrfq.analysis.cli import main
 
 pytestmark = pytest.mark.nojit
 
@@ -69,7 +69,7 @@ def test_same_seed_same_json_bit_for_bit(capsys):
 
 
 def test_common_random_numbers_across_schedulers():
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     sc = flows.load_preset("dynamic-small").replace(**{"run.duration": 50000.0})
     a = simulate(sc, scheduler="drfq")
@@ -168,7 +168,7 @@ def test_existing_trace_file_untouched_on_error(capsys, tmp_path):
 
 
 def test_console_script_exit_code_and_no_traceback():
-    p = subprocess.run([sys.executable, "-m", "analysis.cli", "run", "--preset", "oracle-rates", "--scheduler", "x"],
+    p = subprocess.run([sys.executable, "-m", "mrfq.analysis.cli", "run", "--preset", "oracle-rates", "--scheduler", "x"],
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from analysis.cli_cluster import parse_options, register
-from flows.errors import MrfqError
+from mrfq.analysis.cli_cluster import parse_options, register
+from mrfq.flows.errors import MrfqError
 
 pytestmark = pytest.mark.nojit
 
@@ -107,7 +107,7 @@ def test_hdrf_examples_script_matches_the_paper(capsys):
 
 
 def test_standalone_main_exit_codes(capsys):
-    from analysis.cli_cluster import main
+    from mrfq.analysis.cli_cluster import main
 
     assert main(["alloc", "--preset", "drf-nsdi", "--objective", "drf"]) == 0
     assert "A              tasks     3.0000" in capsys.readouterr().out

@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from analysis.cluster import drfh_study as ds
-from analysis.cluster.drfh import drfh
-from router.cluster import simulate
+from mrfq.analysis.cluster import drfh_study as ds
+from mrfq.analysis.cluster.drfh import drfh
+from mrfq.router.cluster import simulate
 
 pytestmark = pytest.mark.nojit
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flows.cluster import cluster_from_dict, cluster_preset_names, load_cluster_preset
-from flows.errors import MrfqError
-from fq.cluster import kernels as K
-from router.cluster import simulate
-from router.cluster_engine import COMPILED, simulate_compiled, supported
+from mrfq.flows.cluster import cluster_from_dict, cluster_preset_names, load_cluster_preset
+from mrfq.flows.errors import MrfqError
+from mrfq.fq.cluster import kernels as K
+from mrfq.router.cluster import simulate
+from mrfq.router.cluster_engine import COMPILED, simulate_compiled, supported
 
 #: (allocator, options) pairs of the compiled engine: every server rule and option value
 CASES = [("drf", {}), ("drf", {"blocked": "stop"}), ("drfh-first-fit", {}),
@@ -184,7 +184,7 @@ def test_best_fit_shape_index_against_the_reference_on_crowded_clusters(case):
 def test_shape_index_search_is_the_scan():
     """Random free matrices (equal shapes and ties included), members changed after the build:
     the shape index's search keeps the M least (H, index) of the scan, before and after a rebuild."""
-    from fq.cluster.state import FIT_TOL
+    from mrfq.fq.cluster.state import FIT_TOL
 
     rng = np.random.default_rng(5)
     for trial in range(200):
@@ -256,8 +256,8 @@ def test_segment_tree_and_searches_by_hand():
 
 def test_best_fit_bound_never_prunes_the_reference_choice():
     """Random free matrices: the branch-and-bound choice equals the scan (numpy's argmin rule)."""
-    from fq.cluster.drfh import fitness
-    from fq.cluster.state import FIT_TOL, ClusterState
+    from mrfq.fq.cluster.drfh import fitness
+    from mrfq.fq.cluster.state import FIT_TOL, ClusterState
 
     rng = np.random.default_rng(11)
     for trial in range(300):
@@ -284,7 +284,7 @@ def test_best_fit_bound_never_prunes_the_reference_choice():
 
 
 def test_cli_engine_option(capsys):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     outs = {}
     for engine in ("compiled", "reference"):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from analysis.cluster import drfh_study as ds
-from analysis.cluster import google_day as gd
-from flows.cluster import cluster_from_dict
-from router.cluster import simulate
+from mrfq.analysis.cluster import drfh_study as ds
+from mrfq.analysis.cluster import google_day as gd
+from mrfq.flows.cluster import cluster_from_dict
+from mrfq.router.cluster import simulate
 
 pytestmark = pytest.mark.nojit
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,7 +45,7 @@ def test_csv_and_toml_round_trip_exactly(tmp_path):
     assert np.array_equal(rows[:, 0], w.time) and np.array_equal(rows[:, 1].astype(int), w.user)
     assert np.array_equal(rows[:, 2].astype(int), w.tasks) and np.array_equal(rows[:, 3], w.duration)
     assert np.array_equal(sc.capacity(), w.servers) and np.array_equal(sc.demand(), w.demand)
-    from flows.cluster import load_cluster
+    from mrfq.flows.cluster import load_cluster
 
     again = load_cluster(tmp_path / "google-day.toml")
     assert again.trace_rows == sc.trace_rows and again.servers == sc.servers and again.users == sc.users
@@ -176,7 +176,7 @@ def test_fig4_seed_matches_the_papers_pool_and_the_preset_is_that_scenario():
     sc = ds.fig4_scenario(gd.FIG4_SEED, duration=1400.0, samples=140)
     T = sc.capacity().sum(axis=0)
     assert T[0] == pytest.approx(52.75) and T[1] == pytest.approx(51.32, abs=0.1)
-    from flows.cluster import load_cluster_preset
+    from mrfq.flows.cluster import load_cluster_preset
 
     pre = load_cluster_preset("drfh-fig4")
     assert np.array_equal(pre.capacity(), sc.capacity()) and np.array_equal(pre.demand(), sc.demand())

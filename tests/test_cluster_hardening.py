@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from analysis.cli import main
-from flows.cluster import cluster_from_dict, expected_tasks, load_cluster, load_cluster_preset
-from flows.errors import ScenarioError
+from mrfq.analysis.cli import main
+from mrfq.flows.cluster import cluster_from_dict, expected_tasks, load_cluster, load_cluster_preset
+from mrfq.flows.errors import ScenarioError
 
 BASE = ('resources = ["cpu", "mem"]\n[run]\nduration = 100.0\n[[server]]\ncapacity = [4.0, 8.0]\n'
         '[[user]]\nname = "a"\ndemand = [1.0, 2.0]\n')
@@ -214,7 +214,7 @@ def test_a_named_pipe_as_cluster_scenario_or_trace_is_refused_at_once(tmp_path, 
     target = tmp_path / "pipe" if what == "scenario" else p
     needle = (f"{tmp_path / 'pipe'}: a named pipe, not a regular file" if what == "scenario" else
               f"traffic.trace = '{tmp_path / 'pipe'}': a named pipe, not a regular file")
-    r = subprocess.run([sys.executable, "-m", "analysis.cli", "cluster", "sim", str(target)],
+    r = subprocess.run([sys.executable, "-m", "mrfq.analysis.cli", "cluster", "sim", str(target)],
                        env=dict(os.environ, PYTHONPATH=os.getcwd()), capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("mrfq: error: ") and needle in r.stderr, r.stderr

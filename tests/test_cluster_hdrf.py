@@ -14,12 +14,12 @@ from conftest import scaled
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from analysis.cluster.hdrf import guarantees, static_hdrf
-from analysis.cluster.objectives import CLUSTER_OBJECTIVES
-from flows.cluster import load_cluster_preset
-from fq.cluster import hdrf
-from fq.cluster.registry import ALLOCATORS, allocate_static
-from fq.cluster.state import ClusterState, Tree, fill
+from mrfq.analysis.cluster.hdrf import guarantees, static_hdrf
+from mrfq.analysis.cluster.objectives import CLUSTER_OBJECTIVES
+from mrfq.flows.cluster import load_cluster_preset
+from mrfq.fq.cluster import hdrf
+from mrfq.fq.cluster.registry import ALLOCATORS, allocate_static
+from mrfq.fq.cluster.state import ClusterState, Tree, fill
 
 pytestmark = pytest.mark.nojit
 
@@ -342,8 +342,8 @@ def test_no_leaf_gains_by_misreporting_theorem3():
     """[H-DRF] Theorem 3 (strategy-proofness), checked for single leaves with cluster-a's misreport
     grid search (each demand entry scaled by 0.5 ... 4): Figs. 6 and the §3.2 tree, and random
     two-group trees on two resources.  No lie raises a leaf's true tasks (beyond float noise)."""
-    from analysis.cluster.objectives import cluster_hdrf
-    from analysis.cluster.properties import best_misreport
+    from mrfq.analysis.cluster.objectives import cluster_hdrf
+    from mrfq.analysis.cluster.properties import best_misreport
 
     cases = []
     for name in ("hdrf-fig6", "hdrf-collapsed"):

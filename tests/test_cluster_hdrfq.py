@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from analysis.cluster.hdrf import static_hdrf
-from fq.cluster.state import Tree
-from router.hdrfq import simulate_hdrfq
+from mrfq.analysis.cluster.hdrf import static_hdrf
+from mrfq.fq.cluster.state import Tree
+from mrfq.router.hdrfq import simulate_hdrfq
 
 pytestmark = pytest.mark.nojit
 
@@ -78,7 +78,7 @@ def test_random_trees_script_runs(capsys):
 
 
 def test_gap_distribution_plot_has_one_step_line_per_rule():
-    from analysis.cluster.plot import plot_gap_distribution
+    from mrfq.analysis.cluster.plot import plot_gap_distribution
 
     fig = plot_gap_distribution({"dominant": [0.002, 0.2, 0.01], "per-resource": [0.3, 1.02]})
     ax = fig.axes[0]

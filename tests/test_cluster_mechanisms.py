@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flows.errors import MrfqError
-from fq.cluster import drfh, slots
-from fq.cluster.registry import ALLOCATORS, allocate_static, bind
-from fq.cluster.state import BACKLOGGED, ClusterState, fill
+from mrfq.flows.errors import MrfqError
+from mrfq.fq.cluster import drfh, slots
+from mrfq.fq.cluster.registry import ALLOCATORS, allocate_static, bind
+from mrfq.fq.cluster.state import BACKLOGGED, ClusterState, fill
 
 pytestmark = pytest.mark.nojit
 

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.cluster.drfh import drfh
-from analysis.cluster.objectives import CLUSTER_OBJECTIVES
-from analysis.cluster.properties import (
+from mrfq.analysis.cluster.drfh import drfh
+from mrfq.analysis.cluster.objectives import CLUSTER_OBJECTIVES
+from mrfq.analysis.cluster.properties import (
     best_misreport,
     check_all,
     discrete_mechanism,
@@ -17,7 +17,7 @@ from analysis.cluster.properties import (
     sharing_incentive,
     tasks_of,
 )
-from flows.errors import MrfqError
+from mrfq.flows.errors import MrfqError
 
 pytestmark = pytest.mark.nojit
 

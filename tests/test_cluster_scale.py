@@ -9,14 +9,14 @@ from cluster_reference import drfh_reference, static_hdrf_reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.cli import main
-from analysis.cluster import drfh as drfh_mod
-from analysis.cluster.drfh import drfh, server_types
-from analysis.cluster.hdrf import static_hdrf
-from analysis.cluster.simcheck import fluid_allocation
-from flows.cluster import MAX_DEPTH, cluster_from_dict, cluster_preset_names, load_cluster_preset
-from flows.errors import MrfqError, ScenarioError
-from fq.cluster.state import Tree
+from mrfq.analysis.cli import main
+from mrfq.analysis.cluster import drfh as drfh_mod
+from mrfq.analysis.cluster.drfh import drfh, server_types
+from mrfq.analysis.cluster.hdrf import static_hdrf
+from mrfq.analysis.cluster.simcheck import fluid_allocation
+from mrfq.flows.cluster import MAX_DEPTH, cluster_from_dict, cluster_preset_names, load_cluster_preset
+from mrfq.flows.errors import MrfqError, ScenarioError
+from mrfq.fq.cluster.state import Tree
 
 pytestmark = pytest.mark.nojit
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -216,7 +216,7 @@ def test_alloc_cli_gives_types_and_the_split_only_when_asked(capsys, tmp_path):
 
 
 def test_user_and_server_counts_are_bounded_at_the_gate():
-    from flows.cluster import MAX_SERVERS, MAX_USERS
+    from mrfq.flows.cluster import MAX_SERVERS, MAX_USERS
 
     base = {"resources": ["cpu"], "server": [{"capacity": [4.0]}]}
     users = [{"name": f"u{i}", "demand": [1.0]} for i in range(MAX_USERS + 1)]

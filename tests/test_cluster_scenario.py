@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from flows.cluster import (
+from mrfq.flows.cluster import (
     ALLOCATOR_NAMES,
     backlog_duration,
     backlog_streams,
@@ -15,8 +15,8 @@ from flows.cluster import (
     load_cluster,
     load_cluster_preset,
 )
-from flows.errors import ScenarioError
-from fq.cluster.registry import ALLOCATORS
+from mrfq.flows.errors import ScenarioError
+from mrfq.fq.cluster.registry import ALLOCATORS
 
 pytestmark = pytest.mark.nojit
 

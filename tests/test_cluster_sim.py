@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from conftest import scaled
 
-from analysis.cluster.simcheck import compare
-from flows.cluster import cluster_from_dict, load_cluster_preset
-from flows.errors import MrfqError
-from router.cluster import simulate
+from mrfq.analysis.cluster.simcheck import compare
+from mrfq.flows.cluster import cluster_from_dict, load_cluster_preset
+from mrfq.flows.errors import MrfqError
+from mrfq.router.cluster import simulate
 
 pytestmark = pytest.mark.nojit
 

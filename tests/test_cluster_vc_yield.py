@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.cluster.vc_yield import (
+from mrfq.analysis.cluster.vc_yield import (
     HEURISTICS,
     VCInstance,
     generate,
@@ -19,7 +19,7 @@ from analysis.cluster.vc_yield import (
     placement_min_yield,
     solve,
 )
-from flows.errors import MrfqError
+from mrfq.flows.errors import MrfqError
 
 pytestmark = pytest.mark.nojit
 
@@ -86,7 +86,7 @@ def test_heuristics_never_beat_the_exact_solution_which_never_beats_the_bound(se
 
 
 def test_randomized_rounding_one_host_and_infeasible_relaxation():
-    from analysis.cluster.vc_yield import randomized_rounding
+    from mrfq.analysis.cluster.vc_yield import randomized_rounding
 
     # one host: the relaxation puts every job there (e = 1), so both roundings do; Y = 1 / sum alpha
     inst = VCInstance(1, np.array([0.5, 0.3, 0.4]), np.array([0.2, 0.3, 0.1]))
@@ -114,7 +114,7 @@ def test_generate_follows_the_paper_and_validation():
 
 
 def test_evaluate_tables_and_degradation_by_hand():
-    from analysis.cluster.vc_yield import VCRecord, degradation_from_best, evaluate, ratio_table
+    from mrfq.analysis.cluster.vc_yield import VCRecord, degradation_from_best, evaluate, ratio_table
 
     rec = evaluate(3, 2, [3], [0.5], cvs=(0.25,), instances=2, heuristics=("GR", "MCB8", "RRNZ"), exact=True)
     assert [r.algorithm for r in rec] == ["LP", "MILP", "GR", "MCB8", "RRNZ"] * 2

@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-import flows
-from analysis.batch_stats import ratio_ci
-from analysis.fluid_path import arrival_path, fluid_path
-from analysis.cli import main
-from router.run import simulate
+from mrfq import flows
+from mrfq.analysis.batch_stats import ratio_ci
+from mrfq.analysis.fluid_path import arrival_path, fluid_path
+from mrfq.analysis.cli import main
+from mrfq.router.run import simulate
 from conftest import scaled
 
 
@@ -108,7 +108,7 @@ def test_pooled_multiple_controls_by_hand():
     """Packet batch sums that are an exact linear combination of two controls: the regression
     recovers beta = (0.3, 0.7), the residuals vanish (zero-width interval) and the estimate is
     gamma_packet - 0.3 (g1 - m1) - 0.7 (g2 - m2), the controls' offsets from their known means."""
-    from analysis.compare import pooled
+    from mrfq.analysis.compare import pooled
 
     rng = np.random.default_rng(3)
     B = 12
@@ -137,7 +137,7 @@ def test_pooled_multiple_controls_by_hand():
 def test_pooled_controls_that_do_not_track_leave_the_estimate_consistent():
     """Controls independent of the packet batches: beta ~ 0, the estimate stays near the raw
     ratio and the interval is no narrower than the raw one by more than the t-quantile change."""
-    from analysis.compare import pooled
+    from mrfq.analysis.compare import pooled
 
     rng = np.random.default_rng(11)
     B = 40
@@ -161,7 +161,7 @@ def test_pooled_interval_covers_when_the_controls_are_far_off_their_means():
     times the shift, which ``s^2 / B`` alone leaves out (coverage about 75 % here); with the
     estimated-beta term the 95 % interval covers the truth 95 % of the time (exact for this
     normal linear model)."""
-    from analysis.compare import pooled
+    from mrfq.analysis.compare import pooled
 
     rng = np.random.default_rng(2024)
     trials, hits, g_true, m_true, beta = 2000, 0, 0.5, 1.0, 0.9
@@ -181,7 +181,7 @@ def test_pooled_interval_covers_when_the_controls_are_far_off_their_means():
 def test_plot_comparison_y_axis_holds_every_panels_points():
     """The panels share one y axis; a point above the first panel's data (drfq-dovetail's
     class 2 runs far above its DRF line) must not be clipped."""
-    from analysis.compare import plot_comparison
+    from mrfq.analysis.compare import plot_comparison
 
     def row(s, c, load, g, gf):
         return {"scheduler": s, "class": c, "load": load, "gamma_packet": g, "ci": [g - 0.01, g + 0.01],

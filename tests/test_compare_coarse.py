@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-import flows
-from analysis.coarse import coarse_dict, coarse_factor, level0, level0_seed, needed
-from analysis.fluid_path import arrival_path
-from router.run import simulate
+from mrfq import flows
+from mrfq.analysis.coarse import coarse_dict, coarse_factor, level0, level0_seed, needed
+from mrfq.analysis.fluid_path import arrival_path
+from mrfq.router.run import simulate
 from conftest import scaled
 
 
@@ -85,8 +85,8 @@ def test_estimated_mean_control_is_unbiased_and_its_interval_covers():
     estimate is centred on the true mean and the 95 % interval covers it 90-99 % of the time.
     Dropping the estimated mean's half-width (treating it as known) undercovers badly: the
     term is what makes the interval honest."""
-    from analysis.batch_stats import ratio_ci
-    from analysis.compare import pooled
+    from mrfq.analysis.batch_stats import ratio_ci
+    from mrfq.analysis.compare import pooled
 
     rng = np.random.default_rng(5)
     mu, B, n0 = 2.0, 20, 200
@@ -123,8 +123,8 @@ def test_dovetail_interval_narrower_with_the_coarse_control(tmp_path):
     scale, 512 level-0 replications: class 2 from +-22.8 % to +-13.8 %, classes 1 and 3 from
     +-3.2 % and +-2.9 % to +-0.3 %), the two estimates agree within their intervals, and
     ``auto`` engages it (bit for bit the ``always`` result)."""
-    from analysis.compare import CompareConfig, compare
-    from analysis.sweep import ResultStore
+    from mrfq.analysis.compare import CompareConfig, compare
+    from mrfq.analysis.sweep import ResultStore
 
     base = small()
     rows = {}

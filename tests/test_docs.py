@@ -44,7 +44,7 @@ def _gate_fields(top, tables: dict[str, tuple[str, ...]]) -> set[str]:
 
 @pytest.mark.nojit
 def test_packet_scenario_reference_lists_exactly_the_gates_fields():
-    from flows import scenario as s
+    from mrfq.flows import scenario as s
 
     documented = set(_reference_rows("Packet scenarios"))
     gate = _gate_fields(s._TOP, {"router": s._ROUTER, "run": s._RUN, "traffic": s._TRAFFIC,
@@ -55,7 +55,7 @@ def test_packet_scenario_reference_lists_exactly_the_gates_fields():
 
 @pytest.mark.nojit
 def test_cluster_scenario_reference_lists_exactly_the_gates_fields():
-    from flows import cluster as c
+    from mrfq.flows import cluster as c
 
     documented = set(_reference_rows("Cluster scenarios"))
     gate = _gate_fields(c._TOP, {"run": c._RUN, "server": c._SERVER, "node": c._NODE, "user": c._USER,
@@ -85,8 +85,8 @@ def _check_defaults(rows: dict[str, str], owners: dict[str, type]) -> int:
 
 @pytest.mark.nojit
 def test_scenario_reference_defaults_are_the_dataclasses_defaults():
-    from flows import cluster as c
-    from flows import scenario as s
+    from mrfq.flows import cluster as c
+    from mrfq.flows import scenario as s
 
     n = _check_defaults(_reference_rows("Packet scenarios"),
                         {"router": s.RouterConfig, "run": s.RunConfig, "flow": s.FlowSpec, "class": s.ClassSpec})
@@ -99,7 +99,7 @@ def test_scenario_reference_defaults_are_the_dataclasses_defaults():
 @pytest.mark.nojit
 def test_scenario_reference_catches_a_missing_field(monkeypatch):
     """The check above is not vacuous: a key the gate accepts but the page omits is reported."""
-    from flows import scenario as s
+    from mrfq.flows import scenario as s
 
     monkeypatch.setattr(s, "_RUN", s._RUN + ("new_knob",))
     with pytest.raises(AssertionError, match="new_knob"):
@@ -115,7 +115,7 @@ def test_documentation_site_builds_without_warnings(tmp_path):
                         str(tmp_path / "html")], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
     html = (tmp_path / "html" / "api.html").read_text(encoding="utf-8")
-    for entry in ("analysis.api.run", "analysis.api.compare", "analysis.api.cluster_simulate"):
+    for entry in ("mrfq.analysis.api.run", "mrfq.analysis.api.compare", "mrfq.analysis.api.cluster_simulate"):
         assert entry in html, f"{entry} missing from the API reference"
 
 
@@ -176,7 +176,7 @@ def test_the_product_speaks_of_the_software_only():
 def test_version_is_the_package_metadata(capsys):
     from importlib import metadata
 
-    from analysis.cli import main, version
+    from mrfq.analysis.cli import main, version
 
     with pytest.raises(SystemExit) as e:
         main(["--version"])

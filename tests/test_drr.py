@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_reference import check_engine_equals_reference, scenarios
 
-import flows
-from flows.errors import ScenarioError
-from analysis.cli import main
-from router.reference import simulate_reference
-from router.run import simulate
+from mrfq import flows
+from mrfq.flows.errors import ScenarioError
+from mrfq.analysis.cli import main
+from mrfq.router.reference import simulate_reference
+from mrfq.router.run import simulate
 
 
 def two_flows(window=2, duration=12.0, **router):

@@ -10,11 +10,11 @@ import json
 import numpy as np
 import pytest
 
-import flows
-from flows.errors import MrfqError
-from flows.scenario import MAX_STATIC_FLOWS, to_dict
-from router.reference import simulate_reference, trace_tuples
-from router.run import simulate
+from mrfq import flows
+from mrfq.flows.errors import MrfqError
+from mrfq.flows.scenario import MAX_STATIC_FLOWS, to_dict
+from mrfq.router.reference import simulate_reference, trace_tuples
+from mrfq.router.run import simulate
 
 BASE = {"resources": ["cpu", "link"], "router": {"scheduler": "drfq", "window": 3},
         "run": {"duration": 400.0, "warmup": 40.0, "seed": 5}}
@@ -100,7 +100,7 @@ def test_count_validation_and_round_trip():
 def test_a_million_flows_is_three_tables():
     """The benchmark's 10^6-flow scenario: three [[flow]] tables; the static arrays are built
     with numpy (no Python object per flow) and a run is a few seconds."""
-    from router.bench import WORKLOADS, scenario_for
+    from mrfq.router.bench import WORKLOADS, scenario_for
 
     w = next(w for w in WORKLOADS if w.mode == "static" and w.flows == 1_000_000)
     sc = scenario_for(w, 3_000_000)
@@ -115,7 +115,7 @@ def test_a_million_flows_is_three_tables():
 
 
 def test_cli_run_summarises_a_counted_table(tmp_path, capsys):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     p = tmp_path / "s.json"
     p.write_text(json.dumps(counted()))
@@ -170,7 +170,7 @@ def test_round_robin_engine_equals_reference_and_cli(tmp_path, capsys):
            [(f.name, f.packets, f.completion_time) for f in ref.flows]
     assert to_dict(sc)["run"]["flow_order"] == "round-robin" and flows.from_dict(to_dict(sc)) == sc
     assert "flow_order" not in to_dict(flows.from_dict(counted()))["run"]   # the default is not written
-    from analysis.cli_run import format_run
+    from mrfq.analysis.cli_run import format_run
     out = format_run(eng)
     a_line = next(ln for ln in out.splitlines() if ln.startswith("a.*"))
     ids = [i for i, f in enumerate(eng.flows) if f.name.startswith("a.")]

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis import allocations as al
-from analysis import objectives
+from mrfq.analysis import allocations as al
+from mrfq.analysis import objectives
 from conftest import run_fluid_handlers
-from flows.errors import MrfqError
+from mrfq.flows.errors import MrfqError
 
 EXACT = dict(rtol=1e-12, atol=1e-12)
 
@@ -207,7 +207,7 @@ def test_weights_scale_invariant(inst):
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(max_n=4, max_j=2), st.integers(0, 2**32 - 1))
 def test_state_rates_match_static(inst, seed):
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     a, w = inst
     K = a.shape[0]
@@ -224,7 +224,7 @@ def test_state_rates_match_static(inst, seed):
 
 
 def test_state_rates_three_resources_python_path():
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     a = np.array([[1, 1, 1], [1, 0.5, 0.75], [0.5, 1, 0.75]])
     R = state_rates("pf", [[1, 1, 1], [2, 0, 1]], a)
@@ -234,7 +234,7 @@ def test_state_rates_three_resources_python_path():
 
 def test_state_rates_million_states_feasible():
     # a million states in one call (no wall-clock assertion: this machine's timings are not a test)
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     a = np.array([[0.25, 1], [1, 0.25], [1, 1]])
     X = np.random.default_rng(0).integers(0, 80, size=(1_000_000, 3))

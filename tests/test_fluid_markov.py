@@ -13,11 +13,11 @@ import os
 import numpy as np
 import pytest
 
-import flows
-from analysis import markov
+from mrfq import flows
+from mrfq.analysis import markov
 from conftest import run_fluid_handlers
-from flows import ClassSpec
-from flows.errors import MrfqError
+from mrfq.flows import ClassSpec
+from mrfq.flows.errors import MrfqError
 
 SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "0.3"))
 OBJ = ("drf", "pf", "bmf")
@@ -207,7 +207,7 @@ def test_fluid_loads_plot_json(tmp_path, capsys):
 def test_plot_function_returns_figure():
     from matplotlib.figure import Figure
 
-    from analysis.plots import plot_gamma_vs_load
+    from mrfq.analysis.plots import plot_gamma_vs_load
 
     table = [{"load": x, "objectives": {o: {"classes": [{"name": "c1", "gamma": 1 - x}, {"name": "c2", "gamma": 1 - x / 2}]}
                                         for o in OBJ}} for x in (0.1, 0.5)]
@@ -219,7 +219,7 @@ def test_plot_function_returns_figure():
 def test_size_law_plot_draws_every_row():
     from matplotlib.figure import Figure
 
-    from analysis.plots import plot_size_laws
+    from mrfq.analysis.plots import plot_size_laws
 
     rows = [dict(scheduler=s, load=x, cls=c, law=law, rel=0.01 * i, rel_halfwidth=0.002)
             for i, (s, x, c, law) in enumerate((s, x, c, law) for s in ("drfq", "pf-sfq", "bmf-wfq")

@@ -7,10 +7,10 @@ import argparse
 import numpy as np
 import pytest
 
-from analysis import allocations, objectives
-from analysis.objectives import S_ASSET, S_BMF, S_DRF, S_PF, TABLE
-from flows.errors import MrfqError
-from fq.registry import SCHEDULERS
+from mrfq.analysis import allocations, objectives
+from mrfq.analysis.objectives import S_ASSET, S_BMF, S_DRF, S_PF, TABLE
+from mrfq.flows.errors import MrfqError
+from mrfq.fq.registry import SCHEDULERS
 
 
 @pytest.mark.nojit
@@ -62,8 +62,8 @@ def test_unknown_names_are_refused_with_the_table_choices():
 
 
 def test_state_rates_and_markov_refuse_by_name():
-    from analysis import markov
-    from analysis.state_rates import state_rates
+    from mrfq.analysis import markov
+    from mrfq.analysis.state_rates import state_rates
 
     with pytest.raises(MrfqError, match=r"objective = 'ceei': unknown; choose one of drf, pf, bmf, asset$"):
         state_rates("ceei", [[1.0]], [[1.0]])
@@ -73,7 +73,7 @@ def test_state_rates_and_markov_refuse_by_name():
 
 @pytest.mark.nojit
 def test_cli_choices_come_from_the_table():
-    from analysis import cli_fluid
+    from mrfq.analysis import cli_fluid
 
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers()

@@ -34,9 +34,9 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-import flows
+from mrfq import flows
 from conftest import scaled
-from flows.errors import ScenarioError
+from mrfq.flows.errors import ScenarioError
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESETS = {p.stem: tomllib.loads(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "flows" / "presets").glob("*.toml"))}
@@ -109,8 +109,8 @@ def test_scenario_gate_accepts_or_refuses_in_one_line(case):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
 @given(mutated_presets())
 def test_accepted_mutants_run_bounded_with_strict_json(case):
-    from flows.cli_args import dumps_strict
-    from router.run import simulate
+    from mrfq.flows.cli_args import dumps_strict
+    from mrfq.router.run import simulate
 
     name, d = case
     try:
@@ -119,7 +119,7 @@ def test_accepted_mutants_run_bounded_with_strict_json(case):
         return
     r = simulate(sc, max_services=3000)  # bounded: the run stops after this many services
     assert r.services <= 3000 + sc.n_resources
-    from analysis.run_report import run_json
+    from mrfq.analysis.run_report import run_json
 
     out = dumps_strict(run_json(r))
     json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON {c}"))
@@ -152,7 +152,7 @@ def alloc_argv(draw):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # capsys is read per case
 @given(alloc_argv())
 def test_alloc_command_lines_succeed_or_refuse_cleanly(capsys, argv):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     code = main(argv)
     out, err = capsys.readouterr()
@@ -194,8 +194,8 @@ def bench_argv(draw):
 def test_bench_options_are_checked_before_any_work(capsys, monkeypatch, argv):
     """Every bench option list is refused in one line (exit 2) or starts only bounded runs: the
     timed runs are replaced by a recorder, so nothing is compiled or timed here."""
-    from analysis.cli import main
-    from router import bench
+    from mrfq.analysis.cli import main
+    from mrfq.router import bench
 
     ran = []
 
@@ -258,7 +258,7 @@ def mutated_cluster_presets(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(mutated_cluster_presets())
 def test_cluster_gate_accepts_or_refuses_in_one_line(case):
-    from flows.cluster import MAX_TASKS, cluster_from_dict, expected_tasks
+    from mrfq.flows.cluster import MAX_TASKS, cluster_from_dict, expected_tasks
 
     name, d = case
     try:
@@ -297,7 +297,7 @@ def nested_toml(draw):
                                                                    HealthCheck.function_scoped_fixture])
 @given(case=nested_toml())
 def test_nested_toml_is_read_or_refused_in_one_line(tmp_path, case):
-    from flows.validate import MAX_NESTING, read_toml
+    from mrfq.flows.validate import MAX_NESTING, read_toml
 
     depth, text = case
     p = tmp_path / "n.toml"
@@ -323,8 +323,8 @@ TRACE_PIECES = st.one_of(
                                                                    HealthCheck.function_scoped_fixture])
 @given(pieces=st.lists(TRACE_PIECES, max_size=6), kind=st.sampled_from(["packet", "cluster"]))
 def test_hostile_traces_are_read_or_refused_in_one_line(tmp_path, pieces, kind):
-    from flows.cluster import _read_trace
-    from flows.traffic import read_arrival_trace
+    from mrfq.flows.cluster import _read_trace
+    from mrfq.flows.traffic import read_arrival_trace
 
     p = tmp_path / "t.csv"
     header = "time,class,packets" if kind == "packet" else "time,user,tasks"
@@ -344,7 +344,7 @@ def test_hostile_traces_are_read_or_refused_in_one_line(tmp_path, pieces, kind):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 3000), length=st.integers(6, 100))
 def test_messages_list_a_handful_of_names(n, length):
-    from flows.cluster import cluster_from_dict
+    from mrfq.flows.cluster import cluster_from_dict
 
     names = [("x" * length + f"_{i}")[-length:] for i in range(n)]  # distinct, `length` characters
     d = {"resources": ["cpu"], "server": [{"capacity": [4.0]}],
@@ -380,7 +380,7 @@ def test_fuzz_campaign_every_case_clean_or_accepted(tmp_path):
     n_scen, n_cli, n_bench, n_cluster = int(scaled(100, 20)), int(scaled(40, 10)), int(scaled(20, 5)), int(scaled(60, 10))
     out = tmp_path / "fuzz.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_cli.py"), "--module", "analysis.cli",
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_cli.py"), "--module", "mrfq.analysis.cli",
                     "--scenarios", str(n_scen), "--cli", str(n_cli), "--bench", str(n_bench), "--cluster", str(n_cluster),
                     "--seed", "21", "--cap", "180", "--no-warm",
                     "--json", str(out)], env=env, check=True, timeout=3600, capture_output=True)

@@ -9,8 +9,8 @@ import heapq
 import numpy as np
 import pytest
 
-from fq._jit import jit
-from router import heap
+from mrfq.fq._jit import jit
+from mrfq.router import heap
 
 
 @jit

@@ -30,7 +30,7 @@ def _run(code_or_args, tmp_path, *, module: bool = False):
 
 def test_a_negative_index_fails_the_bounds_check_in_a_no_wraparound_module(tmp_path):
     (tmp_path / "negk.py").write_text(textwrap.dedent("""
-        from fq._jit import jit_no_refcount, no_wraparound
+        from mrfq.fq._jit import jit_no_refcount, no_wraparound
         assert no_wraparound(__name__)
 
         @jit_no_refcount
@@ -54,7 +54,7 @@ def test_a_negative_index_fails_the_bounds_check_in_a_no_wraparound_module(tmp_p
 def test_other_modules_keep_the_wraparound(tmp_path):
     p = _run(textwrap.dedent("""
         import numpy as np
-        import router.engine  # installs the hook for router.engine only
+        import mrfq.router.engine  # installs the hook for mrfq.router.engine only
         from numba import njit
 
         @njit

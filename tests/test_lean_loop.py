@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import flows
+from mrfq import flows
 from conftest import JIT_DISABLED
 from test_reference import SCHEDULER_NAMES, scenarios
 
@@ -31,9 +31,9 @@ def outputs(r) -> dict:
 
 
 def assert_lean_equals_generic(sc) -> None:
-    from fq.registry import resolve
-    from router.engine import is_lean
-    from router.run import simulate
+    from mrfq.fq.registry import resolve
+    from mrfq.router.engine import is_lean
+    from mrfq.router.run import simulate
 
     info, opt = resolve(sc.router, sc.resources)
     assert is_lean(info, opt, sc.n_resources, sc.router.rtt, 0)  # the lean variant applies
@@ -68,7 +68,7 @@ def test_lean_loop_equals_generic(sc, scheduler):
 def test_costs_per_flow_equal_costs_per_packet(sc):
     """Constant-cost flows keep their costs once per flow (router/state.py); the per-packet
     layout, which scenarios with packet sizes take, must give the very same outputs."""
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     per_packet = simulate(sc, packet_costs=True)
     default = simulate(sc)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import flows
-from analysis import markov
-from analysis import markov_region as mr
+from mrfq import flows
+from mrfq.analysis import markov
+from mrfq.analysis import markov_region as mr
 from conftest import JIT_DISABLED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +28,7 @@ def _model(load=0.8, preset="br-unbalanced"):
 
 def _box(caps=(14, 5, 5), load=0.8):
     """The reduced system of a box truncation (CSR arrays and right-hand side), as the solve builds it."""
-    from analysis.state_rates import state_rates
+    from mrfq.analysis.state_rates import state_rates
 
     m = _model(load)
     shape = tuple(c + 1 for c in caps)
@@ -131,8 +131,8 @@ def test_blocked_solve_gives_the_one_block_law(monkeypatch, krylov, blocks):
 
 THREADS = """
 import hashlib, numba, numpy as np
-from analysis import markov
-from analysis import markov_region as mr
+from mrfq.analysis import markov
+from mrfq.analysis import markov_region as mr
 from test_markov_blocks import _model
 markov.KRYLOV_BLOCK_MIN_ROWS = 1
 markov.KRYLOV_BLOCKS = 2

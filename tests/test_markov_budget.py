@@ -14,9 +14,9 @@ import time
 import numpy as np
 import pytest
 
-import flows
-from analysis import markov
-from analysis.cli import main
+from mrfq import flows
+from mrfq.analysis import markov
+from mrfq.analysis.cli import main
 
 
 def _br(load):
@@ -48,7 +48,7 @@ def test_simulate_in_chunks_is_bit_identical_to_one_call(monkeypatch, objective)
 def test_ctrl_c_stops_a_long_simulation_cleanly():
     """1e8 events (about a minute here) stop within seconds of SIGINT: exit 130, one line."""
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "fluid", "--preset", "br-unbalanced", "--load",
+    p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "fluid", "--preset", "br-unbalanced", "--load",
                           "0.9", "--objective", "drf", "--method", "simulate", "--events", "1e8", "--json"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -75,7 +75,7 @@ def test_ctrl_c_stops_a_long_exact_solve_cleanly():
     stops the current one between Krylov chunks (or truncations) within seconds (assembling and
     factorising one truncation cannot be interrupted): exit 130, one line."""
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "fluid", "--preset", "br-balanced", "--loads",
+    p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "fluid", "--preset", "br-balanced", "--loads",
                           "0.97,0.975", "--json"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

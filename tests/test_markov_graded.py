@@ -13,10 +13,10 @@ import math
 import numpy as np
 import pytest
 
-import flows
-from analysis import markov
-from flows import ClassSpec
-from flows.errors import MrfqError
+from mrfq import flows
+from mrfq.analysis import markov
+from mrfq.flows import ClassSpec
+from mrfq.flows.errors import MrfqError
 
 
 def _cls(name, cost, rho_dom, sigma=10.0):

@@ -9,10 +9,10 @@ import itertools
 import numpy as np
 import pytest
 
-import flows
-from analysis import markov
-from analysis import markov_region as mr
-from analysis.state_rates import state_rates
+from mrfq import flows
+from mrfq.analysis import markov
+from mrfq.analysis import markov_region as mr
+from mrfq.analysis.state_rates import state_rates
 from conftest import scaled
 
 

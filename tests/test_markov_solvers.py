@@ -26,8 +26,8 @@ def _one(solver, caps="24,6,6"):
 @pytest.mark.parametrize("solver", ["numba-ilu0", "numba-2level", "scipy-ilu0", "scipy-ilu", "scipy-2level",
                                     "superlu"])
 def test_every_solver_gives_the_truncated_solve(solver):
-    import flows
-    from analysis import markov
+    from mrfq import flows
+    from mrfq.analysis import markov
 
     m = markov.model_from(flows.load_preset("br-unbalanced"), load=0.7)
     want = markov.solve_truncated(m, "drf", (24, 6, 6)).gamma

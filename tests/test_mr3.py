@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_reference import check_engine_equals_reference, scenarios
 
-import flows
-from analysis.allocations import drf
-from analysis.cli import main
-from flows.errors import ScenarioError
-from router.reference import simulate_reference
-from router.run import simulate
+from mrfq import flows
+from mrfq.analysis.allocations import drf
+from mrfq.analysis.cli import main
+from mrfq.flows.errors import ScenarioError
+from mrfq.router.reference import simulate_reference
+from mrfq.router.run import simulate
 
 
 def rows(sc, resource, n):

@@ -19,14 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import flows
-from analysis.cli import main
-from analysis.delay_stats import quantile
+from mrfq import flows
+from mrfq.analysis.cli import main
+from mrfq.analysis.delay_stats import quantile
 from conftest import scaled
-from fq.registry import SCHEDULERS
-from flows.traffic import PacketStream
-from router import delays
-from router.reference import simulate_reference, trace_tuples
+from mrfq.fq.registry import SCHEDULERS
+from mrfq.flows.traffic import PacketStream
+from mrfq.router import delays
+from mrfq.router.reference import simulate_reference, trace_tuples
 
 pytestmark = pytest.mark.nojit
 SCHEDULER_NAMES = tuple(SCHEDULERS)
@@ -183,7 +183,7 @@ def test_quantiles_within_one_percent_of_numpy():
 # ---------------------------------------------------------------------------
 # the engine against the reference: whole departure lists, sojourns included
 def check(sc):
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     eng = simulate(sc, trace=100_000)
     ref = simulate_reference(sc)
@@ -325,7 +325,7 @@ def test_delays_path_checked_before_running(capsys, tmp_path):
 
 
 def test_recording_off_changes_nothing_else():
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     sc = open_loop(warmup=10.0).replace(**{"run.duration": 300.0})
     on, off = simulate(sc, trace=10_000), simulate(sc, trace=10_000, record_delays=False)
@@ -334,7 +334,7 @@ def test_recording_off_changes_nothing_else():
 
 
 def test_many_static_flows_get_one_row_per_table():
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     sc = flows.from_dict({"resources": ["r"], "run": {"duration": 30.0, "warmup": 1.0}, "router": {"window": 1},
                           "flow": [{"name": "a", "cost": [1.0], "count": delays.PER_FLOW_MAX},
@@ -356,8 +356,8 @@ def md1(scheduler: str, law: dict, per_byte=None) -> dict:
 
 
 def mean_ci(d):
-    from analysis.run_report import run_json
-    from router.run import simulate
+    from mrfq.analysis.run_report import run_json
+    from mrfq.router.run import simulate
 
     r = simulate(flows.from_dict(d))
     (f,) = run_json(r)["flows"]
@@ -387,7 +387,7 @@ def test_mg1_two_point_sizes_pollaczek_khinchine():
 
 
 def test_no_wait_at_a_faster_deterministic_second_server():
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     r = simulate(flows.from_dict({
         "resources": ["cpu", "link"], "router": {"scheduler": "fifo"},
@@ -412,7 +412,7 @@ def test_reference_reaches_an_instant_no_single_delay_lands_on():
     engine's does (an open-loop packet arriving then)."""
     import simpy
 
-    from router.reference import _delay_to, _until
+    from mrfq.router.reference import _delay_to, _until
 
     now, t = 2.6449363498179213, 7.070507394597397
     assert now + _delay_to(now, t) != t
@@ -432,7 +432,7 @@ def test_reference_reaches_an_instant_no_single_delay_lands_on():
 def test_mean_interval_needs_two_batches_with_departures():
     """Batch means: with every departure in one batch the residuals are all 0, which is no evidence
     of a zero spread: the interval is undefined (null), the mean is still given."""
-    from analysis.batch_stats import ratio_ci
+    from mrfq.analysis.batch_stats import ratio_ci
 
     m, lo, hi = ratio_ci(np.array([0.0, 0.66, 0.0, 0.0]), np.array([0.0, 5.0, 0.0, 0.0]))
     assert m == pytest.approx(0.132) and math.isnan(lo) and math.isnan(hi)

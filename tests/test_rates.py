@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import flows
-from router.run import simulate
+from mrfq import flows
+from mrfq.router.run import simulate
 from conftest import SCALE, scaled
 
 
@@ -72,7 +72,7 @@ def test_fq_single_fair_on_the_link_only(scheduler):
     at most 1/5 of the link's load).  SFQ of the link's time alone gives each flow half the
     link, i.e. the BMF (= DRF = PF) rates (0.5, 1.0), computed here by analysis.allocations;
     FIFO everywhere gives equal packet rates (2/3, 2/3), which the same check must reject."""
-    from analysis.allocations import bmf
+    from mrfq.analysis.allocations import bmf
 
     a = [[0.2, 1.0], [0.1, 0.5]]
     sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30, "fq_resource": "link"},
@@ -163,7 +163,7 @@ def test_idle_cpu_drfq_degrades_to_fifo_dovetail_keeps_drf():
 @pytest.mark.slow
 def test_variable_costs_per_resource_schedulers_track_bmf_and_pf():
     """Per-packet costs drawn from IMIX-like sizes: BMF-WFQ and PF-SFQ against BMF/PF on mean costs."""
-    from analysis.allocations import bmf, pf
+    from mrfq.analysis.allocations import bmf, pf
 
     sc = flows.load_preset("middlebox-mix").replace(**{"run.duration": scaled(50000.0, 20000.0)})
     a = np.array([f.mean_cost() for f in sc.flows])

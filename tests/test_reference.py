@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import flows
-from fq.registry import SCHEDULERS
-from router.reference import ReferenceRouter, packet_uniform, simulate_reference, trace_tuples
+from mrfq import flows
+from mrfq.fq.registry import SCHEDULERS
+from mrfq.router.reference import ReferenceRouter, packet_uniform, simulate_reference, trace_tuples
 
 SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "0.3"))
 
@@ -140,7 +140,7 @@ def test_rtt_delays_admission():
 
 
 def test_packet_uniform_twin_matches_engine():
-    from router.packets import packet_uniform as jitted
+    from mrfq.router.packets import packet_uniform as jitted
 
     cases = [(key, uid, seq) for key in (0, 1, 0xDEADBEEF, 0xFFFFFFFF)
              for uid in (0, 1, 7, 2**31 + 5, 2**33 + 9) for seq in (1, 2, 30, 2**31 - 1)]
@@ -232,7 +232,7 @@ def scenarios(draw, J=None, scheduler=None, options=True):
 
 
 def check_engine_equals_reference(sc) -> None:
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     eng = simulate(sc, trace=TRACE_CAP)
     ref = simulate_reference(sc)
@@ -264,7 +264,7 @@ def test_engine_equals_reference_on_presets(preset, scheduler):
 
 
 def test_engine_reproduces_hand_checked_traces():
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     assert trace_tuples(simulate(two_flows("drfq", 2, 4.0), trace=100).trace) == DRFQ_TRACE
     assert trace_tuples(simulate(two_flows("bmf-wfq", 2, 4.0), trace=100).trace) == BMF_TRACE
@@ -323,7 +323,7 @@ def test_dovetail_idle_reset_uses_finish_tag_at_j():
 
 
 def test_engine_dovetail_idle_reset():
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     assert trace_tuples(simulate(DOVETAIL_IDLE, trace=100).trace) == DOVETAIL_IDLE_TRACE
 
@@ -357,7 +357,7 @@ def test_stored_quotients_equal_the_references_division(scheduler, variant):
     tag: with weights 3 and 0.7 (quotients that are not exact binary fractions) the whole service
     trace must still be the reference's, with costs kept per flow, per packet, and with a class
     that has packet sizes (costs computed at each admission)."""
-    from router.run import simulate
+    from mrfq.router.run import simulate
 
     d = {"resources": ["cpu", "link"], "router": {"scheduler": scheduler, "window": 3},
          "run": {"duration": 150.0, "warmup": 5.0, "seed": 7, "max_flows": 200},

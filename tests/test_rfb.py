@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import flows
-from analysis import theory_bounds as tb
-from router import rfb
-from router.reference import simulate_reference
-from router.run import simulate
+from mrfq import flows
+from mrfq.analysis import theory_bounds as tb
+from mrfq.router import rfb
+from mrfq.router.reference import simulate_reference
+from mrfq.router.run import simulate
 
 
 def oracle(r, dominant, weights, warmup):
@@ -70,7 +70,7 @@ def test_round_robin_by_hand():
 def test_two_flows_in_lockstep_reach_zero():
     """(1/2, 1) and (1, 1/2) under drfq: the CPU serves b while the link serves a, then the other
     way round, so X_a and X_b grow together and never part: 0 L, still reported with its pair."""
-    from analysis.api import load
+    from mrfq.analysis.api import load
 
     sc = load("oracle-two-flows")
     r = simulate(sc, duration=3000.0)
@@ -196,7 +196,7 @@ def test_the_twin_equals_the_kernel_on_random_logs(n, J):
 def test_cli_reports_it(capsys, tmp_path):
     import json
 
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     p = tmp_path / "s.toml"
     p.write_text('resources = ["link"]\n[router]\nscheduler = "drfq"\nwindow = 1\n[run]\nduration = 50.0\n'
@@ -248,7 +248,7 @@ def test_share_series_against_the_trace_and_the_reference():
 def test_share_series_cli_and_its_errors(capsys, tmp_path):
     import json
 
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     p = tmp_path / "s.toml"
     p.write_text('resources = ["link"]\n[router]\nscheduler = "drfq"\nwindow = 1\n[run]\nduration = 50.0\n'

@@ -18,7 +18,7 @@ import pytest
 from numba.core import ir
 from numba.core.compiler import run_frontend
 
-import fq._jit as fj
+import mrfq.fq._jit as fj
 from conftest import JIT_DISABLED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,9 +88,9 @@ def test_a_block_copies_the_same_either_way():
 
 _LLVM = r"""
 import hashlib, fq._jit as fj
-from flows.scenario import load_preset
-from router.run import simulate
-import router.loop as rl
+from mrfq.flows.scenario import load_preset
+from mrfq.router.run import simulate
+import mrfq.router.loop as rl
 assert fj.FAST_SCOPE_COPY_INSTALLED == fj.FAST_SCOPE_COPY
 simulate(load_preset("middlebox-mix"), scheduler="drfq-dovetail", specialise=False, max_services=500)
 (f,) = rl._LOOPS.values()

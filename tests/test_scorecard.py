@@ -8,11 +8,11 @@ import math
 import pytest
 from conftest import scaled
 
-from analysis import api
-from analysis.allocations import drf, drf_demands
-from analysis.cli import main
-from analysis.plots import plot_delay_cdfs
-from fq.registry import SCHEDULERS
+from mrfq.analysis import api
+from mrfq.analysis.allocations import drf, drf_demands
+from mrfq.analysis.cli import main
+from mrfq.analysis.plots import plot_delay_cdfs
+from mrfq.fq.registry import SCHEDULERS
 
 FLOWS = ["cpu-hog", "link-hog", "light"]
 

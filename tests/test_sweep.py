@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-import flows
-from analysis.compare import CompareConfig, compare
-from analysis.sweep import ResultStore
-from flows.cli_args import parse_loads
-from flows.errors import MrfqError
+from mrfq import flows
+from mrfq.analysis.compare import CompareConfig, compare
+from mrfq.analysis.sweep import ResultStore
+from mrfq.flows.cli_args import parse_loads
+from mrfq.flows.errors import MrfqError
 
 TINY = """
 name = "tiny"
@@ -100,8 +100,8 @@ def test_dask_local_cluster_matches_serial(tiny, tmp_path):
 
 KILL_SCRIPT = """
 import sys, flows
-from analysis.compare import CompareConfig, compare
-from analysis.sweep import ResultStore
+from mrfq.analysis.compare import CompareConfig, compare
+from mrfq.analysis.sweep import ResultStore
 sc = flows.load_scenario(sys.argv[1])
 flows_per_replication = float(sys.argv[4]) if len(sys.argv) > 4 else 300.0
 cfg = CompareConfig(schedulers=("drfq", "bmf-wfq", "pf-sfq"), loads=(0.3, 0.5, 0.7), replications=2,
@@ -215,7 +215,7 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
     left, the store intact with the points finished so far."""
     db = tmp_path / "c.sqlite"
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    p = subprocess.Popen([sys.executable, "-m", "analysis.cli", "compare", str(tiny), "--loads", "0.3,0.5,0.7",
+    p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "compare", str(tiny), "--loads", "0.3,0.5,0.7",
                           "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "30000", "--replications", "2",
                           "--max-replications", "2", "--target", "0.5", "--workers", "2", "--json",
                           "--results", str(db)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -248,8 +248,8 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
 
 DASK_BLOCK_SCRIPT = """
 import ctypes, os, sys
-from analysis import sweep
-from analysis.sweep import Point
+from mrfq.analysis import sweep
+from mrfq.analysis.sweep import Point
 
 def blocking(d, nm, p):  # holds the GIL for two minutes, as a long kernel would
     open(os.path.join(sys.argv[1], f"started-{os.getpid()}"), "w").close()
@@ -262,7 +262,7 @@ if __name__ == "__main__":  # dask's workers are spawned: they import this file 
     sweep._warm_specs = lambda tasks: []
     tasks = [(Point("h", "drfq", load, 0, 1, 1.0), {}, "x") for load in (0.5, 0.7)]
     if sys.argv[2] == "plain":  # without the plugin: dask's own parent pipe only
-        import analysis.dask_plugin as dp
+        import mrfq.analysis.dask_plugin as dp
         dp.register_die_with_parent = lambda client, pid: None
     sweep.execute(tasks, lambda p, payload: None, executor="dask:local", workers=2)
 """
@@ -307,7 +307,7 @@ def test_die_with_parent_exits_an_orphaned_worker(tmp_path):
     """The parent-watch fallback alone (no prctl): a worker whose parent vanished exits."""
     code = (
         "import os, sys, time\n"
-        "from analysis import sweep\n"
+        "from mrfq.analysis import sweep\n"
         "sweep.PARENT_WATCH_SECONDS = 0.05\n"
         "sweep._die_with_parent(os.getppid() + 10**6)\n"  # not our parent: exits at once
         "print('still alive')\n"
@@ -347,7 +347,7 @@ def _foreign(path, table):
                                   ["compare", "--preset", "br-unbalanced", "--quick", "--loads", "0.3",
                                    "--results", "{db}"]])
 def test_foreign_databases_are_refused_byte_identical(tmp_path, capsys, argv):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     for table in ("points", "other"):  # with our table name and without it
         db = tmp_path / f"{table}.sqlite"
@@ -361,8 +361,8 @@ def test_foreign_databases_are_refused_byte_identical(tmp_path, capsys, argv):
 
 @pytest.mark.nojit
 def test_store_carries_the_mrfq_marker_and_results_opens_read_only(tmp_path, capsys):
-    from analysis.cli import main
-    from analysis.sweep import APPLICATION_ID, SCHEMA_VERSION
+    from mrfq.analysis.cli import main
+    from mrfq.analysis.sweep import APPLICATION_ID, SCHEMA_VERSION
 
     db = tmp_path / "r.sqlite"
     st = ResultStore(db)
@@ -383,7 +383,7 @@ def test_store_carries_the_mrfq_marker_and_results_opens_read_only(tmp_path, cap
 
 @pytest.mark.nojit
 def test_truncated_empty_and_missing_stores_are_refused_untouched(tmp_path, capsys):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     db = tmp_path / "r.sqlite"
     st = ResultStore(db)
@@ -409,7 +409,7 @@ def test_truncated_empty_and_missing_stores_are_refused_untouched(tmp_path, caps
 
 @pytest.mark.nojit
 def test_corrupt_payload_is_a_clean_error(tmp_path, capsys):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     db = tmp_path / "r.sqlite"
     st = ResultStore(db)
@@ -435,7 +435,7 @@ def test_read_only_folder_is_refused_before_work(tmp_path):
 
 
 def test_results_csv_export(tiny, tmp_path, capsys):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     sc = flows.load_scenario(tiny)
     db = tmp_path / "r.sqlite"

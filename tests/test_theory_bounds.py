@@ -25,7 +25,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from analysis import theory_bounds as tb
+from mrfq.analysis import theory_bounds as tb
 from conftest import scaled
 
 pytestmark = pytest.mark.nojit

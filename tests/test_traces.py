@@ -6,9 +6,9 @@ order of SPEC §2 (see the comments); the engine must reproduce it exactly.
 
 import pytest
 
-import flows
-from fq import dovetail, drfq, sfq
-from router.run import simulate
+from mrfq import flows
+from mrfq.fq import dovetail, drfq, sfq
+from mrfq.router.run import simulate
 
 pytestmark = pytest.mark.nojit
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import flows
-from flows.traffic import CHUNK, ArrivalStream, SizeLaw, arrivals_until, class_cdf, cost_key, seed_streams
+from mrfq import flows
+from mrfq.flows.traffic import CHUNK, ArrivalStream, SizeLaw, arrivals_until, class_cdf, cost_key, seed_streams
 
 TWO_CLASSES = {
     "resources": ["cpu", "link"], "router": {"scheduler": "bmf-wfq", "window": 3},
@@ -241,7 +241,7 @@ def test_bad_trace_encoding_and_fields(tmp_path):
 
 @pytest.mark.nojit
 def test_bad_trace_is_exit_2_in_the_cli(tmp_path, capsys):
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     p = write_trace(tmp_path, "time,class,packets\n1,web,2\n0.5,web,1\n")
     assert main(["run", str(p)]) == 2
@@ -258,9 +258,9 @@ def test_bad_trace_is_exit_2_in_the_cli(tmp_path, capsys):
 # ---------------------------------------------------------------------------
 # the three consumers see the same arrivals
 def three_way(sc, chunk=CHUNK):
-    from analysis.fluid_path import fluid_path
-    from router.reference import simulate_reference, trace_tuples
-    from router.run import simulate
+    from mrfq.analysis.fluid_path import fluid_path
+    from mrfq.router.reference import simulate_reference, trace_tuples
+    from mrfq.router.run import simulate
 
     eng = simulate(sc, trace=100_000, arrival_chunk=chunk)
     ref = simulate_reference(sc)
@@ -312,7 +312,7 @@ def test_compare_flags_non_geometric_rows(tmp_path, capsys):
     insensitivity_guaranteed = false and the table marks it; with geometric sizes it is true."""
     import json
 
-    from analysis.cli import main
+    from mrfq.analysis.cli import main
 
     d = flows.to_dict(flows.load_preset("br-unbalanced-pareto"))
     p = tmp_path / "par.toml"   # the preset with flows of mean 200 packets (a short run)

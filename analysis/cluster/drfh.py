@@ -64,7 +64,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.errors import MrfqError, quote
+from mrfq.flows.errors import MrfqError, quote
 
 REFINE = ("maxmin", "none")
 #: a level row whose dual ``y_i w_i`` (the duals of the active rows sum to 1) exceeds this is frozen

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from flows.cluster import ClusterScenario, cluster_from_dict
+from mrfq.flows.cluster import ClusterScenario, cluster_from_dict
 
 #: [DRFH] Table I: (number of servers, CPUs, memory), normalised to the largest server
 TABLE_I = ((6732, 0.50, 0.50), (3863, 0.50, 0.25), (1001, 0.50, 0.75), (795, 1.00, 1.00),
@@ -116,7 +116,7 @@ def phase_shares(run, phases=FIG4_PHASES, settle: float = 0.25) -> dict[str, np.
 
 def fluid_phase_shares(sc: ClusterScenario, phases=FIG4_PHASES) -> dict[str, np.ndarray]:
     """Fluid DRFH global dominant shares of the active users of each phase ([DRFH] eq. (7))."""
-    from analysis.cluster.drfh import drfh
+    from mrfq.analysis.cluster.drfh import drfh
 
     out = {}
     for name, (_, _, act) in phases.items():
@@ -192,6 +192,6 @@ def plot_utilisation(series: dict, t):
 def plot_completion(cdfs: dict, reductions: list):
     """[DRFH] Fig. 6: (a) CDF of job completion times, (b) mean reduction by job size
     (:func:`analysis.cluster.google_day.plot_fig6`, the same figure)."""
-    from analysis.cluster.google_day import plot_fig6
+    from mrfq.analysis.cluster.google_day import plot_fig6
 
     return plot_fig6(cdfs, reductions)

@@ -82,7 +82,7 @@ from pathlib import Path
 
 import numpy as np
 
-from flows.cluster import ClusterScenario, cluster_from_dict
+from mrfq.flows.cluster import ClusterScenario, cluster_from_dict
 
 from .drfh_study import TABLE_I
 

@@ -64,8 +64,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.errors import MrfqError
-from fq.cluster.state import Tree
+from mrfq.flows.errors import MrfqError
+from mrfq.fq.cluster.state import Tree
 
 #: a resource is saturated when its usage is >= 1 - SAT_TOL (fractions of the pool)
 SAT_TOL = 1e-9

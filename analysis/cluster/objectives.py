@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis import objectives as _objectives
-from analysis.cluster import drfh as _drfh
-from analysis.cluster import hdrf as _hdrf
+from mrfq.analysis import objectives as _objectives
+from mrfq.analysis.cluster import drfh as _drfh
+from mrfq.analysis.cluster import hdrf as _hdrf
 
 
 @dataclass(frozen=True, eq=False)

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.cluster.objectives import CLUSTER_OBJECTIVES
-from flows.errors import MrfqError, quote
+from mrfq.analysis.cluster.objectives import CLUSTER_OBJECTIVES
+from mrfq.flows.errors import MrfqError, quote
 
 TOL = 1e-7
 BENCHMARKS = ("pool", "per-server")
@@ -163,8 +163,8 @@ def objective_mechanism(name: str) -> Mechanism:
 def discrete_mechanism(allocator: str, **options) -> Mechanism:
     """A task-level allocator of :mod:`fq.cluster.registry` (filled until it stops, every user
     backlogged) as a mechanism returning bundles (``running x demand`` per server)."""
-    from fq.cluster.registry import allocate_static
-    from fq.cluster.state import ClusterState
+    from mrfq.fq.cluster.registry import allocate_static
+    from mrfq.fq.cluster.state import ClusterState
 
     def mech(C, D, w):
         st = ClusterState.new(C, D, weight=w)

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.cluster.objectives import CLUSTER_OBJECTIVES, ClusterAllocation
-from flows.cluster import ClusterScenario
-from flows.errors import MrfqError, quote
-from fq.cluster.state import Tree
+from mrfq.analysis.cluster.objectives import CLUSTER_OBJECTIVES, ClusterAllocation
+from mrfq.flows.cluster import ClusterScenario
+from mrfq.flows.errors import MrfqError, quote
+from mrfq.fq.cluster.state import Tree
 
 
 def fluid_allocation(sc: ClusterScenario, objective: str, *, per_server: bool = False) -> ClusterAllocation:
@@ -61,7 +61,7 @@ def compare(sc: ClusterScenario, run, objective: str | None = None) -> SimVsFlui
         if not u.backlogged or u.start > 0 or np.isfinite(u.stop):
             raise MrfqError(f"user[{i}] ({quote(u.name)}): the fluid comparison needs every user backlogged "
                             "for the whole run (backlogged = true, start = 0, no stop)")
-    from fq.cluster.registry import get as get_allocator  # here: alloc imports this module and needs no mechanism
+    from mrfq.fq.cluster.registry import get as get_allocator  # here: alloc imports this module and needs no mechanism
 
     obj = objective or get_allocator(run.allocator).objective
     if obj is None:

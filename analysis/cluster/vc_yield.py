@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from flows.errors import MrfqError, quote
+from mrfq.flows.errors import MrfqError, quote
 
 HEURISTICS = ("GR", "SG", "GB", "SGB", "MCB1", "MCB2", "MCB3", "MCB4", "MCB5", "MCB6", "MCB7", "MCB8",
               "RRND", "RRNZ")

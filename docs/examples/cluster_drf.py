@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from analysis import api as mrfq
-from analysis.cluster.plot import plot_shares
+import mrfq
+from mrfq.analysis.cluster.plot import plot_shares
 
 
 def main(argv=None) -> int:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from analysis import api as mrfq
-from analysis.compare import plot_comparison
+import mrfq
+from mrfq.analysis.compare import plot_comparison
 
 
 def main(argv=None) -> int:

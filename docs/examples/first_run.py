@@ -14,7 +14,7 @@ import argparse
 
 from matplotlib.figure import Figure
 
-from analysis import api as mrfq
+import mrfq
 
 
 def main(argv=None) -> int:

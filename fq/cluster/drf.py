@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq.cluster.state import ClusterState
+from mrfq.fq.cluster.state import ClusterState
 
 BLOCKED = ("skip", "stop")
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq.cluster.drf import BLOCKED, user_order
-from fq.cluster.state import ClusterState
+from mrfq.fq.cluster.drf import BLOCKED, user_order
+from mrfq.fq.cluster.state import ClusterState
 
 FITNESS_REF = ("first", "dominant")
 

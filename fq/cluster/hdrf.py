@@ -70,8 +70,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq.cluster.drfh import fitness
-from fq.cluster.state import FIT_TOL, ClusterState, Tree
+from mrfq.fq.cluster.drfh import fitness
+from mrfq.fq.cluster.state import FIT_TOL, ClusterState, Tree
 
 SATURATION = ("resource", "fit", "exhausted")
 SERVER = ("first-fit", "best-fit")

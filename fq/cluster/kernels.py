@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq._jit import jit
+from mrfq.fq._jit import jit
 
 
 @jit(inline="always", error_model="numpy")

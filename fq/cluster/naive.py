@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq.cluster.state import FIT_TOL, ClusterState
+from mrfq.fq.cluster.state import FIT_TOL, ClusterState
 
 
 def pick(state: ClusterState) -> tuple[int, int] | None:

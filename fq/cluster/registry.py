@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from flows.errors import MrfqError, quote
-from fq.cluster import drf, drfh, hdrf, naive, slots
-from fq.cluster.state import ClusterState, Pick, fill
+from mrfq.flows.errors import MrfqError, quote
+from mrfq.fq.cluster import drf, drfh, hdrf, naive, slots
+from mrfq.fq.cluster.state import ClusterState, Pick, fill
 
 
 def _no_prepare(state: ClusterState, **options) -> None:

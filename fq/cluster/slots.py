@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fq.cluster.state import FIT_TOL, ClusterState
+from mrfq.fq.cluster.state import FIT_TOL, ClusterState
 
 TASK_SLOTS = ("ceil", "one")
 
