@@ -135,7 +135,7 @@ def load(source: str | Path | Mapping[str, Any], **changes: Any):
     >>> load({"resources": ["cpu"], "flow": [{"cost": [-1]}]})
     Traceback (most recent call last):
     ...
-    flows.errors.ScenarioError: flow[0].cost[0] = -1: out of range; must be in [0, 1e+12]
+    mrfq.flows.errors.ScenarioError: flow[0].cost[0] = -1: out of range; must be in [0, 1e+12]
     """
     from mrfq.flows.scenario import from_dict, load_preset, load_scenario, preset_names
 
