@@ -58,20 +58,20 @@ class Objective:
 TABLE: dict[str, Objective] = {o.name: o for o in (
     Objective("drf", "dominant resource fairness: max-min of dominant shares (progressive filling)",
               "[DRF] §4; [BR] eq. (2); SPEC §1.1", allocations.drf, 0, True, True,
-              "analysis.cluster.objectives:cluster_drf"),
+              "mrfq.analysis.cluster.objectives:cluster_drf"),
     Objective("pf", "proportional fairness: max sum_i w_i log phi_i",
               "[BR] eq. (3)-(5); SPEC §1.2", allocations.pf, 1, False, True),
     Objective("bmf", "bottleneck max fairness: max-min on each flow's bottleneck resource",
               "[BR] eq. (6)-(7); SPEC §1.3", allocations.bmf, 2, False, True),
     Objective("asset", "asset fairness: max-min of the sum of shares over all resources",
               "[DRF] §5.1; SPEC §1.1", allocations.asset_fairness, 3, True, False,
-              "analysis.cluster.objectives:cluster_asset"),
+              "mrfq.analysis.cluster.objectives:cluster_asset"),
     Objective("ceei", "competitive equilibrium from equal incomes (Fisher market)",
-              "[DRF] §5.2", allocations.ceei, cluster="analysis.cluster.objectives:cluster_ceei"),
+              "[DRF] §5.2", allocations.ceei, cluster="mrfq.analysis.cluster.objectives:cluster_ceei"),
     Objective("drfh", "DRFH: max-min of global dominant shares under every server's capacity",
-              "[DRFH] eq. (7), sec. V-A", None, cluster="analysis.cluster.objectives:cluster_drfh"),
+              "[DRFH] eq. (7), sec. V-A", None, cluster="mrfq.analysis.cluster.objectives:cluster_drfh"),
     Objective("h-drf", "static hierarchical DRF: siblings equalise weighted dominant shares",
-              "[H-DRF] sec. 3.1, Algorithm 1", None, cluster="analysis.cluster.objectives:cluster_hdrf"),
+              "[H-DRF] sec. 3.1, Algorithm 1", None, cluster="mrfq.analysis.cluster.objectives:cluster_hdrf"),
 )}
 
 #: numba kernel codes, derived from the table (compile-time constants in the kernels)

@@ -87,6 +87,15 @@ def test_a_users_own_modules_named_like_ours_do_not_break_mrfq(tmp_path):
     assert p.stdout.splitlines() == ["[0.6667, 0.6667]", "user True ['bmf-wfq', 'drfq']"]
 
 
+def test_cluster_solvers_import_from_outside_the_checkout(tmp_path):
+    """The objective table names its cluster solvers by module path: they import under ``mrfq``
+    from any folder (the checkout's folders are not on ``sys.path`` there)."""
+    p = _python("import mrfq; print([(r['user'], round(r['tasks'], 3)) for r in "
+                "mrfq.cluster_allocate('drf-nsdi', 'drf')])", tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "[('A', 3.0), ('B', 2.0)]"
+
+
 def test_python_dash_m_mrfq_is_the_command(tmp_path):
     p = _python("import runpy, sys; sys.argv = ['mrfq', 'presets']; runpy.run_module('mrfq', run_name='__main__')",
                 tmp_path)
