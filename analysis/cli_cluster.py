@@ -110,8 +110,8 @@ def sim_handler(args) -> int:
 
     from mrfq.flows.cluster import MAX_SEED, MAX_TIME
 
-    if args.plot:
-        check_output_path("--plot", args.plot, figure=True)  # before the run
+    if args.plot is not None:  # before the run; an empty name is refused, not ignored
+        check_output_path("--plot", args.plot, figure=True)
     sc = _load(args)
     seed = None if args.seed is None else parse_int("--seed", args.seed, lo=0, hi=MAX_SEED)
     duration = None if args.duration is None else parse_number("--duration", args.duration, lo=0.0, lo_open=True,
@@ -135,7 +135,7 @@ def sim_handler(args) -> int:
         from mrfq.analysis.cluster.plot import plot_shares
 
         fig = plot_shares(run, fluid, title=f"{sc.name}: {run.allocator}")
-        save_figure(fig, args.plot)
+        save_figure(fig, args.plot, field="--plot")
     if args.json:
         d = {"scenario": sc.name, **run.to_dict(), "engine": run.engine, "tasks_per_second": run.tasks_per_second}
         if fluid is not None:

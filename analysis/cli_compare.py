@@ -44,8 +44,10 @@ def cmd_compare(args) -> int:
 
     # ---- everything is checked before the first simulation
     for field, path, fig in (("--plot", args.plot, True), ("--csv", args.csv, False)):
-        if path:
+        if path is not None:  # an empty name is refused, not ignored
             check_output_path(field, path, figure=fig)
+    if args.results == "":
+        raise MrfqError(f"--results: empty file name; give a file name, e.g. --results {DEFAULT_RESULTS} (the default)")
     check_distinct_outputs(("--results", args.results or DEFAULT_RESULTS), ("--plot", args.plot), ("--csv", args.csv))
     sc = load_scenario_arg(args)
     if args.virtual_time:
@@ -90,9 +92,9 @@ def cmd_compare(args) -> int:
         store.close()
     if args.plot:
         fig = plot_comparison(res.rows, title=f"{sc.name}: packet γ (points, 95% CI) vs fluid γ (lines)")
-        save_figure(fig, args.plot)
+        save_figure(fig, args.plot, field="--plot")
     if args.csv:
-        atomic_write(args.csv, _rows_csv([r.to_json() for r in res.rows]))
+        atomic_write(args.csv, _rows_csv([r.to_json() for r in res.rows]), field="--csv")
     if args.json:
         print(dumps_strict(res.to_json()))
     else:

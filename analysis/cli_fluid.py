@@ -256,7 +256,7 @@ def fluid_entry(sc, load, objectives, *, method="exact", seed=1, events=4_000_00
 
 def fluid_handler(args) -> int:
     # every argument is checked before the first solve
-    if args.plot:
+    if args.plot is not None:  # an empty name is refused, not ignored
         check_output_path("--plot", args.plot, figure=True)
     method = args.method
     if method not in ("exact", "simulate", "auto", "graded"):
@@ -288,7 +288,7 @@ def fluid_handler(args) -> int:
         from mrfq.analysis.plots import plot_gamma_vs_load
 
         fig = plot_gamma_vs_load(entries, title=f"{sc.name}: flow throughput vs load ({method})")
-        save_figure(fig, args.plot)
+        save_figure(fig, args.plot, field="--plot")
     if args.json:
         if args.loads is not None:
             print(dumps_strict({"scenario": sc.name, "method": method, "loads": entries}))

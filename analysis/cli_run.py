@@ -141,12 +141,9 @@ def format_rfb(r) -> list[str]:
 def cmd_run(args) -> int:
     from mrfq.router.run import simulate
 
-    if args.trace:
-        check_output_path("--trace", args.trace)
-    if args.delays:
-        check_output_path("--delays", args.delays)
-    if args.share_series:
-        check_output_path("--share-series", args.share_series)
+    for field, path in (("--trace", args.trace), ("--delays", args.delays), ("--share-series", args.share_series)):
+        if path is not None:  # an empty name is refused, not ignored
+            check_output_path(field, path)
     check_distinct_outputs(("--trace", args.trace), ("--delays", args.delays), ("--share-series", args.share_series))
     if args.share_window is not None and not args.share_series:
         raise MrfqError("--share-window: give --share-series FILE.csv too (the file the shares go to)")
@@ -191,7 +188,7 @@ def cmd_run(args) -> int:
         res_names = r.scenario.resources
         tr = r.trace
         try:
-            with atomic_writer(args.trace) as f:
+            with atomic_writer(args.trace, field="--trace") as f:
                 f.write("start,end,resource,flow,flow_id,seq\n")
                 for i in range(len(tr.start)):
                     fid = int(tr.flow[i])
@@ -203,14 +200,14 @@ def cmd_run(args) -> int:
                             "(a file already there is unchanged)") from None
     if args.delays:
         try:
-            with atomic_writer(args.delays) as f:
+            with atomic_writer(args.delays, field="--delays") as f:
                 n_rows = write_csv(f, r.delays, r.scenario.resources)
         except OSError as e:  # e.g. a full disk: the temporary file is removed, an older file kept
             raise MrfqError(f"--delays {shorten(str(args.delays))}: cannot write ({e.strerror}); nothing was written "
                             "(a file already there is unchanged)") from None
     if args.share_series:
         try:
-            with atomic_writer(args.share_series) as f:
+            with atomic_writer(args.share_series, field="--share-series") as f:
                 n_windows = r.share_series.write_csv(f)
         except OSError as e:  # e.g. a full disk: the temporary file is removed, an older file kept
             raise MrfqError(f"--share-series {shorten(str(args.share_series))}: cannot write ({e.strerror}); "

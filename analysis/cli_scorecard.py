@@ -17,6 +17,7 @@ from mrfq.flows.cli_args import (
     parse_names,
     parse_number,
     save_figure,
+    shorten,
 )
 from mrfq.flows.errors import MrfqError
 from mrfq.flows.scenario import MAX_SEED, MAX_TIME
@@ -27,16 +28,20 @@ def parse_intervals(text: str) -> list[float]:
     from mrfq.analysis.scorecard import MAX_INTERVALS
 
     s = str(text).strip()
+    if not s:
+        raise MrfqError(f"--intervals {shorten(text)}: empty; give edges like 0,10,20 or START:STOP:STEP "
+                        "(e.g. 1000:1500:50)")
     if ":" in s:
         parts = s.split(":")
         if len(parts) != 3:
-            raise MrfqError(f"--intervals {text!r}: give START:STOP:STEP (e.g. 1000:1500:50) or edges like 0,10,20")
+            raise MrfqError(f"--intervals {shorten(text)}: give START:STOP:STEP (e.g. 1000:1500:50) or edges like "
+                            "0,10,20")
         a, b, st = (parse_number("--intervals", p, lo=0.0, hi=MAX_TIME) for p in parts)
         if st <= 0 or b <= a:
-            raise MrfqError(f"--intervals {text!r}: need START < STOP and STEP > 0")
+            raise MrfqError(f"--intervals {shorten(text)}: need START < STOP and STEP > 0")
         n = int((b - a) / st + 1e-9)
         if n > MAX_INTERVALS:
-            raise MrfqError(f"--intervals {text!r}: {n:,} intervals; at most {MAX_INTERVALS}")
+            raise MrfqError(f"--intervals {shorten(text)}: {n:,} intervals; at most {MAX_INTERVALS}")
         return [a + i * st for i in range(n + 1)]
     parts = s.split(",")
     if len(parts) > MAX_INTERVALS + 1:
@@ -50,10 +55,11 @@ def cmd_scorecard(args) -> int:
     from mrfq.fq.registry import SCHEDULERS
 
     for opt, path in (("--plot", args.plot), ("--plot-intervals", args.plot_intervals)):
-        if path:
+        if path is not None:  # an empty name is refused, not ignored
             check_output_path(opt, path, figure=True)
     check_distinct_outputs(("--plot", args.plot), ("--plot-intervals", args.plot_intervals))
-    if args.plot_intervals and not args.intervals:
+    intervals = parse_intervals(args.intervals) if args.intervals is not None else None  # '' is refused
+    if args.plot_intervals and intervals is None:
         raise MrfqError("--plot-intervals: give --intervals too (the edges of the intervals to draw)")
     sc = load_scenario_arg(args)
     scheds = parse_names("--schedulers", args.schedulers, tuple(SCHEDULERS)) if args.schedulers is not None \
@@ -64,13 +70,13 @@ def cmd_scorecard(args) -> int:
     if args.warmup is not None:
         sc = sc.replace(**{"run.warmup": args.warmup})
     sc = sc.with_overrides(seed=args.seed, duration=args.duration, virtual_time=args.virtual_time)
-    intervals = parse_intervals(args.intervals) if args.intervals else None
     res = scorecard(sc, scheds, intervals=intervals)
     if args.plot:
-        save_figure(plot_delay_cdfs(res.cdfs, title=f"{sc.name}: sojourn CDF per flow (seed {res.seed})"), args.plot)
+        save_figure(plot_delay_cdfs(res.cdfs, title=f"{sc.name}: sojourn CDF per flow (seed {res.seed})"), args.plot,
+                    field="--plot")
     if args.plot_intervals:
         save_figure(plot_interval_shares(res.intervals, title=f"{sc.name}: dominant share per interval "
-                                         f"(seed {res.seed})"), args.plot_intervals)
+                                         f"(seed {res.seed})"), args.plot_intervals, field="--plot-intervals")
     if args.json:
         print(dumps_strict(res.to_json()))
     else:

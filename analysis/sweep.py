@@ -190,13 +190,21 @@ class ResultStore:
     """
 
     def __init__(self, path: str | Path, *, readonly: bool = False, what: str = "--results"):
+        if not str(path):
+            raise MrfqError(f"{what}: empty file name; give the results file, e.g. mrfq-results.sqlite")
         self.path = Path(path)
         self.readonly = readonly
         d = self.path.parent if str(self.path.parent) else Path(".")
-        if not d.is_dir():
-            raise MrfqError(f"{what} {path}: folder {d} does not exist")
-        exists = self.path.exists()
-        if exists and not self.path.is_file():
+        try:
+            if not d.is_dir():
+                raise MrfqError(f"{what} {path}: folder {d} does not exist")
+            exists = self.path.exists()
+            is_file = self.path.is_file()
+        except OSError as e:  # e.g. a name longer than the file system allows
+            from mrfq.flows.cli_args import path_error
+
+            raise path_error(what, path, e) from None
+        if exists and not is_file:
             raise MrfqError(f"{what} {path}: not a regular file")
         if not exists and readonly:
             raise MrfqError(f"{what} {path}: no such results file")

@@ -10,8 +10,9 @@ results) takes its parsing and its file writing from here, so that:
   ``START:STOP:STEP`` (inclusive), at most :data:`MAX_LOADS` loads, each in
   ``[MIN_LOAD, 1)``;
 * output paths are checked before any work (:func:`check_output_path`: the
-  folder exists and is writable, the path is not a folder, a figure's format
-  is one matplotlib can write) and written atomically (:func:`atomic_writer`:
+  name is neither empty nor too long for the file system, the folder exists
+  and is writable, the path is not a folder, a figure's format is one
+  matplotlib can write) and written atomically (:func:`atomic_writer`:
   a temporary file in the same folder renamed into place, so an error or a
   Ctrl-C never leaves a half-written or truncated file);
 * ``--json`` output is strict JSON (:func:`dumps_strict`: ``null``, never
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import math
 import os
@@ -225,22 +227,35 @@ def figure_formats() -> dict[str, str]:
     return dict(Figure().canvas.get_supported_filetypes())
 
 
+def path_error(field: str, path: str | os.PathLike, e: OSError) -> MrfqError:
+    """The one-line refusal of a path the file system will not take (``stat`` failed)."""
+    where = f"{field} {shorten(str(path))}"
+    if e.errno == errno.ENAMETOOLONG:
+        return MrfqError(f"{where}: file name too long for the file system; give a shorter name")
+    return MrfqError(f"{where}: cannot use this path ({e.strerror}); give another file name")
+
+
 def check_output_path(field: str, path: str | os.PathLike, *, figure: bool = False) -> Path:
     """Refuse, before any work, an output path that cannot be written atomically.
 
-    The folder must exist and be writable (the temporary file goes there), the path must
-    not be a folder, and a figure's extension must be a format matplotlib can write.
+    The name must not be empty or too long for the file system, the folder must exist and be
+    writable (the temporary file goes there), the path must not be a folder, and a figure's
+    extension must be a format matplotlib can write.
     """
-    p = Path(path)
     if not str(path):
-        raise MrfqError(f"{field}: empty path")
+        raise MrfqError(f"{field}: empty file name; give a file name, e.g. {field} "
+                        f"{'figure.png' if figure else 'out.csv'}")
+    p = Path(path)
     d = p.parent if str(p.parent) else Path(".")
-    if not d.is_dir():
-        raise MrfqError(f"{field} {shorten(str(path))}: folder {shorten(str(d))} does not exist")
-    if p.is_dir():
-        raise MrfqError(f"{field} {shorten(str(path))}: is a folder; give a file name")
-    if p.exists() and not p.is_file():
-        raise MrfqError(f"{field} {shorten(str(path))}: exists and is not a regular file")
+    try:
+        if not d.is_dir():
+            raise MrfqError(f"{field} {shorten(str(path))}: folder {shorten(str(d))} does not exist")
+        if p.is_dir():
+            raise MrfqError(f"{field} {shorten(str(path))}: is a folder; give a file name")
+        if p.exists() and not p.is_file():
+            raise MrfqError(f"{field} {shorten(str(path))}: exists and is not a regular file")
+    except OSError as e:  # e.g. a name longer than the file system allows
+        raise path_error(field, path, e) from None
     if not os.access(d, os.W_OK | os.X_OK):
         raise MrfqError(f"{field} {shorten(str(path))}: folder {shorten(str(d))} is not writable")
     if figure:
@@ -277,15 +292,20 @@ def _final_mode(p: Path) -> int:
         return 0o666 & ~umask
 
 
+def _where(path: str | os.PathLike, field: str | None) -> str:
+    return f"{field} {shorten(str(path))}" if field else shorten(str(path))
+
+
 @contextlib.contextmanager
-def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
-    """A file object whose content replaces ``path`` only when the block ends without error."""
+def atomic_writer(path: str | os.PathLike, mode: str = "w", *, field: str | None = None) -> Iterator[Any]:
+    """A file object whose content replaces ``path`` only when the block ends without error
+    (``field``, the option that named the file, leads the message when the folder refuses it)."""
     p = Path(path)
     d = p.parent if str(p.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:100]}.", suffix=".tmp", dir=d)
     except OSError as e:
-        raise MrfqError(f"{shorten(str(path))}: cannot write in folder {shorten(str(d))} ({e.strerror})") from None
+        raise MrfqError(f"{_where(path, field)}: cannot write in folder {shorten(str(d))} ({e.strerror})") from None
     try:
         with os.fdopen(fd, mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as f:
             yield f
@@ -297,23 +317,25 @@ def atomic_writer(path: str | os.PathLike, mode: str = "w") -> Iterator[Any]:
         raise
 
 
-def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write ``data`` (text or bytes) to ``path`` atomically."""
+def atomic_write(path: str | os.PathLike, data: str | bytes, *, field: str | None = None) -> None:
+    """Write ``data`` (text or bytes) to ``path`` atomically; an error names ``field`` (the option
+    that named the file) and the file."""
     try:
-        with atomic_writer(path, "wb" if isinstance(data, bytes) else "w") as f:
+        with atomic_writer(path, "wb" if isinstance(data, bytes) else "w", field=field) as f:
             f.write(data)
     except OSError as e:
-        raise MrfqError(f"{shorten(str(path))}: cannot write ({e.strerror})") from None
+        raise MrfqError(f"{_where(path, field)}: cannot write ({e.strerror}); nothing was written (a file already "
+                        "there is unchanged)") from None
 
 
-def save_figure(fig, path: str | os.PathLike, *, dpi: int = 120) -> None:
+def save_figure(fig, path: str | os.PathLike, *, dpi: int = 120, field: str | None = None) -> None:
     """Render ``fig`` in memory in the format of ``path``'s extension (png without one),
-    then write it atomically."""
+    then write it atomically (an error names ``field`` and the file)."""
     import io
 
     buf = io.BytesIO()
     fig.savefig(buf, format=Path(path).suffix.lstrip(".").lower() or "png", dpi=dpi)
-    atomic_write(path, buf.getvalue())
+    atomic_write(path, buf.getvalue(), field=field)
 
 
 # ---------------------------------------------------------------------------

@@ -790,3 +790,87 @@ def test_run_trace_on_a_full_disk_is_refused_and_keeps_the_old_file(capsys, tmp_
     refused(capsys, ["run", "--preset", "oracle-rates", "--duration", "2000", "--trace", str(out)],
             "--trace '" + str(out)[:20], bounded=False)
     assert out.read_text() == "keep\n" and sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
+LONG = "a" * 300  # longer than any file system's name limit (255 bytes)
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--preset", "oracle-rates", "--share-series", LONG + ".csv"], "--share-series 'aaa"),
+    (["run", "--preset", "oracle-rates", "--delays", LONG + ".csv"], "--delays 'aaa"),
+    (["run", "--preset", "oracle-rates", "--trace", LONG + ".csv"], "--trace 'aaa"),
+    (["run", "--preset", "oracle-rates", "--trace", LONG + "/t.csv"], "--trace 'aaa"),
+    (["scorecard", "--preset", "isolation", "--plot", LONG + ".png"], "--plot 'aaa"),
+    (["compare", "--preset", "br-unbalanced", "--csv", LONG + ".csv"], "--csv 'aaa"),
+    (["compare", "--preset", "br-unbalanced", "--plot", LONG + ".png"], "--plot 'aaa"),
+    (["compare", "--preset", "br-unbalanced", "--results", LONG + ".sqlite"], "--results 'aaa"),
+    (["cluster", "sim", "--preset", "drf-nsdi", "--plot", LONG + ".png"], "--plot 'aaa"),
+    (["fluid", "--preset", "br-unbalanced", "--plot", LONG + ".png"], "--plot 'aaa"),
+    (["results", LONG + ".sqlite"], "results 'aaa"),
+], ids=["share-series", "delays", "trace", "trace-folder", "scorecard-plot", "compare-csv", "compare-plot",
+        "compare-results", "cluster-plot", "fluid-plot", "results"])
+def test_a_file_name_too_long_is_refused_naming_the_option(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    err = refused(capsys, argv, needle)
+    assert "file name too long for the file system; give a shorter name" in err
+    assert "characters)" in err  # the name is shortened, not echoed whole
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--preset", "oracle-rates", "--delays", ""], "--delays: empty file name; give a file name"),
+    (["run", "--preset", "oracle-rates", "--share-series", ""], "--share-series: empty file name"),
+    (["run", "--preset", "oracle-rates", "--trace", ""], "--trace: empty file name"),
+    (["scorecard", "--preset", "isolation", "--intervals", ""], "--intervals '': empty; give edges like 0,10,20"),
+    (["scorecard", "--preset", "isolation", "--plot", ""], "--plot: empty file name"),
+    (["scorecard", "--preset", "isolation", "--intervals", "0,10", "--plot-intervals", ""],
+     "--plot-intervals: empty file name"),
+    (["compare", "--preset", "br-unbalanced", "--csv", ""], "--csv: empty file name"),
+    (["compare", "--preset", "br-unbalanced", "--plot", ""], "--plot: empty file name"),
+    (["compare", "--preset", "br-unbalanced", "--results", ""], "--results: empty file name"),
+    (["cluster", "sim", "--preset", "drf-nsdi", "--plot", ""], "--plot: empty file name"),
+    (["fluid", "--preset", "br-unbalanced", "--plot", ""], "--plot: empty file name"),
+    (["results", ""], "results: empty file name"),
+])
+def test_an_empty_value_is_refused_not_ignored(capsys, tmp_path, monkeypatch, argv, needle):
+    monkeypatch.chdir(tmp_path)
+    refused(capsys, argv, needle)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.nojit
+def test_a_write_failure_after_the_run_names_the_option(capsys, tmp_path, monkeypatch):
+    """A figure or CSV that cannot be written once the work is done (a full disk): one line naming
+    the option and the file; the file already there is unchanged."""
+    import errno
+
+    import mrfq.flows.cli_args
+    from mrfq.flows.cli_args import atomic_write
+
+    real = os.fdopen
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def write(self, s):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(mrfq.flows.cli_args.os, "fdopen", lambda *a, **k: Full(real(*a, **k)))
+    out = tmp_path / "f.png"
+    out.write_text("keep\n")
+    err = refused(capsys, ["cluster", "sim", "--preset", "drf-nsdi", "--engine", "reference", "--plot", str(out)],
+                  "--plot '", bounded=False)
+    assert "cannot write (No space left on device); nothing was written" in err
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MrfqError, match=r"^--csv 't\.csv': cannot write \(No space left on device\)"):
+        atomic_write("t.csv", "x\n", field="--csv")
+    assert out.read_text() == "keep\n" and sorted(p.name for p in tmp_path.iterdir()) == ["f.png"]
