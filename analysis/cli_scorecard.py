@@ -6,10 +6,13 @@ atomically (:mod:`flows.cli_args`).  The runs and the table are :mod:`analysis.s
 
 from __future__ import annotations
 
+import math
+
 from mrfq.flows.cli_args import (
     add_scenario_args,
     check_distinct_outputs,
     check_output_path,
+    count_text,
     dumps_strict,
     int_type,
     load_scenario_arg,
@@ -39,10 +42,10 @@ def parse_intervals(text: str) -> list[float]:
         a, b, st = (parse_number("--intervals", p, lo=0.0, hi=MAX_TIME) for p in parts)
         if st <= 0 or b <= a:
             raise MrfqError(f"--intervals {shorten(text)}: need START < STOP and STEP > 0")
-        n = int((b - a) / st + 1e-9)
-        if n > MAX_INTERVALS:
-            raise MrfqError(f"--intervals {shorten(text)}: {n:,} intervals; at most {MAX_INTERVALS}")
-        return [a + i * st for i in range(n + 1)]
+        n = (b - a) / st + 1e-9  # infinite when STEP is a tiny subnormal number
+        if not n < MAX_INTERVALS + 1:
+            raise MrfqError(f"--intervals {shorten(text)}: {count_text(n)} intervals; at most {MAX_INTERVALS:,}")
+        return [a + i * st for i in range(math.floor(n) + 1)]
     parts = s.split(",")
     if len(parts) > MAX_INTERVALS + 1:
         raise MrfqError(f"--intervals: {len(parts):,} edges; at most {MAX_INTERVALS + 1}")

@@ -155,10 +155,11 @@ def parse_loads(text: Any, field: str = "--loads") -> list[float]:
             raise MrfqError(f"{field} {shorten(text)}: STEP must be > 0")
         if a > b:
             raise MrfqError(f"{field} {shorten(text)}: START must be <= STOP")
-        n = math.floor((b - a) / st + 1e-9) + 1
-        if n > MAX_LOADS:
-            raise MrfqError(f"{field} {shorten(text)}: {n:,} loads; at most {MAX_LOADS:,}")
-        loads = [round(a + i * st, 12) for i in range(int(n))]
+        x = (b - a) / st + 1e-9  # infinite when STEP is a tiny subnormal number
+        if not x < MAX_LOADS:
+            raise MrfqError(f"{field} {shorten(text)}: {count_text(math.floor(x) + 1 if math.isfinite(x) else x)} "
+                            f"loads; at most {MAX_LOADS:,}")
+        loads = [round(a + i * st, 12) for i in range(math.floor(x) + 1)]
     else:
         parts = [p for p in s.split(",")]
         if not s or any(not p.strip() for p in parts):
@@ -172,6 +173,15 @@ def parse_loads(text: Any, field: str = "--loads") -> list[float]:
     if len(set(loads)) != len(loads):
         raise MrfqError(f"{field} {shorten(text)}: a load is given twice")
     return loads
+
+
+def count_text(n: float) -> str:
+    """A count for a message, whole: ``100,000,001``; one of more than 15 digits by its size
+    (``about 8e+299``), an infinite one as more than the largest float, so a line stays short."""
+    if not math.isfinite(n):
+        return f"more than {float.fromhex('0x1.fffffffffffffp+1023'):.3g}"
+    n = math.floor(n)
+    return f"{n:,}" if n < 10**15 else f"about {n:.3g}"
 
 
 def check_load(field: str, x: float) -> float:

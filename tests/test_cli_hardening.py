@@ -202,6 +202,10 @@ CASES_ARGV = [
     (["alloc", "--cost", "1_0,1"], "--cost #1 = '1_0,1': '1_0' is not a finite number"),
     (["compare", "--preset", "br-unbalanced", "--seed", "2000000000000000000000"], "argument --seed"),
     (["compare", "--preset", "br-unbalanced", "--loads", "0.1:0.2:1e-9"], "100,000,001 loads; at most 1,000"),
+    (["compare", "--preset", "br-unbalanced", "--loads", "0.1:0.9:1e-300"],
+     "--loads '0.1:0.9:1e-300': about 8e+299 loads; at most 1,000"),
+    (["compare", "--preset", "br-unbalanced", "--loads", "0.1:0.9:5e-324"],
+     "--loads '0.1:0.9:5e-324': more than 1.8e+308 loads; at most 1,000"),
     (["compare", "--preset", "br-unbalanced", "--flows", "1e12"], "argument --flows: '1e12': out of range"),
     (["compare", "--preset", "br-unbalanced", "--loads", "1e-300"], "--loads: load 1e-300 < 0.0001; the run lengths"),
     (["compare", "--preset", "br-unbalanced", "--schedulers", "drfq,drfq"], "--schedulers 'drfq,drfq': a name is given twice"),
@@ -283,6 +287,10 @@ def test_one_load_grammar_everywhere():
     assert parse_loads("0.3,0.6") == [0.3, 0.6]
     assert parse_loads("0.1:0.3:0.1") == [0.1, 0.2, 0.3]
     assert parse_loads(" 0.5 ") == [0.5]
+    for bad in ("0.1:0.9:1e-300", "0:0.9:1e-320", "0.1:" + "9" * 400 + ":1"):  # a huge count, not echoed whole
+        with pytest.raises(MrfqError) as e:
+            parse_loads(bad)
+        assert len(str(e.value)) < 150 and "\n" not in str(e.value), str(e.value)
     for bad, msg in [("0.1:0.2:1e-9", "at most 1,000"), ("0.5,1.0", "load 1 >= 1"), ("0.3,,0.6", "must be START"),
                      ("0.3,0.3", "twice"), ("nan", "not a number"), ("0.2:0.1:0.1", "START must be"),
                      ("0:0.5:0", "STEP must be > 0")]:

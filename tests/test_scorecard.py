@@ -127,6 +127,8 @@ def test_json_keys(capsys):
     (["--schedulers", ""], "--schedulers '': give a comma-separated list"),
     (["--intervals", "5,3"], "--intervals"),
     (["--intervals", "0,100000"], "--intervals"),
+    (["--intervals", "0:1000000:0.001"], "--intervals '0:1000000:0.001': 1,000,000,000 intervals; at most 1,000"),
+    (["--intervals", "0:1000:1e-320"], "--intervals '0:1000:1e-320': more than 1.8e+308 intervals; at most 1,000"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     rc, out, err = _cli(["scorecard", "--preset", "isolation", "--duration", "1500", *argv], capsys)
