@@ -127,7 +127,9 @@ def load(source: str | Path | Mapping[str, Any], **changes: Any):
     ``source`` is a shipped preset's name, the path of a TOML file, or a dict laid out like the
     TOML (see the Scenarios page of the documentation).  ``changes`` override single fields
     with dotted names written with ``__`` for the dot (``run__seed=3``, ``router__scheduler=
-    "pf-sfq"``); the result goes through the gate again.
+    "pf-sfq"``; ``None`` resets one key to its default); the result goes through the gate again.
+    A change through a value or into an array of tables (``flow__0__cost``) is refused, and so
+    is ``None`` for a whole table (``run=None``): give the table or the array whole instead.
 
     >>> sc = load("oracle-two-flows", run__duration=2000.0)
     >>> sc.resources, [f.cost for f in sc.flows], sc.run.duration
@@ -151,8 +153,49 @@ def load(source: str | Path | Mapping[str, Any], **changes: Any):
     else:
         raise MrfqError(f"load: {type(source).__name__} given; pass a preset name, a TOML path or a dict")
     if changes:
+        _check_changes(sc, changes)
         sc = sc.replace(**{k.replace("__", "."): v for k, v in changes.items()})
     return sc
+
+
+#: the scenario's tables ([router]) and arrays of tables ([[flow]]) a change may name
+_TABLES = ("router", "run", "traffic")
+_ARRAYS = ("flow", "class")
+
+
+def _check_changes(sc, changes: Mapping[str, Any]) -> None:
+    """Refuse, naming the argument, a change :meth:`Scenario.replace` would misread: a dotted name
+    through a value or an array (``run__duration__x``, ``flow__0__cost``), or ``None`` for a whole
+    table (it would reset the table to its defaults)."""
+    from mrfq.flows.scenario import to_dict
+
+    d = to_dict(sc)
+    for k, v in changes.items():
+        parts = k.split("__")
+        if not all(parts):
+            raise MrfqError(f"load: {k}: an empty name between '__'; write a dotted name with '__' for the dot, "
+                            "e.g. run__seed=3")
+        if len(parts) == 1:
+            if v is None and k in _TABLES:
+                raise MrfqError(f"load: {k}=None: would reset the whole [{k}] table to its defaults; change single "
+                                f"keys ({k}__<key>=...) or give the table as a dict ({k}={{...}})")
+            if v is None and k in _ARRAYS:
+                raise MrfqError(f"load: {k}=None: would drop every [[{k}]] table; give the tables as a list of "
+                                f"dicts ({k}=[{{...}}, ...])")
+            continue
+        tgt: Any = d
+        for i, p in enumerate(parts[:-1]):
+            here = ".".join(parts[:i + 1])
+            if p in _ARRAYS and i == 0:
+                raise MrfqError(f"load: {k}: [[{p}]] is an array of tables, which a dotted change cannot reach "
+                                f"into; give the whole array ({p}=[{{...}}, ...]) or load a dict")
+            nxt = tgt.get(p)
+            if nxt is None:  # a table the scenario leaves out: the change creates it
+                break
+            if not isinstance(nxt, Mapping):
+                raise MrfqError(f"load: {k}: {here} is {quote(nxt, 40)}, not a table; a change names a key of a "
+                                "table, e.g. run__duration=2000.0")
+            tgt = nxt
 
 
 def _names(field: str, v: Any) -> list[str]:
@@ -389,6 +432,8 @@ def allocate(costs: Sequence[Sequence[float]], objective: str = "drf",
     ``ceei``: see ``analysis.objectives``) for transactions with the given cost vectors on
     resources of capacity 1, as ``mrfq alloc``: one row per transaction with its rate ``phi``,
     its ``usage`` of each resource and the run-wide ``saturated`` resources and ``unique`` flag.
+    Costs and weights are held to the command's ranges: each cost 0 or in [1e-6, 1e6], each
+    weight in [1e-6, 1e6], at most 64 resources and 1000 transactions.
 
     >>> rows = allocate([[0.5, 1.0], [1.0, 0.5], [1.0, 0.5]], "drf").to_records()
     >>> [round(r["phi"], 4) for r in rows]
@@ -404,11 +449,12 @@ def allocate(costs: Sequence[Sequence[float]], objective: str = "drf",
     costs = [_numbers(f"costs[{i}]", c, "[[0.5, 1.0], [1.0, 0.5]] (one cost vector per transaction)")
              for i, c in enumerate(costs)]
     w = None if weights is None else _numbers("weights", weights, "[1.0, 2.0]")
+    _alloc_gate(costs, w)
     try:
         a = objectives.allocate(objective, costs, w)
     except MrfqError as e:  # the lower layer names its arguments a and w
         m = str(e)
-        m = "costs" + m[1:] if m.startswith("a[") else "weights" + m[1:] if m.startswith("w:") else m
+        m = "costs" + m[1:] if m[:2] in ("a[", "a:") else "weights" + m[1:] if m[:2] in ("w[", "w:") else m
         raise MrfqError(m) from None
     d = a.to_dict()
     rows = []
@@ -417,6 +463,26 @@ def allocate(costs: Sequence[Sequence[float]], objective: str = "drf",
                      "usage": [float(phi) * float(x) for x in costs[i]],
                      "saturated": [int(j) for j in a.saturated], "unique": bool(a.unique)})
     return Records(rows, raw=d)
+
+
+def _alloc_gate(costs: list[list[float]], w: list[float] | None) -> None:
+    """The ranges ``mrfq alloc`` holds its ``--cost`` and ``--weight`` to (negative and non-finite
+    values are left to the allocation's own checks, which name them too)."""
+    from mrfq.analysis.cli_fluid import ALLOC_MAX, ALLOC_MAX_RESOURCES, ALLOC_MAX_TRANSACTIONS, ALLOC_MIN
+
+    rng = f"[{ALLOC_MIN:g}, {ALLOC_MAX:g}]"
+    if len(costs) > ALLOC_MAX_TRANSACTIONS:
+        raise MrfqError(f"costs: {len(costs):,} transactions; at most {ALLOC_MAX_TRANSACTIONS:,} (as mrfq alloc)")
+    for i, row in enumerate(costs):
+        if len(row) > ALLOC_MAX_RESOURCES:
+            raise MrfqError(f"costs[{i}]: {len(row):,} resources; at most {ALLOC_MAX_RESOURCES} (as mrfq alloc)")
+        for j, x in enumerate(row):
+            if math.isfinite(x) and x > 0 and not ALLOC_MIN <= x <= ALLOC_MAX:
+                raise MrfqError(f"costs[{i}, {j}] = {x:g}: out of range; each cost is 0 or in {rng} (rescale the "
+                                "units), as for mrfq alloc --cost")
+    for i, x in enumerate(w or ()):
+        if math.isfinite(x) and x > 0 and not ALLOC_MIN <= x <= ALLOC_MAX:
+            raise MrfqError(f"weights[{i}] = {x:g}: out of range; give a number in {rng}, as for mrfq alloc --weight")
 
 
 def fluid(scenario, load: float | None = None, *, objectives: Sequence[str] = ("drf", "pf", "bmf"),
@@ -540,6 +606,13 @@ def cluster_simulate(scenario, *, allocator: str | None = None, seed: int | None
     from mrfq.flows.cluster import ALLOCATOR_NAMES
     from mrfq.router.cluster import simulate
 
+    if options is not None and not isinstance(options, Mapping):
+        raise MrfqError(f"options = {quote(options)}: give a dict of allocator options by name, e.g. "
+                        "{'blocked': 'stop'}")
+    for k in options or {}:
+        if not isinstance(k, str):
+            raise MrfqError(f"options: the key {quote(k)} is not a string; give a dict of allocator options by "
+                            "name, e.g. {'blocked': 'stop'}")
     sc = _cluster(scenario)
     if allocator is not None and allocator not in ALLOCATOR_NAMES:
         raise MrfqError(f"allocator = {allocator!r}: unknown; choose one of {', '.join(ALLOCATOR_NAMES)}")

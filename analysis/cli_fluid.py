@@ -27,6 +27,8 @@ from mrfq.flows.scenario import MAX_SEED
 
 #: documented range of ``mrfq alloc`` costs (each 0 or in this range) and weights
 ALLOC_MIN, ALLOC_MAX = 1e-6, 1e6
+#: most resources (entries of one cost vector) and transactions of ``mrfq alloc``
+ALLOC_MAX_RESOURCES, ALLOC_MAX_TRANSACTIONS = 64, 1000
 #: most events of ``mrfq fluid --method simulate``
 MAX_EVENTS = 10**8  # about a minute (Ctrl-C is seen between chunks of markov.SIM_CHUNK events)
 #: range of ``mrfq fluid --time-limit`` (seconds of one exact solve)
@@ -102,8 +104,8 @@ def parse_costs(costs: list[str]) -> list[list[float]]:
         if not parts or any(s == "" for s in parts):
             raise MrfqError(f"--cost #{i + 1} = {_short(c)}: must be comma-separated numbers, one per resource, "
                             "e.g. 0.5,1")
-        if len(parts) > 64:
-            raise MrfqError(f"--cost #{i + 1}: {len(parts)} resources; at most 64")
+        if len(parts) > ALLOC_MAX_RESOURCES:
+            raise MrfqError(f"--cost #{i + 1}: {len(parts)} resources; at most {ALLOC_MAX_RESOURCES}")
         row = []
         for s in parts:
             try:
@@ -123,8 +125,8 @@ def parse_costs(costs: list[str]) -> list[list[float]]:
             raise MrfqError(f"--cost #{i + 1} = {_short(c)}: has {len(row)} resources; --cost #1 has {len(out[0])}; "
                             "every --cost needs one number per resource")
         out.append(row)
-    if len(out) > 1000:
-        raise MrfqError(f"--cost: {len(out)} transactions; at most 1000")
+    if len(out) > ALLOC_MAX_TRANSACTIONS:
+        raise MrfqError(f"--cost: {len(out)} transactions; at most {ALLOC_MAX_TRANSACTIONS}")
     return out
 
 

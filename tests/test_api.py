@@ -125,11 +125,41 @@ def test_rows_handed_out_are_copies():
     (lambda: api.fluid("br-unbalanced", 0.3, seed="x"), "seed = 'x': must be a whole number"),
     (lambda: api.fluid("br-unbalanced", "0.3"), "load = '0.3': must be a number"),
     (lambda: api.fluid("br-unbalanced", 0.3, objectives="drf,nope"), "nope"),
+    (lambda: api.load("trace-small", run__duration__x=1), "load: run__duration__x: run.duration is 200.0, not a table"),
+    (lambda: api.load("wakeup", flow__0__cost=[1.0, 1.0]),
+     "load: flow__0__cost: [[flow]] is an array of tables, which a dotted change cannot reach into"),
+    (lambda: api.load("trace-small", class__0__rate=1.0), "load: class__0__rate: [[class]] is an array of tables"),
+    (lambda: api.load("wakeup", resources__cpu=1.0), "load: resources__cpu: resources is ['cpu', 'link'], not a table"),
+    (lambda: api.load("wakeup", run____seed=1), "load: run____seed: an empty name between '__'"),
+    (lambda: api.load("wakeup", run=None), "load: run=None: would reset the whole [run] table to its defaults"),
+    (lambda: api.load("wakeup", router=None), "load: router=None: would reset the whole [router] table"),
+    (lambda: api.load("wakeup", flow=None), "load: flow=None: would drop every [[flow]] table"),
+    (lambda: api.cluster_simulate("drf-nsdi", options=[1, 2]), "options = [1, 2]: give a dict of allocator options"),
+    (lambda: api.cluster_simulate("drf-nsdi", options="blocked=stop"), "options = 'blocked=stop': give a dict"),
+    (lambda: api.cluster_simulate("drf-nsdi", options={1: "x"}), "options: the key 1 is not a string"),
+    (lambda: api.allocate([[1e7, 1.0]]), "costs[0, 0] = 1e+07: out of range; each cost is 0 or in [1e-06, 1e+06]"),
+    (lambda: api.allocate([[1.0, 1e-7]]), "costs[0, 1] = 1e-07: out of range"),
+    (lambda: api.allocate([[1.0, 1.0]], weights=[1e7]), "weights[0] = 1e+07: out of range; give a number in [1e-06"),
+    (lambda: api.allocate([[1.0, 1.0]], weights=[float("nan")]), "weights[0] = nan: must be a finite number > 0"),
+    (lambda: api.allocate([[1.0] * 65]), "costs[0]: 65 resources; at most 64"),
+    (lambda: api.allocate([[1.0, 1.0]] * 1001), "costs: 1,001 transactions; at most 1,000"),
 ])
 def test_type_slips_are_one_line_errors_naming_the_argument(call, needle):
     with pytest.raises(MrfqError) as e:
         call()
     assert needle in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+@pytest.mark.nojit
+def test_load_changes_that_stay_allowed():
+    """Dotted changes of table keys, a table the scenario leaves out, and None for one key (its
+    default) still go through the gate."""
+    assert api.load("wakeup", run__seed=3, run__duration=2000.0).run.seed == 3
+    assert api.load("wakeup", run__seed=None).run.seed == 1
+    assert api.load("br-unbalanced", traffic__load=0.4).load == 0.4
+    assert api.load("wakeup", router__scheduler="drr", router__quantum=2.0).router.scheduler == "drr"
+    assert api.load("wakeup", run={"duration": 500.0}).run.duration == 500.0
+    assert [r["phi"] for r in api.allocate([[1e6, 1e-6, 0.0]])] == pytest.approx([1e-6])
 
 
 @pytest.mark.nojit
