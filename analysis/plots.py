@@ -105,14 +105,24 @@ def plot_size_laws(rows, *, title: str | None = None) -> Figure:
     return fig
 
 
+#: the schedulers' line styles in :func:`plot_delay_cdfs` (colour C0..C9 and one of these)
+CDF_STYLES = ("-", "--", "-.", ":")
+#: the reference line of a flow's own packet time in :func:`plot_delay_cdfs`: black, thinner, and a
+#: dash-dot-dot pattern no scheduler line uses, whatever the colour cycle
+PACKET_TIME_STYLE = {"color": "black", "lw": 0.8, "linestyle": (0, (6, 2, 1, 2, 1, 2)),
+                     "label": "packet time (no wait)"}
+
+
 def plot_delay_cdfs(cdfs, *, title: str | None = None) -> Figure:
     """The sojourn's distribution function per scheduler, one panel per flow.
 
     cdfs  the ``cdfs`` of :func:`analysis.scorecard.scorecard` (``{"scheduler", "flow",
           "packet_time", "delay": [...], "fraction": [...]}``: the fraction of the flow's packets
           whose sojourn is at most ``delay``, at the upper edges of the histogram's buckets).  The
-          delay axis is logarithmic and shared by the panels; a dotted line marks the flow's own
-          packet time.
+          delay axis is logarithmic and shared by the panels; a thin black dash-dot-dot vertical
+          line (:data:`PACKET_TIME_STYLE`, in the legend as "packet time (no wait)") marks the
+          flow's own packet time, the sojourn of a packet that never waits.  The legend, in the
+          first panel, names every scheduler drawn in any panel.
     """
     cdfs = list(cdfs)
     flows = list(dict.fromkeys(c["flow"] for c in cdfs))
@@ -121,17 +131,19 @@ def plot_delay_cdfs(cdfs, *, title: str | None = None) -> Figure:
     nrow = -(-len(flows) // ncol)
     fig = Figure(figsize=(4.2 * ncol, 3.2 * nrow), layout="constrained")
     axes = fig.subplots(nrow, ncol, squeeze=False, sharex=True)
-    styles = ["-", "--", "-.", ":"]
+    handles: dict[str, object] = {}  # label -> a line, for the one legend
     for i, name in enumerate(flows):
         ax = axes[i // ncol][i % ncol]
         for m, s in enumerate(scheds):
             for c in cdfs:
                 if c["flow"] == name and c["scheduler"] == s and c["delay"]:
-                    ax.step([c["delay"][0]] + list(c["delay"]), [0.0] + list(c["fraction"]), where="post",
-                            color=f"C{m % 10}", linestyle=styles[m % len(styles)], lw=1.2, label=s)
+                    (line,) = ax.step([c["delay"][0]] + list(c["delay"]), [0.0] + list(c["fraction"]),
+                                      where="post", color=f"C{m % 10}", linestyle=CDF_STYLES[m % len(CDF_STYLES)],
+                                      lw=1.2, label=s)
+                    handles.setdefault(s, line)
         pt = next((c["packet_time"] for c in cdfs if c["flow"] == name), None)
         if pt:
-            ax.axvline(pt, color="0.4", lw=0.8, linestyle=":")
+            handles.setdefault(PACKET_TIME_STYLE["label"], ax.axvline(pt, **PACKET_TIME_STYLE))
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(0.0, 1.01)
@@ -140,8 +152,9 @@ def plot_delay_cdfs(cdfs, *, title: str | None = None) -> Figure:
         ax.set_xlabel("sojourn (time units)")
         if i % ncol == 0:
             ax.set_ylabel("fraction of packets")
-        if i == 0:
-            ax.legend(fontsize=7, loc="lower right")
+    if handles:
+        labels = [s for s in scheds if s in handles] + [x for x in handles if x not in scheds]
+        axes[0][0].legend([handles[x] for x in labels], labels, fontsize=7, loc="lower right")
     for j in range(len(flows), nrow * ncol):
         axes[j // ncol][j % ncol].set_visible(False)
     if title:

@@ -156,6 +156,32 @@ def test_plot_has_one_panel_per_flow(tmp_path, capsys):
     assert rc == 0 and out.stat().st_size > 10_000 and "figure written to" in text
 
 
+@pytest.mark.nojit
+def test_the_packet_time_line_has_a_style_of_its_own():
+    """The reference line of a flow's own packet time is black, thinner and dash-dot-dot, with its own
+    legend entry; no scheduler line shares its colour or its dash pattern, however many schedulers."""
+    from matplotlib.colors import to_rgba
+
+    scheds = [f"s{m}" for m in range(12)]
+    cdfs = [{"scheduler": s, "flow": f, "packet_time": 1.0, "delay": [1.0, 2.0, 4.0], "fraction": [0.2, 0.7, 1.0]}
+            for s in scheds for f in ("a", "b")]
+    fig = plot_delay_cdfs(cdfs)
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == ["a", "b"]
+    for ax in visible:
+        ref = [ln for ln in ax.get_lines() if ln.get_label() == "packet time (no wait)"]
+        lines = [ln for ln in ax.get_lines() if ln.get_label() in scheds]
+        assert len(ref) == 1 and len(lines) == len(scheds)
+        r = ref[0]
+        assert to_rgba(r.get_color()) == to_rgba("black") and list(r.get_xdata()) == [1.0, 1.0]
+        for ln in lines:
+            assert to_rgba(ln.get_color()) != to_rgba(r.get_color())
+            assert ln._unscaled_dash_pattern != r._unscaled_dash_pattern
+            assert ln.get_linewidth() > r.get_linewidth()
+    legend = visible[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == scheds + ["packet time (no wait)"]
+
+
 def test_intervals_account_for_every_departure_and_an_idle_flow_gets_nothing():
     """With no warm-up, the departures counted per interval over [0, duration) are the run's packets
     of each flow; a flow alone and backlogged holds its dominant resource the whole interval."""
