@@ -14,10 +14,26 @@ same examples on every run and a failure there reproduces bit for bit; a local r
 drawing new ones, which is how new counter-examples are found (pin them with ``@example``).
 """
 
+import importlib.abc
 import os
+import sys
 
 import pytest
 from hypothesis import settings
+
+class _OnlyAsMrfq(importlib.abc.MetaPathFinder):
+    """The checkout's folders fq/, flows/, router/ and analysis/ are mrfq's subpackages, imported as
+    ``mrfq.fq`` ...  ``python -m pytest`` puts the checkout on ``sys.path``, where ``import analysis``
+    would find the folder and hide code that still names a module by its folder (a user's installed
+    mrfq has no such module): refuse those names here, as a user's environment does."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name in ("analysis", "flows", "router", "fq"):
+            raise ModuleNotFoundError(f"No module named {name!r} (mrfq's folders import as mrfq.{name})", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _OnlyAsMrfq())
 
 settings.register_profile("ci", derandomize=True, database=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -386,7 +386,7 @@ def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
     from mrfq.router.run import simulate
 
     simulate(flows.load_scenario(sc), max_services=10)  # compile the loop variant here: the child loads it
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     # SIGINT as a terminal delivers it (a test runner started in the background may ignore it)
     p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "run", str(sc)], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -529,7 +529,7 @@ def test_a_named_pipe_nobody_writes_to_is_refused_at_once(tmp_path, what):
         "trace": (["run", str(p)], f"traffic.trace = '{tmp_path / 'pipe'}': a named pipe, not a regular file"),
         "results": (["results", str(tmp_path / "pipe")], "not a regular file"),
     }[what]
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     r = subprocess.run([sys.executable, "-m", "mrfq.analysis.cli", *argv], env=env, capture_output=True, text=True,
                        timeout=20)
     assert_clean(r.returncode, r.stderr, needle)

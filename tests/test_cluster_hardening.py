@@ -215,7 +215,7 @@ def test_a_named_pipe_as_cluster_scenario_or_trace_is_refused_at_once(tmp_path, 
     needle = (f"{tmp_path / 'pipe'}: a named pipe, not a regular file" if what == "scenario" else
               f"traffic.trace = '{tmp_path / 'pipe'}': a named pipe, not a regular file")
     r = subprocess.run([sys.executable, "-m", "mrfq.analysis.cli", "cluster", "sim", str(target)],
-                       env=dict(os.environ, PYTHONPATH=os.getcwd()), capture_output=True, text=True, timeout=20)
+                       env=dict(os.environ), capture_output=True, text=True, timeout=20)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("mrfq: error: ") and needle in r.stderr, r.stderr
 

@@ -122,7 +122,7 @@ def test_documentation_site_builds_without_warnings(tmp_path):
 @pytest.mark.parametrize("example", sorted(p.name for p in (DOCS / "examples").glob("*.py")))
 def test_documentation_example_runs(example, tmp_path):
     out = tmp_path / "figure.png"
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "MPLBACKEND": "Agg"}
     r = subprocess.run([sys.executable, str(DOCS / "examples" / example), "--small", "--out", str(out)],
                        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=1200)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -132,7 +132,7 @@ def test_documentation_example_runs(example, tmp_path):
 
 def test_first_run_example_prints_the_fluid_rates(tmp_path):
     """docs/examples/first_run.py's table: DRFQ at DRF's 0.6 / 0.6, BMF-WFQ at BMF's 0.75 / 0.5."""
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "MPLBACKEND": "Agg"}
     r = subprocess.run([sys.executable, str(DOCS / "examples" / "first_run.py"), "--small", "--out",
                         str(tmp_path / "f.png")], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=1200)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -379,7 +379,7 @@ def test_fuzz_campaign_every_case_clean_or_accepted(tmp_path):
     No warm-up: the 180 s cap per case leaves room for a first compilation of a loop variant."""
     n_scen, n_cli, n_bench, n_cluster = int(scaled(100, 20)), int(scaled(40, 10)), int(scaled(20, 5)), int(scaled(60, 10))
     out = tmp_path / "fuzz.json"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ)
     subprocess.run([sys.executable, str(ROOT / "scripts" / "fuzz_cli.py"), "--module", "mrfq.analysis.cli",
                     "--scenarios", str(n_scen), "--cli", str(n_cli), "--bench", str(n_bench), "--cluster", str(n_cluster),
                     "--seed", "21", "--cap", "180", "--no-warm",

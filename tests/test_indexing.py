@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(JIT_DISABLED, reason="compiled code only")
 
 def _run(code_or_args, tmp_path, *, module: bool = False):
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"),
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(tmp_path)]))
+               PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), str(tmp_path)]))
     args = [sys.executable] + (code_or_args if module else ["-c", code_or_args])
     return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
 

@@ -47,7 +47,7 @@ def test_simulate_in_chunks_is_bit_identical_to_one_call(monkeypatch, objective)
 
 def test_ctrl_c_stops_a_long_simulation_cleanly():
     """1e8 events (about a minute here) stop within seconds of SIGINT: exit 130, one line."""
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "fluid", "--preset", "br-unbalanced", "--load",
                           "0.9", "--objective", "drf", "--method", "simulate", "--events", "1e8", "--json"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -74,7 +74,7 @@ def test_ctrl_c_stops_a_long_exact_solve_cleanly():
     to tens of seconds each here (lumped by the c1 <-> c2 symmetry, 2-4 M states); SIGINT 10 s in
     stops the current one between Krylov chunks (or truncations) within seconds (assembling and
     factorising one truncation cannot be interrupted): exit 130, one line."""
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "fluid", "--preset", "br-balanced", "--loads",
                           "0.97,0.975", "--json"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -16,7 +16,7 @@ SCRIPT = ROOT / "scripts" / "markov_solvers.py"
 
 
 def _one(solver, caps="24,6,6"):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     p = subprocess.run([sys.executable, str(SCRIPT), "--one", solver, "--case", "br-unbalanced:0.7", "--caps", caps],
                        capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -39,5 +39,5 @@ def test_every_solver_gives_the_truncated_solve(solver):
 
 def test_unknown_solver_is_one_line():
     p = subprocess.run([sys.executable, str(SCRIPT), "--one", "nope", "--caps", "4,2,2"], capture_output=True,
-                       text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=600)
+                       text=True, env=dict(os.environ), timeout=600)
     assert p.returncode != 0 and "unknown" in p.stderr and "Traceback" not in p.stderr

@@ -104,8 +104,7 @@ def test_a_loop_variant_compiles_to_the_same_llvm_ir_either_way(tmp_path):
     in two processes, with numba's scope copy and with ours."""
     procs = []
     for on in ("0", "1"):
-        env = dict(os.environ, MRFQ_FAST_SCOPE_COPY=on, MRFQ_NUMBA_CACHE="0", NUMBA_BOUNDSCHECK="0",
-                   PYTHONPATH=str(ROOT))
+        env = dict(os.environ, MRFQ_FAST_SCOPE_COPY=on, MRFQ_NUMBA_CACHE="0", NUMBA_BOUNDSCHECK="0")
         procs.append(subprocess.Popen([sys.executable, "-c", _LLVM], cwd=tmp_path, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=600) for p in procs]

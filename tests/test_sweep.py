@@ -129,7 +129,7 @@ def test_sigkill_at_five_moments_loses_and_duplicates_nothing(tiny, tmp_path):
     db = tmp_path / "k.sqlite"
     script = tmp_path / "sweep.py"
     script.write_text(KILL_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     seen = []
     for moment in (0, 2, 5, 9, 13):
         start = _count(db) if db.exists() else 0
@@ -189,7 +189,7 @@ def test_sigkill_of_a_sweep_leaves_no_worker_behind(tiny, tmp_path):
     db = tmp_path / "w.sqlite"
     script = tmp_path / "sweep.py"
     script.write_text(KILL_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     # 100x the flows per point of the five-moments test: it is killed anyway, and with 300 or 3000 flows
     # the pool's whole life could fall between two polls (CI saw it end first; a faster engine made it likelier)
     p = subprocess.Popen([sys.executable, str(script), str(tiny), str(db), "local", "30000"], env=env)
@@ -214,7 +214,7 @@ def test_ctrl_c_stops_a_sweep_and_its_workers(tiny, tmp_path):
     """SIGINT to the foreground process group (what Ctrl-C does): exit 130 with one line, no worker
     left, the store intact with the points finished so far."""
     db = tmp_path / "c.sqlite"
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     p = subprocess.Popen([sys.executable, "-m", "mrfq.analysis.cli", "compare", str(tiny), "--loads", "0.3,0.5,0.7",
                           "--schedulers", "drfq,bmf-wfq,pf-sfq", "--flows", "30000", "--replications", "2",
                           "--max-replications", "2", "--target", "0.5", "--workers", "2", "--json",
@@ -275,7 +275,7 @@ def test_sigkill_of_a_dask_local_sweep_leaves_no_worker_behind(tmp_path):
     pytest.importorskip("distributed")
     script = tmp_path / "dask_sweep.py"
     script.write_text(DASK_BLOCK_SCRIPT)
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     p = subprocess.Popen([sys.executable, str(script), str(tmp_path), "plugin"], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers = []
@@ -312,7 +312,7 @@ def test_die_with_parent_exits_an_orphaned_worker(tmp_path):
         "sweep._die_with_parent(os.getppid() + 10**6)\n"  # not our parent: exits at once
         "print('still alive')\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    env = dict(os.environ)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "still alive" not in r.stdout
 
