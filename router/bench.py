@@ -525,7 +525,7 @@ def time_reference(services: int, reps: int = 3) -> dict:
 
 def first_call_seconds() -> dict:
     """Wall time of a fresh process's first run, with an empty and with a warm numba cache."""
-    code = ("import time; t=time.perf_counter(); import flows; from router.run import simulate; "
+    code = ("import time; t=time.perf_counter(); from mrfq import flows; from mrfq.router.run import simulate; "
             "simulate(flows.load_preset('oracle-rates'), duration=2000.0); print(time.perf_counter()-t)")
     out = {}
     with tempfile.TemporaryDirectory() as d:
@@ -537,8 +537,8 @@ def first_call_seconds() -> dict:
 
 
 def peak_memory_kb(services_list: list[int]) -> dict:
-    code = ("import resource, sys, flows; from router.bench import WORKLOADS, scenario_for; "
-            "from router.run import simulate; simulate(scenario_for(WORKLOADS[2], int(sys.argv[1]))); "
+    code = ("import resource, sys; from mrfq import flows; from mrfq.router.bench import WORKLOADS, scenario_for; "
+            "from mrfq.router.run import simulate; simulate(scenario_for(WORKLOADS[2], int(sys.argv[1]))); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = {}
     for n in services_list:

@@ -300,7 +300,7 @@ def test_alloc_is_light():
     # asserted on the modules loaded, not on this busy machine's wall clock
     code = (
         "import argparse, sys, json\n"
-        "from analysis.cli_fluid import register\n"
+        "from mrfq.analysis.cli_fluid import register\n"
         "p = argparse.ArgumentParser(); register(p.add_subparsers(dest='c'))\n"
         "a = p.parse_args(['alloc', '--cost', '0.5,1', '--cost', '1,0.5', '--json'])\n"
         "a.func(a)\n"

@@ -87,7 +87,8 @@ def test_a_block_copies_the_same_either_way():
 
 
 _LLVM = r"""
-import hashlib, fq._jit as fj
+import hashlib
+import mrfq.fq._jit as fj
 from mrfq.flows.scenario import load_preset
 from mrfq.router.run import simulate
 import mrfq.router.loop as rl

@@ -99,7 +99,8 @@ def test_dask_local_cluster_matches_serial(tiny, tmp_path):
 
 
 KILL_SCRIPT = """
-import sys, flows
+import sys
+from mrfq import flows
 from mrfq.analysis.compare import CompareConfig, compare
 from mrfq.analysis.sweep import ResultStore
 sc = flows.load_scenario(sys.argv[1])
