@@ -13,10 +13,12 @@ import numpy as np
 from mrfq.analysis.delay_stats import summary, write_csv
 from mrfq.analysis.run_report import class_estimates, run_json
 from mrfq.flows.cli_args import (
+    add_pipeline_args,
     add_scenario_args,
     atomic_writer,
     check_distinct_outputs,
     check_output_path,
+    pipeline_changes,
     dumps_strict,
     int_type,
     load_scenario_arg,
@@ -36,7 +38,8 @@ def format_run(r) -> str:
     """The text report of one run (flows, classes with gamma and interval, resources)."""
     lines = [f"mrfq run: scenario {r.scenario.name}, scheduler {r.scheduler}"
              + (f" (virtual time: {r.virtual_time})" if r.scheduler == "drfq" else "")
-             + f", seed {r.seed}, window {r.scenario.router.window}, rtt {r.scenario.router.rtt:g}",
+             + f", seed {r.seed}, window {r.scenario.router.window}, rtt {r.scenario.router.rtt:g}"
+             + r.scenario.router.pipeline_text(),
              f"simulated {r.t_end:g} time units (warm-up {r.scenario.run.warmup:g}), "
              f"{r.services:,} services in {r.wall_seconds:.2f} s "
              f"({r.services / max(r.wall_seconds, 1e-9) / 1e6:.1f} M services/s"
@@ -166,6 +169,7 @@ def cmd_run(args) -> int:
                         f"{sc.run.warmup:g}; also give --warmup (e.g. --warmup {args.duration / 10:g}, 10 % of it)")
     if args.fq_resource is not None:
         changes["router.fq_resource"] = args.fq_resource
+    changes.update(pipeline_changes(args))
     # the overrides go through the scenario gate before anything runs
     sc = sc.replace(**changes).with_overrides(virtual_time=args.virtual_time, seed=args.seed,
                                                duration=args.duration)
@@ -244,6 +248,7 @@ def register(sub) -> None:
                    help="load of the most loaded resource")
     r.add_argument("--window", type=int_type("--window", lo=1, hi=MAX_WINDOW), help="override router.window")
     r.add_argument("--rtt", type=number_type("--rtt", lo=0.0, hi=MAX_TIME), help="override router.rtt")
+    add_pipeline_args(r)
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.add_argument("--trace", metavar="FILE", help="write the service trace as CSV")
     r.add_argument("--delays", metavar="FILE.csv", help="write the delay histograms as CSV "

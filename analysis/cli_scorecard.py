@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from mrfq.flows.cli_args import (
+    add_pipeline_args,
     add_scenario_args,
     check_distinct_outputs,
     check_output_path,
@@ -16,6 +17,7 @@ from mrfq.flows.cli_args import (
     dumps_strict,
     int_type,
     load_scenario_arg,
+    pipeline_changes,
     number_type,
     parse_names,
     parse_number,
@@ -72,6 +74,8 @@ def cmd_scorecard(args) -> int:
                         f"{sc.run.warmup:g}; also give --warmup (e.g. --warmup {args.duration / 10:g}, 10 % of it)")
     if args.warmup is not None:
         sc = sc.replace(**{"run.warmup": args.warmup})
+    if pipeline_changes(args):
+        sc = sc.replace(**pipeline_changes(args))
     sc = sc.with_overrides(seed=args.seed, duration=args.duration, virtual_time=args.virtual_time)
     res = scorecard(sc, scheds, intervals=intervals)
     if args.plot:
@@ -102,6 +106,7 @@ def register(sub) -> None:
     p.add_argument("--duration", type=number_type("--duration", lo=0.0, lo_open=True, hi=MAX_TIME),
                    help="override run.duration")
     p.add_argument("--warmup", type=number_type("--warmup", lo=0.0, hi=MAX_TIME), help="override run.warmup")
+    add_pipeline_args(p)
     p.add_argument("--intervals", metavar="EDGES",
                    help="also each flow's dominant share and mean delay per interval: edges t0,t1,... or "
                         "START:STOP:STEP (from the service trace)")

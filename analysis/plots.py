@@ -193,3 +193,44 @@ def plot_interval_shares(intervals, *, title: str | None = None) -> Figure:
     if title:
         fig.suptitle(title)
     return fig
+
+
+def plot_middlebox(rows, *, title: str | None = None) -> Figure:
+    """The rows of :func:`analysis.middlebox.study`: per case, the light flow's p99 sojourn (cases with
+    one) and the greedy flows' largest distance from weighted DRF against the stage buffer, one line
+    per scheduler, solid under ``schedule_at = "ingress"``; the unbounded buffer at the right end,
+    and ``"every"`` with an unbounded buffer (the router of [BR]) as a dotted line."""
+    import matplotlib.pyplot as plt
+
+    case_names = list(dict.fromkeys(r["case"] for r in rows))
+    panels = [(c, "light_p99") for c in case_names if any(r["light_p99"] is not None for r in rows if r["case"] == c)]
+    panels += [(c, "drf_distance") for c in case_names]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    scheds = list(dict.fromkeys(r["scheduler"] for r in rows))
+    stages = sorted({r["stage_buffer"] for r in rows if r["stage_buffer"] is not None})
+    x_unb = (stages[-1] * 4) if stages else 1
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (case, key) in zip(axes[0], panels):
+        for i, s in enumerate(scheds):
+            col = colors[i % len(colors)]
+            mine = [r for r in rows if r["case"] == case and r["scheduler"] == s]
+            ing = sorted(((r["stage_buffer"] or x_unb), r[key]) for r in mine if r["schedule_at"] == "ingress"
+                         and r[key] is not None)
+            if ing:
+                ax.plot([a for a, _ in ing], [b for _, b in ing], "-o", ms=3, color=col, label=s)
+            every = [r[key] for r in mine if r["schedule_at"] == "every" and r["stage_buffer"] is None
+                     and r[key] is not None]
+            if every:
+                ax.axhline(every[0], color=col, ls=":", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(stages + [x_unb], [str(b) for b in stages] + ["inf"])
+        ax.set_yscale("log")
+        ax.set_xlabel("stage buffer (packets), ingress placement")
+        ax.set_ylabel("light flow p99 sojourn" if key == "light_p99" else "largest |rate / DRF share - 1|")
+        ax.set_title(f"{case}: {'p99 of the light flow' if key == 'light_p99' else 'distance from DRF'}",
+                     fontsize=10)
+    axes[0][0].legend(fontsize=7, title="dotted: every, unbounded", title_fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -64,6 +64,9 @@ def run_json(r) -> dict:
     each flow and class its sojourn ``delay`` (:mod:`analysis.delay_stats`; with more than
     ``router.delays.PER_FLOW_MAX`` static flows a flow's is its [[flow]] table's)."""
     d = r.to_json()
+    rc = r.scenario.router
+    d["schedule_at"] = rc.schedule_at
+    d["stage_buffer"] = None if rc.stage_buffer is None else list(rc.stage_buffer)
     for c, e in zip(d["classes"], class_estimates(r)):
         c.update(gamma=_null(e.gamma), ci=[_null(e.ci[0]), _null(e.ci[1])], method=e.method)
     dh = r.delays

@@ -69,6 +69,8 @@ class ScorecardResult:
     def to_json(self) -> dict:
         sc = self.scenario
         return {"scenario": sc.name, "seed": self.seed, "duration": sc.run.duration, "warmup": sc.run.warmup,
+                "schedule_at": sc.router.schedule_at,
+                "stage_buffer": None if sc.router.stage_buffer is None else list(sc.router.stage_buffer),
                 "schedulers": self.schedulers, "flows": self.rows, "intervals": self.intervals}
 
 
@@ -263,7 +265,7 @@ def format_scorecard(res: ScorecardResult) -> str:
     sc = res.scenario
     ci_name = "95% CI" if sc.run.confidence == 0.95 else "CI"
     lines = [f"mrfq scorecard: scenario {sc.name}, seed {res.seed}, {len(res.schedulers)} schedulers on the same "
-             f"packets, {sc.run.duration:g} time units (warm-up {sc.run.warmup:g})", "",
+             f"packets, {sc.run.duration:g} time units (warm-up {sc.run.warmup:g}){sc.router.pipeline_text()}", "",
              f"{'scheduler':<14} {'flow':<12} {'source':<8} {'rate':>8} {'share':>8} {'rate/sh':>7} "
              f"{'mean':>8} {ci_name:>19} {'p99':>8} {'p99/pkt':>7} {'drops':>12}"]
     prev = None

@@ -127,6 +127,47 @@ def _argtype(fn, field: str, kw: dict):
     return conv
 
 
+def parse_stage_buffer(field: str, text: Any) -> int | str | list:
+    """``--stage-buffer``: ``B`` (every resource after the first), ``unbounded``, or one entry per
+    resource after the first, comma-separated (``64,unbounded``); the scenario gate checks the count."""
+    from mrfq.flows.scenario import MAX_STAGE_BUFFER
+
+    entries = [e.strip() for e in str(text).split(",")]
+    out: list = []
+    for e in entries:
+        if e == "unbounded":
+            out.append(e)
+        else:
+            try:
+                out.append(parse_int(field, e, lo=1, hi=MAX_STAGE_BUFFER))
+            except MrfqError:
+                raise MrfqError(f"{field} {shorten(text)}: give a whole number of packets >= 1, 'unbounded', or one "
+                                "such entry per resource after the first, comma-separated (e.g. 64 or 8,unbounded)")
+    return out[0] if len(out) == 1 else out
+
+
+def add_pipeline_args(p) -> None:
+    """``--schedule-at`` and ``--stage-buffer`` (docs/middlebox.md), for ``run`` and ``scorecard``."""
+    from mrfq.flows.scenario import SCHEDULE_AT
+
+    p.add_argument("--schedule-at", choices=SCHEDULE_AT,
+                   help="override router.schedule_at: every resource orders its queue by the scheduler ([BR]), "
+                        "or only the first (later resources FIFO)")
+    p.add_argument("--stage-buffer", type=_argtype(parse_stage_buffer, "--stage-buffer", {}), metavar="B",
+                   help="override router.stage_buffer: packets in front of each resource after the first, with "
+                        "back-pressure ('unbounded', or one entry per resource, comma-separated)")
+
+
+def pipeline_changes(args) -> dict:
+    """The scenario changes of :func:`add_pipeline_args`' options."""
+    out = {}
+    if args.schedule_at is not None:
+        out["router.schedule_at"] = args.schedule_at
+    if args.stage_buffer is not None:
+        out["router.stage_buffer"] = args.stage_buffer
+    return out
+
+
 def number_type(field: str, **kw):
     """An argparse ``type=`` that reads with :func:`parse_number` (errors stay one line)."""
     return _argtype(parse_number, field, kw)

@@ -92,6 +92,14 @@ from mrfq.flows.validate import whole as _int
 VIRTUAL_TIMES = ("started", "in-service")
 GAMMA_METHODS = ("little", "completions")
 INCREMENTS = ("cost", "packet")
+#: router.schedule_at: every resource orders its queue by the scheduler ([BR]), or the first only
+SCHEDULE_AT = ("every", "ingress")
+#: flow.cost_law / class.cost_law: a packet's cost at each resource is the given one ("fixed"), or
+#: drawn independently per resource, exponential of that mean ("exponential")
+COST_LAWS = ("fixed", "exponential")
+#: with exponential costs, delays below this fraction of the smallest mean cost share the lowest
+#: histogram bucket (router/delays.py)
+EXP_FLOOR = 1e-3
 
 
 #: Documented limits of the gate (documentation: "What mrfq refuses").  Each bounds what
@@ -117,6 +125,7 @@ MAX_NAME = 100                    # characters in a flow, class, resource or sce
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
 MAX_BUFFER = MAX_WINDOW           # flow.buffer: packets an open-loop flow holds inside the router (ring slots)
 DEFAULT_BUFFER = 1000             # flow.buffer when an open-loop flow gives none
+MAX_STAGE_BUFFER = 10**9          # router.stage_buffer: packets in front of a resource after the first
 MIN_GAP = 1e-9                    # 1 / rate, on and off are >= MIN_GAP x the largest per-packet time
 
 
@@ -182,6 +191,7 @@ class FlowSpec:
     #: open-loop source (None: a windowed greedy flow, the default) and its buffer (packets inside the router)
     arrival: PacketLaw | None = None
     buffer: int = 0
+    cost_law: str = "fixed"
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
@@ -212,6 +222,7 @@ class ClassSpec:
     per_byte: tuple[float, ...] | None = None
     packet_sizes: PacketSizes | None = None
     size: SizeLaw | None = None
+    cost_law: str = "fixed"
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
@@ -264,6 +275,26 @@ class RouterConfig:
     increment: str = "cost"
     #: scheduler-specific options (``router.<key>``), as (key, value) pairs; checked by fq.registry.resolve
     options: tuple[tuple[str, Any], ...] = ()
+    #: where the scheduler orders packets: at every resource, or at the first only (docs/middlebox.md)
+    schedule_at: str = "every"
+    #: the stage buffer in front of each resource after the first (packets), or None: unbounded
+    stage_buffer: tuple[int | None, ...] | None = None
+
+    def pipeline_text(self) -> str:
+        """``""`` for the router of [BR], else how the scheduler sits and the stage buffers, for
+        report headings (``", scheduled at ingress, stage buffer 64"``)."""
+        out = ", scheduled at ingress" if self.schedule_at == "ingress" else ""
+        if self.stage_buffer is not None:
+            b = ["unbounded" if x is None else str(x) for x in self.stage_buffer]
+            out += f", stage buffer {b[0]}" if len(set(b)) == 1 else f", stage buffers {'/'.join(b)}"
+        return out
+
+    def stage_caps(self, J: int) -> tuple[float, ...] | None:
+        """The stage buffer in front of each resource 1..J-1 (``inf``: unbounded), or None when
+        every one is unbounded (the router of [BR])."""
+        if self.stage_buffer is None:
+            return None
+        return tuple(math.inf if b is None else float(b) for b in self.stage_buffer)
 
 
 @dataclass(frozen=True)
@@ -298,7 +329,7 @@ class Scenario:
         """The smallest positive per-packet time at any resource (every packet size's, a packet
         trace's sizes included): the delay histograms' scale (router/delays.py)."""
         specs = list(self.flows) + list(self.classes)
-        return min(x for i, s in enumerate(specs)
+        return min(x * (EXP_FLOOR if s.cost_law == "exponential" else 1.0) for i, s in enumerate(specs)
                    for t in _packet_times(s) + (trace_packet_times(self, i) if i < len(self.flows) else [])
                    for x in t if x > 0.0)
 
@@ -401,16 +432,17 @@ class Scenario:
 
 # ---------------------------------------------------------------------------
 _TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "description")
-_ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment")
+_ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment", "schedule_at",
+           "stage_buffer")
 _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services", "max_flows",
         "flow_order")
 #: run.flow_order: how static flow ids (the order of ties, flow table rows) follow the [[flow]] tables
 FLOW_ORDERS = ("tables", "round-robin")
 _TRAFFIC = ("load", "trace", "packet_trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count",
-         "arrival", "buffer")
+         "arrival", "buffer", "cost_law")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
-          "packet_size_probs", "size")
+          "packet_size_probs", "size", "cost_law")
 
 
 def _table(where: str, v: Any) -> Mapping[str, Any]:
@@ -589,6 +621,41 @@ def trace_packet_times(sc: Scenario, k: int) -> list[tuple[float, ...]]:
     return [tuple(c + b * x for c, b in zip(f.cost, f.per_byte)) for x in (float(z.min()), float(z.max()))]
 
 
+def _cost_law(where: str, d: Mapping[str, Any]) -> str:
+    law = d.get("cost_law", "fixed")
+    if law not in COST_LAWS:
+        raise _err(f"{where}.cost_law = {_q(law)}: choose 'fixed' (every packet costs its cost) or 'exponential' "
+                   "(each packet's cost at each resource drawn independently, exponential with that mean)")
+    return law
+
+
+def _stage_buffer(v: Any, res) -> tuple[int | None, ...] | None:
+    """``router.stage_buffer``: one number for every resource after the first, or a list with one
+    entry per resource after the first ("unbounded" for none); None when absent or all unbounded."""
+    if v is None:
+        return None
+    J = len(res)
+    fix = (f"an integer from 1 to {MAX_STAGE_BUFFER:,} (packets waiting for a resource, the one in service "
+           "before it included), \"unbounded\", or a list with one such entry per resource after the first")
+    if J == 1:
+        raise _err(f"router.stage_buffer = {_q(v)}: there is no resource after the first (resources = "
+                   f"{_q(list(res))}); remove router.stage_buffer")
+    entries = list(v) if isinstance(v, (list, tuple)) else [v] * (J - 1)
+    if len(entries) != J - 1:
+        raise _err(f"router.stage_buffer has {len(entries)} entries: give one per resource after the first "
+                   f"({J - 1}: {', '.join(res[1:][:8])}), or one number for all")
+    out: list[int | None] = []
+    for k, b in enumerate(entries):
+        where = "router.stage_buffer" if not isinstance(v, (list, tuple)) else f"router.stage_buffer[{k}]"
+        if b == "unbounded":
+            out.append(None)
+        elif isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_STAGE_BUFFER:
+            raise _err(f"{where} = {_q(b)}: must be {fix}")
+        else:
+            out.append(int(b))
+    return None if all(b is None for b in out) else tuple(out)
+
+
 def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | Path | None = None) -> Scenario:
     """Validate a parsed TOML document (or an equivalent dict) into a :class:`Scenario`.
 
@@ -626,8 +693,14 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     fqr = r.get("fq_resource")
     if fqr is not None and fqr not in res:
         raise _err(f"router.fq_resource = {_q(fqr)}: must be one of the resources {_names(res, 8)}")
+    schedule_at = r.get("schedule_at", "every")
+    if schedule_at not in SCHEDULE_AT:
+        raise _err(f"router.schedule_at = {_q(schedule_at)}: choose 'every' (each resource orders its queue by "
+                   "the scheduler, [BR]) or 'ingress' (the scheduler orders the first resource's queue, later "
+                   "resources serve first come, first served)")
+    stage = _stage_buffer(r.get("stage_buffer"), res)
     if sched == "fq-single" and fqr is None:
-        fqr = res[-1]
+        fqr = res[0] if schedule_at == "ingress" else res[-1]
     idle_reset = r.get("idle_reset", False)
     if not isinstance(idle_reset, bool):
         raise _err(f"router.idle_reset = {_q(idle_reset)}: must be true or false")
@@ -644,6 +717,8 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         idle_reset=idle_reset,
         increment=inc,
         options=tuple(extra),
+        schedule_at=schedule_at,
+        stage_buffer=stage,
     )
 
     u = _table("run", d.get("run"))
@@ -714,6 +789,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
             packets=_int(f"{w}.packets", f.get("packets", 0), lo=0, hi=MAX_COUNT),
             per_byte=pb if ps is not None or "per_byte" in f else None, packet_sizes=ps,
             count=_int(f"{w}.count", f.get("count", 1), lo=1, hi=MAX_STATIC_FLOWS),
+            cost_law=_cost_law(w, f),
         ))
     n_static = sum(f.count for f in flows)
     if n_static > MAX_STATIC_FLOWS:
@@ -763,6 +839,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
             mean_packets=mean_packets,
             weight=_num(f"{w}.weight", c.get("weight", 1.0), lo=MIN_WEIGHT, hi=MAX_MAGNITUDE),
             share=share, per_byte=pb if ps is not None else None, packet_sizes=ps, size=size,
+            cost_law=_cost_law(w, c),
         ))
     arrival_trace = _arrival_trace(t, Path(base_dir) if base_dir is not None else None, raw, classes_in)
     if load is not None:
@@ -918,7 +995,7 @@ def to_dict(s: Scenario) -> dict[str, Any]:
                     out["size"] = v.to_dict()
                     out.pop("mean_packets", None)
             elif v is None or (f.name == "mean_packets" and getattr(x, "size", None) is not None) \
-                    or (f.name == "count" and v == 1):  # the default: digests of older scenarios stay
+                    or (f.name == "count" and v == 1) or (f.name == "cost_law" and v == "fixed"):  # the default: digests of older scenarios stay
                 continue
             elif isinstance(v, tuple):
                 out[f.name] = list(v)
@@ -928,7 +1005,11 @@ def to_dict(s: Scenario) -> dict[str, Any]:
 
     d: dict[str, Any] = {"name": s.name, "resources": list(s.resources),
                          "router": {**{k: v for k, v in dataclasses.asdict(s.router).items()
-                                       if v is not None and k != "options"}, **dict(s.router.options)},
+                                       if v is not None and k not in ("options", "stage_buffer")
+                                       and not (k == "schedule_at" and v == "every")},  # digests of older scenarios stay
+                                    **({"stage_buffer": ["unbounded" if b is None else b for b in s.router.stage_buffer]}
+                                       if s.router.stage_buffer is not None else {}),
+                                    **dict(s.router.options)},
                          "run": {k: v for k, v in dataclasses.asdict(s.run).items()
                                  if not (k == "max_flows" and v == 0) and not (k == "flow_order" and v == "tables")}}
     if s.flows:

@@ -17,6 +17,9 @@ Module attributes (plain Python)::
                                      :class:`flows.errors.ScenarioError` naming ``router.<option>``)
     Reference                        plain-Python twin of the hooks for the SimPy reference model,
                                      written independently of the kernel: the test oracle
+    PLACEMENT (optional)             "ingress" for a scheduler defined at the first resource only
+                                     (its later resources FIFO, every packet through its first
+                                     resource): the router runs it so (fq.registry.at_ingress)
 
 State (all float64, zeroed; a flow's rows are zeroed again when a flow takes a table row):
 ``S = SchedState(flow, flow_res, res, glob)`` with ``S.flow[slot * NF + m]``,
@@ -69,6 +72,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+
+from mrfq.flows.errors import ScenarioError
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,22 @@ def check_module(mod) -> None:
             raise TypeError(f"scheduler module {mod.__name__}: Reference.{m} missing (fq/contract.py)")
     if not isinstance(mod.layout(2), Layout):
         raise TypeError(f"scheduler module {mod.__name__}: layout(J) must return fq.contract.Layout")
+
+
+def one_resource(router, resources, what: str) -> int:
+    """The index of the resource a single-resource scheduler (``fq-single``, ``drr``) schedules:
+    ``router.fq_resource``, by default the last resource, or the first under
+    ``router.schedule_at = "ingress"``, where only the first resource's queue is ordered by a
+    scheduler (another resource is refused: its scheduler would never order anything)."""
+    ingress = getattr(router, "schedule_at", "every") == "ingress"
+    name = router.fq_resource if router.fq_resource is not None else resources[0 if ingress else -1]
+    if name not in resources:
+        raise ScenarioError(f"router.fq_resource = {name!r}: must be one of the resources {list(resources)}")
+    if ingress and name != resources[0]:
+        raise ScenarioError(f"router.fq_resource = {name!r}: under router.schedule_at = 'ingress' only the first "
+                            f"resource's queue is scheduled, so {what} must run there; set fq_resource = "
+                            f"{resources[0]!r} (or leave it out), or schedule_at = 'every'")
+    return resources.index(name)
 
 
 def option_value(router, name: str, default: Any) -> Any:

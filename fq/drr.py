@@ -54,7 +54,7 @@ from collections import deque
 
 from mrfq.flows.errors import ScenarioError
 from mrfq.fq._jit import jit
-from mrfq.fq.contract import Layout, Option, ReferenceTags, option_value
+from mrfq.fq.contract import Layout, Option, ReferenceTags, one_resource, option_value
 
 NAME = "drr"
 SUMMARY = "deficit round robin on one resource, FIFO elsewhere"
@@ -84,14 +84,13 @@ def layout(J):
 
 def encode(router, resources):
     """``opt = (DRR resource index, Q)``."""
-    name = router.fq_resource if router.fq_resource is not None else resources[-1]
-    if name not in resources:
-        raise ScenarioError(f"router.fq_resource = {name!r}: must be one of the resources {list(resources)}")
+    jd = one_resource(router, resources, "drr")
+    name = resources[jd]
     q = option_value(router, "quantum", 1.0)
     if isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q) or q <= 0:
         raise ScenarioError(f"router.quantum = {q!r}: must be a number > 0 (time units of "
                             f"{name!r} per DRR turn, e.g. quantum = 1.0)")
-    return (float(resources.index(name)), float(q))
+    return (float(jd), float(q))
 
 
 @jit(inline="always")

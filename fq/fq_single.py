@@ -8,10 +8,9 @@ resource the key is the arrival time there, as in :mod:`fq.fifo`.  Options
 
 from __future__ import annotations
 
-from mrfq.flows.errors import ScenarioError
 from mrfq.fq import sfq
 from mrfq.fq._jit import jit
-from mrfq.fq.contract import Option
+from mrfq.fq.contract import Option, one_resource
 
 NAME = "fq-single"
 SUMMARY = "SFQ on one resource, FIFO elsewhere"
@@ -22,10 +21,7 @@ layout = sfq.layout_fixed_rate
 
 
 def encode(router, resources):
-    name = router.fq_resource if router.fq_resource is not None else resources[-1]
-    if name not in resources:
-        raise ScenarioError(f"router.fq_resource = {name!r}: must be one of the resources {list(resources)}")
-    return (float(resources.index(name)),) + sfq.encode_sfq(router)
+    return (float(one_resource(router, resources, "fq-single")),) + sfq.encode_sfq(router)
 
 
 @jit(inline="always")

@@ -49,8 +49,12 @@ flow i (time units on its dominant resource, divided by the flow weight).
    hold resource 0 idle until the next event instant for no reason of the
    algorithm's own.
 
-(choice) A packet that skips resource 0 (``s_i0 = 0``) bypasses the round
-robin: it is FIFO at every resource it visits and counts in no round.
+Every packet takes its turn in the rounds, even one that costs nothing at resource 0
+(``s_i0 = 0``): MR3 is scheduled at ingress by definition (``PLACEMENT``), so such a packet
+passes resource 0 in zero time when its turn comes (docs/middlebox.md), and a cost of 0 there
+behaves as the limit of small costs.  (A packet that bypassed the rounds took the last resource
+from the flows in them: x = (1, 1), y = (0, 1) got 0.0625 / 0.9375 packets per time unit
+against DRF's 0.5 / 0.5.)
 (choice) Weights: ``d(p)`` divides by ``w_i``, so flows receive dominant
 service in proportion to their weights (weighted DRF); [MR3] is unweighted.
 (choice) ``MaxEC`` is the largest excess left by the turns of the previous
@@ -78,6 +82,10 @@ NAME = "mr3"
 SUMMARY = "multi-resource round robin: ERR rounds at the first resource, FIFO after"
 REFERENCE = "[MR3] Wang, Li & Liang, ICNP 2013, sec. IV, Alg. 1"
 OBJECTIVE = "drf"
+#: MR3 schedules at the first resource only, later resources FIFO: the engine runs it under
+#: ``router.schedule_at = "ingress"`` whenever some packet costs nothing at the first resource
+#: (with positive costs there the two placements give MR3 the same schedule)
+PLACEMENT = "ingress"
 OPTIONS = (Option("progress", 2, "MR3 progress control: round k starts at the first resource once every packet "
                                  "of round k - progress has left its last resource; 0 = off (0..3)",
                   examples=(0, 1, 3)),)

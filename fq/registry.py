@@ -69,6 +69,18 @@ def get(name: str) -> SchedulerInfo:
     return info
 
 
+def at_ingress(router, module, specs) -> bool:
+    """Whether the router runs under ingress placement (docs/middlebox.md): the scenario asks for it
+    (``router.schedule_at = "ingress"``), or the scheduler is defined at ingress (its module's
+    ``PLACEMENT``) and some flow or class costs nothing at the first resource, which under
+    ``"every"`` would bypass the scheduler."""
+    if router.schedule_at == "ingress":
+        return True
+    if getattr(module, "PLACEMENT", "every") != "ingress":
+        return False
+    return any(s.cost[0] == 0.0 and not (s.per_byte is not None and s.per_byte[0] > 0.0) for s in specs)
+
+
 def resolve(router, resources, *, foreign: str = "refuse") -> tuple[SchedulerInfo, tuple[float, ...]]:
     """The scheduler of a validated ``RouterConfig`` and its options encoded as ``opt``.
 

@@ -48,7 +48,8 @@ from mrfq.router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
     I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
-    ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, keeps_times, n_fcols, pkt_times, ring_size,
+    ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, keeps_times, n_fcols, pkt_width, ring_size,
+    RI_STAGE_CAP, STAGE_UNBOUNDED,
 )
 
 INF = np.inf
@@ -165,7 +166,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     arrivals, cost_key: int, specialise: bool = True, chunk: int = 4096,
                     packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
                     min_cost: float = 1.0, record_delays: bool = True,
-                    record_fairness: bool = True, share_window: float = 0.0) -> tuple[KernelResult, float]:
+                    record_fairness: bool = True, share_window: float = 0.0, ingress: bool = False,
+                    stage_caps=None) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -187,6 +189,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     delay, router/delays.py); ``record_delays=False`` records none (same services, same trace), nor the
     relative fairness bound (router/rfb.py), which ``record_fairness=False`` alone also turns off;
     ``share_window > 0`` samples each static flow's dominant service at its multiples (the share series).
+    ``ingress``: the scheduler orders resource 0 only, later resources serve first come, first served;
+    ``stage_caps``: the stage buffer in front of each resource 1..J-1 (packets; inf: unbounded), or
+    None (docs/middlebox.md); either takes the generic loop.
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -194,8 +199,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     lay = sched.module.layout(J)
     buf_max = int(traffic.table_buffer.max()) if len(traffic.table_buffer) else 0
     NR = ring_size(max(N + 1, buf_max))  # > N: a departure's record outlives the admission it triggers
-    lean = specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None)
-    W = lay.pkt + pkt_times(J, keeps_times(record_delays, lean))
+    lean = specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None) and not ingress \
+        and stage_caps is None
+    W = pkt_width(lay, J, keeps_times(record_delays, lean), lean)
     C = n_static + 64
     if hist_rows is None:
         hist_rows = (n_static, np.arange(max(n_static, 1), dtype=np.int64))
@@ -211,7 +217,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key), HS=HS, NB=int(NB), hbase=int(hbase),
                dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF,
-               rfb_on=0, rfb_lim=1 << 62)
+               rfb_on=0, rfb_lim=1 << 62, ingress=int(bool(ingress)), staged=int(stage_caps is not None))
     # the relative fairness bound (router/rfb.py): with delays recorded and 2 or more static flows
     # (every pair up to RFB_MAX, above that RFB_SUBSET covered flows)
     rfb_on = record_delays and record_fairness and n_static >= 2
@@ -225,6 +231,11 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         P = P._replace(rfb_on=1, rfb_lim=_rfb.BUF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
                                              batch_starts(warmup, T, B), rtt, pc, HR, NB, rfb_state)
+    if stage_caps is not None:
+        if len(stage_caps) != J - 1:
+            raise MrfqError(f"stage_caps: {len(stage_caps)} entries, must be {J - 1} (one per resource after the first)")
+        rs.ri[RI_STAGE_CAP * J + 1:(RI_STAGE_CAP + 1) * J] = [
+            STAGE_UNBOUNDED if not np.isfinite(b) else int(b) for b in stage_caps]
     if rfb_on:
         ft.rfb_dom[cov] = (np.arange(len(cov), dtype=np.int64) << _rfb.RFB_SHIFT) | (dom + 1)
     # static flows own rows 0..n_static-1 (flow id = row)
@@ -396,8 +407,8 @@ def _take_packets(packets, n: int) -> PacketChunk:
 
 def needs_packet_costs(specs: Specs) -> bool:
     """Whether costs are kept per packet: some flow or class has packet sizes, or a packet trace
-    gives sizes (else per flow)."""
-    return bool((np.asarray(specs.n_sizes) != 1).any())
+    gives sizes, or exponential costs (else per flow)."""
+    return bool((np.asarray(specs.n_sizes) != 1).any() or (np.asarray(specs.law) != 0).any())
 
 
 # used by compile warm-ups (analysis.sweep): the loop variant a run of these settings takes

@@ -34,6 +34,19 @@ Ties between keys: smallest key, then smallest flow id.  A flow's packets reach
 every resource in sequence order, so each resource keeps a FIFO per flow and a
 binary min-heap of the flows' head packets (:mod:`router.heap`).
 
+Where the scheduler sits and stage buffers (docs/middlebox.md), read at run time by the
+generic variant (``P.ingress``, ``P.staged``; the lean one has neither, as constants):
+under ingress placement only resource 0 orders its queue by the scheduler's keys; a
+later resource keys a packet by the instant it joined its queue (kept in the packet
+record's word ``LP``, after the scheduler's own), and every packet passes resource 0,
+in zero time where it costs nothing there (its service ends at the instant it began:
+the loop takes that instant again).  A stage buffer in front of resource j > 0 counts
+(``ri[RI_STAGE_N * J + j]``) the packets waiting there that came from an earlier
+resource and those in service before j that go to j next; a resource starts a head
+whose next resource's count is at its cap (``RI_STAGE_CAP``) only when a place frees:
+phase 3 then tries the blocked resources again, in resource order, after every pass
+that started something.
+
 One loop is compiled per (number of resources J, scheduler, variant): the
 scheduler's hooks are bound as globals of that copy of the loop (no run-time
 dispatch, so an unknown scheduler cannot fall through to another's rules), J is
@@ -63,13 +76,14 @@ from mrfq.router.rfb import flush as rfb_flush
 from mrfq.router.flowtable import (
     DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
 )
-from mrfq.router.packets import packet_uniform
+from mrfq.router.packets import packet_exponential, packet_uniform
 from mrfq.router.state import (
+    RI_STAGE_CAP, RI_STAGE_N, ST_BLOCKED, ST_NONE, ST_STARTED,
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_DEP_N, C_NEXT_ARR,
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
     C_PK_ADM, C_PK_DEP, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
     I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH, RI_ADMITTED, RI_BUSY_SEQ,
-    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, STATIC_OPEN, STATIC_WINDOWED, cost_width, keeps_times, pkt_times,
+    RI_BUSY_SLOT, RI_HEAP_N, RI_SERVED, STATIC_OPEN, STATIC_WINDOWED, cost_width, keeps_times, pkt_width,
 )
 
 INF = np.inf
@@ -87,9 +101,10 @@ def _cost_base(PC, J, NR, NFC, s, seq):
     return s * NFC + F_COST
 
 
-def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, ri, hp, service_end):
+def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, ri, hp, service_end, ING, LP):
     """Packet ``seq`` (tags at ``pkt[pb:]``, costs at ``cst[cb:]``) of the flow in row ``s`` joins
-    resource j at time t."""
+    resource j at time t; under ingress placement (``ING``) a later resource keys it by t, kept at
+    ``pkt[pb + LP]``."""
     qs = ft.qs
     qb = (s * J + j) * QS_WIDTH
     cnt = qs[qb + QS_COUNT]
@@ -99,12 +114,16 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
     # service_end[j], which is inf when j is idle and t while phase 1b has yet to reach j)
     q_ij = cnt + 1 + (1 if t < service_end[j] < INF and ri[RI_BUSY_SLOT * J + j] == s else 0)
     sched_arrive(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight, q_ij, t)  # noqa: F821 - bound per scheduler
+    fcfs = ING and j > 0
+    if fcfs:
+        ft.pkt[pb + LP] = t
     if cnt == 0:
         qs[qb + QS_HEAD] = seq  # the flow's waiting packets at j: head, head + 1, ... (no overtaking)
-        heap.push(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight), uid, s)  # noqa: F821
+        key = t if fcfs else sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight)  # noqa: F821
+        heap.push(hp, ri, RI_HEAP_N * J + j, j, key, uid, s)
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted):
+def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted, ING, LP):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource).
     ``counted``: the admission was pending (queued in phase 2, or delayed by rtt), so it moves
     from the flow's pending count to its in-flight count; a departure that admits at once
@@ -123,20 +142,25 @@ def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri
     if PC:  # its Specs row: its [[flow]] table's for a static flow, its class's else
         k = slot_i[s * N_ICOLS + I_CLASS]
         row = tf.static_spec[s] if k < 0 else tf.class_spec[k]
-    if PC and sp.n_sizes[row] != 1:
+    if PC and (sp.n_sizes[row] != 1 or sp.law[row] != 0):
         # a packet size from the counter-based hash, or (n_sizes = 0) the packet trace's, which the
-        # arrival left in the cost record; costs = per packet + per byte * size
+        # arrival left in the cost record; costs = per packet + per byte * size, with cost_law =
+        # "exponential" times an exponential of mean 1 per resource (router/packets.py)
         if sp.n_sizes[row] > 1:
             u = packet_uniform(cost_key, uid, seq)
             z = 0
             while z < sp.n_sizes[row] - 1 and u >= sp.cdf[row, z]:
                 z += 1
             size = sp.sizes[row, z]
+        elif sp.n_sizes[row] == 1:
+            size = sp.sizes[row, 0]
         else:
             size = cst[cb]
         dominant = 0.0
         for jj in range(J):
             c = sp.cost[row, jj] + sp.per_byte[row, jj] * size
+            if sp.law[row] != 0 and c > 0.0:
+                c *= packet_exponential(cost_key, uid, seq, jj)
             cst[cb + jj] = c
             if NFC - F_COST > J:  # the increments s_ij / w_i (Layout.increments)
                 cst[cb + J + jj] = c / weight
@@ -154,25 +178,27 @@ def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri
         slot_i[s * N_ICOLS + I_PENDING] -= 1
         slot_i[s * N_ICOLS + I_INFLIGHT] += 1
     sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant_service, t)  # noqa: F821
-    if j0 == 0:  # the common first resource as a constant index (interleaved A/B: about 4 % on bmf-wfq)
-        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, 0, t, uid, weight, ft, ri, hp, service_end)
+    if j0 == 0 or ING:  # the common first resource as a constant index (interleaved A/B: about 4 % on bmf-wfq);
+        # under ingress placement every packet passes resource 0
+        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, 0, t, uid, weight, ft, ri, hp, service_end, ING, LP)
     else:
-        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end)
+        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end, ING, LP)
 
 
 @jit(inline="always")
-def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
+def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur, ING):
     """A packet that arrived at ``a`` leaves at ``t``: its wait at each resource it visited (the
     start of its service there, ``pkt[ps + j]``, minus the instant it joined the queue: ``a`` at the
     first, the end of its previous service, start + cost, at the others: the very sums the loop
     computed) and its sojourn ``t - a`` into its row's histograms, its sojourn into the row's
     maximum and its batch's sum and count (router/delays.py: ``hb`` is the row's ``row_offset``,
     ``dstat`` where its statistics start after it; ``dcount`` is ``dacc``'s words as integers, for
-    the counts; the bucket of a delay x is that of max(x, dfloor))."""
+    the counts; the bucket of a delay x is that of max(x, dfloor)); under ingress placement
+    (``ING``) every packet waited at resource 0, whatever it cost there."""
     joined = a
     for j in range(J):
         c = cst[cb + j]
-        if c > 0.0:
+        if c > 0.0 or (ING and j == 0):
             st = pkt[ps + j]
             w = st - joined
             w = w if w > dfloor else dfloor
@@ -189,33 +215,55 @@ def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur):
 
 
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr, rec, rfb_on, rfb_log, rfb_n):
-    """Idle resource j starts its smallest head (phase 3); returns the trace length and the length
+                busy_post, trace_cap, tr_n, tr, rec, rfb_on, rfb_log, rfb_n, ING, STAGED, LP):
+    """Idle resource j starts its smallest head (phase 3); returns the trace length, the length
     of the relative fairness log (router/rfb.py: with ``rec`` and ``rfb_on``, each service start is
-    written there, and counted when j is the flow's dominant resource)."""
+    written there, and counted when j is the flow's dominant resource) and what happened:
+    ST_STARTED, ST_BLOCKED (with stage buffers, ``STAGED``: the head's next resource has no place)
+    or ST_NONE."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
-        return tr_n, rfb_n
+        return tr_n, rfb_n, ST_NONE
     if not sched_ready(S, ft.pkt, opt, J, j, t):  # noqa: F821
-        return tr_n, rfb_n
+        return tr_n, rfb_n, ST_NONE
     qs, pkt = ft.qs, ft.pkt
     NR = RM + 1
     top = hp[j, 1]
     s = top & heap.SLOT_MASK
     qb = (s * J + j) * QS_WIDTH
     seq = qs[qb + QS_HEAD]
+    cb = _cost_base(PC, J, NR, NFC, s, seq)
+    if STAGED:
+        # the stage buffer of its next resource nj: a place, or j stays idle (blocked)
+        nj = j + 1
+        while nj < J and cst[cb + nj] <= 0.0:
+            nj += 1
+        if nj < J:
+            if ri[RI_STAGE_N * J + nj] >= ri[RI_STAGE_CAP * J + nj]:
+                return tr_n, rfb_n, ST_BLOCKED
+            ri[RI_STAGE_N * J + nj] += 1
+        if j > 0:
+            # it leaves j's stage buffer if it came from an earlier resource (always, under ingress)
+            came = ING
+            for jj in range(j):
+                if cst[cb + jj] > 0.0:
+                    came = True
+            if came:
+                ri[RI_STAGE_N * J + j] -= 1
     qs[qb + QS_HEAD] = seq + 1
     cnt = qs[qb + QS_COUNT] - 1
     qs[qb + QS_COUNT] = cnt
     pb = (s * NR + (seq & RM)) * W
-    cb = _cost_base(PC, J, NR, NFC, s, seq)
     weight = ft.slot_f[s * NFC + F_WEIGHT]
     if cnt > 0:
         pbn = (s * NR + ((seq + 1) & RM)) * W
         cbn = _cost_base(PC, J, NR, NFC, s, seq + 1)
         sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, pbn, cbn, t)  # noqa: F821
-        heap.replace_top(hp, ri, RI_HEAP_N * J + j, j, sched_head(S, pkt, opt, J, s, pbn, cst, cbn, j, weight),  # noqa: F821
-                         top >> heap.SLOT_BITS, s)
+        if ING and j > 0:
+            key = pkt[pbn + LP]
+        else:
+            key = sched_head(S, pkt, opt, J, s, pbn, cst, cbn, j, weight)  # noqa: F821
+        heap.replace_top(hp, ri, RI_HEAP_N * J + j, j, key, top >> heap.SLOT_BITS, s)
     else:
         sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, -1, -1, t)  # noqa: F821
         heap.pop(hp, ri, RI_HEAP_N * J + j, j)
@@ -244,16 +292,17 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         rfb_log[3 * rfb_n + 1] = end
         rfb_log[3 * rfb_n + 2] = (rd >> RFB_SHIFT) << 2
         rfb_n += 1 if (rd & RFB_MASK) == j + 1 else 0
-    return tr_n, rfb_n
+    return tr_n, rfb_n, ST_STARTED
 
 
-def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC, TIMES_CONST):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC, TIMES_CONST, LP_CONST):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
     NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time; CW_CONST the
     cost record's width, J or 2 J with the scheduler's increments; REC: the delays are recorded,
     else the loop has no code for them; TIMES_CONST: packet records keep their times,
-    router.state.keeps_times)."""
+    router.state.keeps_times; LP_CONST: the packet record's word for the key at a later resource
+    under ingress placement)."""
 
     def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr):
         """The event loop proper (see the module docstring for the event order).
@@ -277,6 +326,9 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         PC = PC_CONST  # costs per packet (packet sizes) or per flow: a constant
         NFC = F_COST + CW_CONST
         TIMES = TIMES_CONST  # packet records keep their times (router.state.keeps_times)
+        LP = LP_CONST
+        ING = False if LEAN else P.ingress == 1  # the scheduler at ingress only (docs/middlebox.md)
+        STAGED = False if LEAN else P.staged == 1  # stage buffers with back-pressure
         NR = RM + 1
         T = P.T
         warmup = P.warmup
@@ -368,7 +420,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                     nj += 1
                 if nj < J:
                     _enqueue(S, o, J, RM, W, PC, NFC, s, seq, pb, cst, cb, nj, t, slot_i[s * N_ICOLS + I_UID],
-                             slot_f[s * NFC + F_WEIGHT], ft, ri, hp, service_end)
+                             slot_f[s * NFC + F_WEIGHT], ft, ri, hp, service_end, ING, LP)
                     continue
                 # departure from the router
                 pk_departed += 1
@@ -405,7 +457,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                                 later = True
                         if not later and now_n == 0:
                             _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end,
-                                   False)
+                                   False, ING, LP)
                             pk_admitted += 1
                         else:
                             slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
@@ -430,7 +482,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 if REC and t > rec_from:  # its delays (depart has moved bcur to t's batch), once the next packet is
                     # admitted (off the instant's critical path); its record outlives that admission (NR > N)
                     _record(acc.dacc, acc.dcount, P.dfloor, P.dstat, J, ft.hrow[s], pkt, pb + W - J, cst, cb, pkt[pb + W - J - 1], t,
-                            bcur)
+                            bcur, ING)
 
             # ---- phase 2: admissions in order: immediate ones from departures, those delayed by
             #      rtt that fall due now, then new flows' windows (static starts by flow id, then
@@ -473,14 +525,27 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                         now_i += 1
                 else:
                     break
-                _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True)
+                _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True,
+                       ING, LP)
                 pk_admitted += 1
 
-            # ---- phase 3: idle resources start their smallest head
-            for j in range(J):
-                if ri[RI_BUSY_SLOT * J + j] < 0:
-                    tr_n, rfb_n = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                                              busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_log, rfb_n)
+            # ---- phase 3: idle resources start their smallest head; with stage buffers, the
+            #      resources left blocked try again after every pass that started something (one
+            #      call site: the scheduler's hooks are inlined once)
+            blocked = -1  # the first pass visits every idle resource
+            while blocked != 0:
+                still = 0
+                started = False
+                for j in range(J):
+                    if ri[RI_BUSY_SLOT * J + j] < 0 and (blocked >> j) & 1:
+                        tr_n, rfb_n, st = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri,
+                                                      service_end, busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_log,
+                                                      rfb_n, ING, STAGED, LP)
+                        if st == ST_BLOCKED:
+                            still |= 1 << j
+                        elif st == ST_STARTED:
+                            started = True
+                blocked = still if STAGED and started else 0
 
         cf[C_T] = t
         cf[C_NEXT_ARR] = next_arr
@@ -556,7 +621,7 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
         times = keeps_times(rec, lean)
-        raw = _make_raw(int(J), int(lay.pkt) + pkt_times(int(J), times), bool(pc), lean, const, tag, nr_const,
-                        cost_width(int(J), lay.increments), bool(rec), times)
+        raw = _make_raw(int(J), pkt_width(lay, int(J), times, lean), bool(pc), lean, const, tag, nr_const,
+                        cost_width(int(J), lay.increments), bool(rec), times, int(lay.pkt))
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

@@ -9,6 +9,8 @@ twin, checked against this one by the tests.
 
 from __future__ import annotations
 
+import math
+
 from mrfq.fq._jit import jit
 
 M32 = 0xFFFFFFFF
@@ -24,6 +26,15 @@ def hash32(x):
     x = (x * 0x2C1B3C6D) & M32
     x ^= x >> 16
     return x
+
+
+@jit(inline="always")
+def packet_exponential(cost_key, uid, seq, j):
+    """Exponential of mean 1 for packet ``seq`` of flow ``uid`` at resource j (``cost_law =
+    "exponential"``): ``-log(1 - u)`` with ``u = (h + 1/2) / 2**32`` and ``h`` the hash of
+    ``(h(key + 0x632BE5AB (j + 1)), uid, seq)``, between 1.2e-10 and 22.9, never 0."""
+    h = hash32(hash32(hash32(hash32(cost_key + 0x632BE5AB * (j + 1)) ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
+    return -math.log1p(-((h + 0.5) / 4294967296.0))
 
 
 @jit(inline="always")

@@ -33,6 +33,20 @@ the documented phase order:
     starts the waiting flow head of smallest ``(key, flow id)`` (a flow's
     packets are served in sequence at each resource); an idle resource with
     nothing waiting calls the scheduler's ``idle`` (e.g. ``idle_reset``).
+    With stage buffers (``router.stage_buffer``), a head whose next resource's
+    buffer is full is not started (the resource is *blocked*); once a pass
+    over the resources has started something, the blocked ones try again, in
+    resource order, until a pass starts nothing.
+
+Where the scheduler sits (``router.schedule_at``, docs/middlebox.md): under
+``"every"`` each resource orders its queue by the scheduler's keys; under
+``"ingress"`` only the first resource does, every later resource serves its
+packets in the order they joined its queue (ties by flow id), and every packet
+passes the first resource, in zero time if it costs nothing there (such a
+zero-length service ends at the instant it starts, in a second round of that
+instant).  Stage buffers count, in front of each resource j > 0, the packets
+waiting there that came from an earlier resource and the packets in service
+elsewhere whose next resource is j.
 
 Randomness, as in :func:`router.run.simulate`: flow arrivals (time, class,
 packets) come from :class:`flows.traffic.ArrivalStream`, the one
@@ -53,7 +67,7 @@ import numpy as np
 import simpy
 
 from mrfq.flows.scenario import MAX_TIME, Scenario
-from mrfq.fq.registry import resolve
+from mrfq.fq.registry import at_ingress, resolve
 from mrfq.flows.traffic import ArrivalStream, PacketStream, cost_key
 from mrfq.router.batches import batch_starts
 from mrfq.router.delays import PER_FLOW_MAX, bucket_py
@@ -80,6 +94,13 @@ def packet_uniform(cost_key: int, uid: int, seq: int) -> float:
     """Uniform in [0, 1) for packet ``seq`` of flow ``uid``: ``h(h(h(key ^ uid) + seq) + uid >> 32)``."""
     h = hash32(hash32(hash32(cost_key ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
     return h / 4294967296.0
+
+
+def packet_exponential(cost_key: int, uid: int, seq: int, j: int) -> float:
+    """Exponential of mean 1 for packet ``seq`` of flow ``uid`` at resource j (``cost_law =
+    "exponential"``): ``-log(1 - u)``, ``u = (h + 1/2) / 2**32`` from the same mixer, keyed per resource."""
+    h = hash32(hash32(hash32(hash32(cost_key + 0x632BE5AB * (j + 1)) ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
+    return -math.log1p(-((h + 0.5) / 4294967296.0))
 
 
 def _delay_to(now: float, t: float) -> float:
@@ -116,31 +137,35 @@ class Profile:
     sizes: tuple[float, ...]        # bytes; (0.0,) when packet sizes are not modelled
     cdf: tuple[float, ...]          # cumulative probabilities of ``sizes``, last = 1
     weight: float
+    exponential: bool = False       # cost_law = "exponential"
 
     @classmethod
     def of(cls, spec, J: int) -> "Profile":
+        exp = spec.cost_law == "exponential"
         if spec.packet_sizes is None and spec.per_byte is not None:  # sizes from the packet trace
-            return cls(tuple(spec.cost), tuple(spec.per_byte), (), (), spec.weight)
+            return cls(tuple(spec.cost), tuple(spec.per_byte), (), (), spec.weight, exp)
         if spec.packet_sizes is None:
-            return cls(tuple(spec.cost), (0.0,) * J, (0.0,), (1.0,), spec.weight)
+            return cls(tuple(spec.cost), (0.0,) * J, (0.0,), (1.0,), spec.weight, exp)
         cdf = [float(x) for x in np.cumsum(spec.packet_sizes.probs)]   # as router.run._spec_arrays
         cdf[-1] = 1.0
         return cls(tuple(spec.cost), tuple(spec.per_byte), tuple(spec.packet_sizes.sizes), tuple(cdf),
-                   spec.weight)
+                   spec.weight, exp)
 
     def packet_costs(self, cost_key: int, uid: int, seq: int, size: float | None = None) -> tuple[float, ...]:
         """``s_j = cost_j + per_byte_j * size``, the size drawn by the counter-based hash (or given: the
-        packet trace's)."""
-        if size is not None and not self.sizes:
-            return tuple(c + b * size for c, b in zip(self.cost, self.per_byte))
-        size = self.sizes[0]
-        if len(self.sizes) > 1:
-            u = packet_uniform(cost_key, uid, seq)
-            z = 0
-            while z < len(self.sizes) - 1 and u >= self.cdf[z]:
-                z += 1
-            size = self.sizes[z]
-        return tuple(c + b * size for c, b in zip(self.cost, self.per_byte))
+        packet trace's); with exponential costs each positive ``s_j`` times its own exponential."""
+        if not (size is not None and not self.sizes):
+            size = self.sizes[0]
+            if len(self.sizes) > 1:
+                u = packet_uniform(cost_key, uid, seq)
+                z = 0
+                while z < len(self.sizes) - 1 and u >= self.cdf[z]:
+                    z += 1
+                size = self.sizes[z]
+        s = [c + b * size for c, b in zip(self.cost, self.per_byte)]
+        if self.exponential:
+            s = [x * packet_exponential(cost_key, uid, seq, j) if x > 0.0 else x for j, x in enumerate(s)]
+        return tuple(s)
 
 
 @dataclass(eq=False)
@@ -180,6 +205,7 @@ class Packet:
     tag: dict = field(default_factory=dict)  # the scheduler's own per-packet values
     arrived: float = 0.0            # at the router (admission, or an open-loop arrival)
     joined: float = 0.0             # at the queue of the resource it is at
+    staged: bool = False            # counted in the stage buffer of the resource it waits at
     waits: list = field(default_factory=list)  # (resource, wait there) of each service started
 
 
@@ -252,6 +278,12 @@ class ReferenceRouter:
         self.warmup = float(sc.run.warmup)
         self.max_services = sc.run.max_services
         self.trace_cap = trace_cap
+        self.ingress = at_ingress(sc.router, resolve(sc.router, sc.resources)[0].module,
+                                  list(sc.flows) + list(sc.classes))
+        # stage buffers: capacity and count in front of each resource (index 0 unused)
+        caps = sc.router.stage_caps(J)
+        self.stage_cap = [math.inf] + (list(caps) if caps is not None else [math.inf] * (J - 1))
+        self.stage_n = [0] * J
         self.env = simpy.Environment()
         self.tags = make_tags(sc, self)
 
@@ -431,34 +463,60 @@ class ReferenceRouter:
             elif t >= self.warmup:
                 f.drops += 1
         # phase 3: idle resources start the head of smallest (key, flow id), if the scheduler is ready
-        for j in range(self.J):
-            if self.serving[j] is not None:
-                continue
-            if not self.head_key[j]:
-                self.tags.idle(j, t)
-                continue
-            if not self.tags.ready(j, t):
-                continue
-            uid = min(self.head_key[j], key=lambda u: (self.head_key[j][u], u))
-            fifo = self.fifo[j][uid]
-            p = fifo.pop(0)
-            next_p = fifo[0] if fifo else None
-            self.tags.start(p, j, next_p, t)
-            p.waits.append((j, t - p.joined))
-            if next_p is not None:
-                self.head_key[j][uid] = self.tags.head(next_p, j)
-            else:
-                del self.head_key[j][uid], self.fifo[j][uid]
-            self.serving[j] = p
-            k = self.rfb_index.get(uid, -1)
-            if k >= 0 and self.rfb_dom[k] == j:
-                self.rfb.record(t, t + p.s[j], k, _rfb.K_SERVICE)
-            if self.trace_cap is None or len(self.trace) < self.trace_cap:
-                self.trace.append((float(t), float(t + p.s[j]), j, p.flow.uid, p.seq))
-            self.env.process(self._service(j, p))
+        # and the head's next stage buffer has room; blocked resources try again after a pass that
+        # started something
+        blocked = [j for j in range(self.J) if self._start(j, t) == "blocked"]
+        started = True
+        while blocked and started:
+            started = False
+            still = []
+            for j in blocked:
+                r = self._start(j, t)
+                started |= r == "started"
+                if r == "blocked":
+                    still.append(j)
+            blocked = still
         # ``max_services``: the run ends with the instant at which that many services have completed
         if self.max_services > 0 and self.services >= self.max_services:
             self.stopped_at = t
+
+    def _start(self, j: int, t: float) -> str:
+        """Idle resource j starts its smallest head: "started", "blocked" (its next stage buffer
+        is full), or "" (busy, nothing waiting, or the scheduler not ready)."""
+        if self.serving[j] is not None:
+            return ""
+        if not self.head_key[j]:
+            self.tags.idle(j, t)
+            return ""
+        if not self.tags.ready(j, t):
+            return ""
+        uid = min(self.head_key[j], key=lambda u: (self.head_key[j][u], u))
+        fifo = self.fifo[j][uid]
+        p = fifo[0]
+        nxt = p.route[p.hop + 1] if p.hop + 1 < len(p.route) else None
+        if nxt is not None and self.stage_n[nxt] >= self.stage_cap[nxt]:
+            return "blocked"
+        if nxt is not None:
+            self.stage_n[nxt] += 1
+        if p.staged:
+            self.stage_n[j] -= 1
+        p.staged = nxt is not None
+        fifo.pop(0)
+        next_p = fifo[0] if fifo else None
+        self.tags.start(p, j, next_p, t)
+        p.waits.append((j, t - p.joined))
+        if next_p is not None:
+            self.head_key[j][uid] = self._head(next_p, j)
+        else:
+            del self.head_key[j][uid], self.fifo[j][uid]
+        self.serving[j] = p
+        k = self.rfb_index.get(uid, -1)
+        if k >= 0 and self.rfb_dom[k] == j:
+            self.rfb.record(t, t + p.s[j], k, _rfb.K_SERVICE)
+        if self.trace_cap is None or len(self.trace) < self.trace_cap:
+            self.trace.append((float(t), float(t + p.s[j]), j, p.flow.uid, p.seq))
+        self.env.process(self._service(j, p))
+        return "started"
 
     # ---- packet and flow life cycle ------------------------------------------
     def _start_flow(self, f: Flow, t: float) -> None:
@@ -478,8 +536,8 @@ class ReferenceRouter:
         seq = f.next_seq
         f.next_seq += 1
         s = f.profile.packet_costs(self.cost_key, f.uid, seq, size)
-        route = [j for j in range(self.J) if s[j] > 0.0]
-        if not route:
+        route = [j for j in range(self.J) if s[j] > 0.0 or (j == 0 and self.ingress)]
+        if not [j for j in route if s[j] > 0.0]:
             raise ValueError(f"packet {seq} of flow {f.name!r} costs nothing at every resource "
                              f"(s = {list(s)}): the router model leaves such a packet undefined")
         p = Packet(f, seq, s, route, arrived=t)
@@ -495,7 +553,14 @@ class ReferenceRouter:
         fifo = self.fifo[j].setdefault(p.flow.uid, [])
         fifo.append(p)
         if len(fifo) == 1:
-            self.head_key[j][p.flow.uid] = self.tags.head(p, j)
+            self.head_key[j][p.flow.uid] = self._head(p, j)
+
+    def _head(self, p: Packet, j: int) -> float:
+        """The key of p, now the head of its flow's FIFO at j: the scheduler's, or under ingress at
+        a later resource the instant it joined the queue there (first come, first served)."""
+        if self.ingress and j > 0:
+            return p.joined
+        return self.tags.head(p, j)
 
     def _depart(self, p: Packet, t: float) -> None:
         f = p.flow

@@ -28,7 +28,7 @@ import numpy as np
 from mrfq.flows.errors import MrfqError
 from mrfq.flows.scenario import Scenario
 from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, cost_key
-from mrfq.fq.registry import resolve
+from mrfq.fq.registry import at_ingress, resolve
 from mrfq.router import delays as _delays, rfb as _rfb
 from mrfq.router.state import Specs, Traffic
 
@@ -372,9 +372,11 @@ def _spec_arrays(specs, J):
     cdf = np.ones((max(S, 1), Z))
     nz = np.ones(max(S, 1), np.int64)
     w = np.ones(max(S, 1))
+    law = np.zeros(max(S, 1), np.int64)
     for i, s in enumerate(specs):
         cost[i] = s.cost
         w[i] = s.weight
+        law[i] = s.cost_law == "exponential"
         if s.packet_sizes is None and s.per_byte is not None:  # sizes from the packet trace
             pb[i] = s.per_byte
             nz[i] = 0
@@ -385,7 +387,7 @@ def _spec_arrays(specs, J):
             sizes[i, :n] = s.packet_sizes.sizes
             cdf[i, :n] = np.cumsum(s.packet_sizes.probs)
             cdf[i, n - 1] = 1.0
-    return Specs(cost=cost, per_byte=pb, sizes=sizes, cdf=cdf, n_sizes=nz, weight=w)
+    return Specs(cost=cost, per_byte=pb, sizes=sizes, cdf=cdf, n_sizes=nz, weight=w, law=law)
 
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
@@ -471,7 +473,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
         chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from),
         packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,
-        record_delays=record_delays, record_fairness=record_fairness, share_window=float(share_window))
+        record_delays=record_delays, record_fairness=record_fairness, share_window=float(share_window),
+        ingress=at_ingress(sc.router, info.module, specs), stage_caps=sc.router.stage_caps(J))
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services

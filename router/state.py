@@ -59,6 +59,12 @@ def pkt_times(J: int, kept: bool = True) -> int:
     return J + 1 if kept else 0
 
 
+def pkt_width(lay: Layout, J: int, times: bool, lean: bool) -> int:
+    """A packet record's words: the scheduler's own slots, then (generic loop) the key at a later
+    resource under ingress placement (router/loop.py: ``LP = layout.pkt``), then its times."""
+    return int(lay.pkt) + (0 if lean else 1) + pkt_times(J, times)
+
+
 def keeps_times(record_delays: bool, lean: bool) -> bool:
     """Whether packet records keep their times: for the delays, and in the generic loop variant
     (its trace pairs each departure with the packet's arrival).  The lean loop without the
@@ -83,8 +89,13 @@ N_CF = 5
 N_CI = 20
 # the int64 per-resource words of Resources.ri, J of each: ri[RI_* * J + j]; the row (-1 once idle)
 # and seq of the packet served last at j (in service while service_end[j] < inf)
-(RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N) = range(5)
-N_RI = 5
+# and the stage buffers (router/loop.py): the cap in front of j, and what they hold now
+(RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N, RI_STAGE_CAP, RI_STAGE_N) = range(7)
+N_RI = 7
+#: what an idle resource did in phase 3 (router.loop._start_next)
+ST_NONE, ST_STARTED, ST_BLOCKED = range(3)
+#: the stage cap of an unbounded buffer
+STAGE_UNBOUNDED = 1 << 62
 # an entry of the admissions due now: row << ADM_BITS | count (count <= the window <= 4096)
 ADM_BITS = 13
 ADM_MASK = (1 << ADM_BITS) - 1
@@ -117,6 +128,8 @@ class Params(NamedTuple):
     rec_from: float     # delays are recorded at instants > rec_from (warmup; inf: recording off)
     rfb_on: int         # 1: the loop logs services for the relative fairness bound (router/rfb.py)
     rfb_lim: int        # the log is flushed at the top of an instant when it holds more records than this
+    ingress: int = 0    # 1: the scheduler orders resource 0 only, later resources FIFO (docs/middlebox.md)
+    staged: int = 0     # 1: stage buffers with back-pressure (caps in Resources.ri[RI_STAGE_CAP])
 
 
 class Specs(NamedTuple):
@@ -128,6 +141,7 @@ class Specs(NamedTuple):
     cdf: np.ndarray        # [S, Z] their cumulative probabilities
     n_sizes: np.ndarray    # [S] number of sizes (1 = constant costs; 0 = each packet's size from the packet trace)
     weight: np.ndarray     # [S]
+    law: np.ndarray        # [S] 1: each packet's cost at each resource times an exponential of mean 1 (cost_law)
 
 
 class Traffic(NamedTuple):
@@ -269,6 +283,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
     rs = Resources(service_end=np.full(J, INF), busy_post=np.zeros(J), ri=np.zeros(N_RI * J, np.int64),
                    hp=heap.allocate(J, C))
     rs.ri[:J] = -1  # no packet in service
+    rs.ri[RI_STAGE_CAP * J:(RI_STAGE_CAP + 1) * J] = STAGE_UNBOUNDED
     due = _due_size(C, NR, J, rtt)
     aq = Admissions(due_t=np.zeros(due), due_s=np.zeros(due, np.int64), now_s=np.zeros(C + J, np.int64))
     Kc = max(K, 1)

@@ -1,11 +1,13 @@
-"""A/B engine speed of two checkouts, interleaved: CPU seconds per 10^6 services (min, median).
+"""A/B engine speed of two installs, interleaved: CPU seconds per 10^6 services (min, median).
 
-    python scripts/bench_ab.py OLD_CHECKOUT,NEW_CHECKOUT [PAIRS] [WORKLOADS]
+    python scripts/bench_ab.py OLD_PYTHON,NEW_PYTHON [PAIRS] [WORKLOADS]
 
-e.g. ``git worktree add /tmp/old 6d7a6fe && python scripts/bench_ab.py /tmp/old,. 9
-static3,static3-sfq,static300,static10000``.  Each run is a fresh process with the checkout
-first on PYTHONPATH and its own numba cache; runs alternate between the checkouts (A B A B
-...), so a burst of load lands on both.  It prints figures and never fails on timing.
+Each side is a Python interpreter whose environment has mrfq installed from the checkout to
+compare (an editable install: ``git worktree add /tmp/old 6d7a6fe && python -m venv /tmp/venv-old
+&& /tmp/venv-old/bin/pip install -e /tmp/old``), e.g. ``python scripts/bench_ab.py
+/tmp/venv-old/bin/python,python 9 static3,static3-sfq,static300,static10000``.  Each run is a
+fresh process with its own numba cache; runs alternate between the sides (A B A B ...), so a
+burst of load lands on both.  It prints figures and never fails on timing.
 Workloads: static3 (drfq), static3-sfq (bmf-wfq), dyn (br-unbalanced at load 0.8),
 staticN (N static drfq flows), or the name of a ``mrfq bench`` row (``router.bench.WORKLOADS``,
 e.g. "dynamic rho=0.8, sfq (bmf-wfq)": its scenario, 6 x 10^6 services; separate workloads
@@ -19,7 +21,8 @@ import os
 trees = sys.argv[1].split(",")
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 code = r'''
-import time, sys, flows
+import time, sys
+from mrfq import flows
 from mrfq.router.run import simulate
 wl = sys.argv[1]
 if wl == "static3": sc = flows.load_preset("oracle-three-flows").replace(**{"run.warmup": 0.0, "run.duration": 1e9, "run.max_services": 6_000_000})
@@ -43,13 +46,12 @@ for wl in wls:
     res = {t: [] for t in trees}
     for _ in range(reps):
         for t in trees:
-            path, *kv = t.split("@")
-            env = dict(os.environ, PYTHONPATH=path, NUMBA_CACHE_DIR="/tmp/nc-ab-" + "".join(
-                c if c.isalnum() else "_" for c in t))
+            python, *kv = t.split("@")
+            env = dict(os.environ, NUMBA_CACHE_DIR="/tmp/nc-ab-" + "".join(c if c.isalnum() else "_" for c in t))
             env.update(dict(x.split("=", 1) for x in kv))
-            out = subprocess.run([sys.executable, "-c", code, wl], env=env, capture_output=True, text=True, cwd=path)
+            out = subprocess.run([python, "-c", code, wl], env=env, capture_output=True, text=True, cwd="/")
             if out.returncode:
                 print(out.stderr[-800:])
                 sys.exit(1)
             res[t].append(float(out.stdout.strip().splitlines()[-1]))
-    print(wl, {t.split("/")[-1]: (round(min(v), 4), round(statistics.median(v), 4)) for t, v in res.items()}, flush=True)
+    print(wl, {t: (round(min(v), 4), round(statistics.median(v), 4)) for t, v in res.items()}, flush=True)

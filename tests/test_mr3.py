@@ -198,3 +198,25 @@ def test_cli_scheduler_override_leaves_mr3_options_unused(tmp_path, capsys):
                     '[run]\nduration = 20.0\n[[flow]]\ncost = [1.0, 0.5]\n')
     assert main(["run", str(path), "--scheduler", "drfq", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["scheduler"] == "drfq"
+
+
+@pytest.mark.parametrize("costs, weights, drf", [
+    ([(1.0, 1.0), (0.0, 1.0)], [1, 1], [0.5, 0.5]),
+    ([(0.0, 1.0), (0.0, 0.5)], [1, 1], [0.5, 1.0]),
+    ([(1.0, 0.25), (1.0, 1.0), (0.0, 1.0)], [1, 2, 1], [4 / 13, 8 / 13, 4 / 13]),
+])
+def test_a_zero_cost_at_the_first_resource_takes_its_turn_in_the_rounds(costs, weights, drf):
+    """A flow that costs nothing at the cpu passes it in zero time in MR3's rounds (it used to bypass
+    them and take the link: 0.0625 / 0.9375 in the first case), so a cost of 0 is the limit of small
+    costs: weighted DRF, as with a cpu cost of 0.01."""
+    from mrfq.router.run import simulate
+
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"scheduler": "mr3", "window": 30},
+                          "run": {"duration": 20000.0, "warmup": 2000.0},
+                          "flow": [{"name": f"f{i}", "cost": list(c), "weight": w}
+                                   for i, (c, w) in enumerate(zip(costs, weights))]})
+    r = simulate(sc, trace=50)
+    assert list(r.flows.rate) == pytest.approx(drf, rel=2e-3)
+    zero = [k for k, c in enumerate(costs) if c[0] == 0.0]
+    assert any(j == 0 and s == e and u in zero for s, e, j, u in
+               zip(r.trace.start, r.trace.end, r.trace.resource, r.trace.flow))  # zero-length turns at the cpu

@@ -103,7 +103,9 @@ def test_json_keys(capsys):
                        "--json"], capsys)
     assert rc == 0
     d = json.loads(out)
-    assert set(d) == {"scenario", "seed", "duration", "warmup", "schedulers", "flows", "intervals"}
+    assert set(d) == {"scenario", "seed", "duration", "warmup", "schedule_at", "stage_buffer", "schedulers", "flows",
+                      "intervals"}
+    assert d["schedule_at"] == "every" and d["stage_buffer"] is None
     assert [s["scheduler"] for s in d["schedulers"]] == ["drfq", "fifo"]
     assert set(d["schedulers"][0]) == {"scheduler", "services", "cpu_seconds", "cpu_ns_per_service", "rfb",
                                        "rfb_pair", "rfb_note"}
