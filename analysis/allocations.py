@@ -1,11 +1,11 @@
 """Static multi-resource allocations: DRF, asset fairness, PF, CEEI and BMF.
 
-The fluid model of SPEC §1 ([BR] §2, [DRF] §4): resources ``j = 0..J-1`` of
+The fluid model of docs/allocators.md ([BR] §2, [DRF] §4): resources ``j = 0..J-1`` of
 capacity 1, transactions ``i = 0..n-1`` with requirement vectors
 ``a[i, j] >= 0`` (time units of resource j per unit of rate, e.g. the
 processing time of one packet) and weights ``w[i] > 0``.  An allocation is a
 rate vector ``phi`` (packets per time unit) with ``sum_i phi_i a_ij <= 1`` for
-every j (SPEC eq. (1)).  Resource j is *saturated* when equality holds.
+every j (docs/allocators.md, eq. (1)).  Resource j is *saturated* when equality holds.
 
 Every public solver validates its input once, then returns an
 :class:`Allocation`.  Only numpy is imported at module level so that
@@ -26,7 +26,7 @@ from mrfq.flows.errors import MrfqError, quote
 
 #: a resource is saturated when sum_i phi_i a_ij >= 1 - SAT_TOL
 SAT_TOL = 1e-9
-#: BMF continuum: which point to report ((choice), SPEC §6.5)
+#: BMF continuum: which point to report (a choice; docs/allocators.md, 'BMF')
 BMF_SELECT = ("maxmin", "maxsum")
 
 
@@ -118,8 +118,9 @@ def progressive_filling(a: np.ndarray, w: np.ndarray, norm: np.ndarray, cap: np.
 
     Raise the level t of every unfrozen transaction together (``phi_i = t w_i / norm_i``)
     until a resource saturates; freeze every transaction using a saturated resource
-    (``a_ij > 0``); repeat (SPEC §1.1).  With ``cap`` (rates; inf: none) a transaction also
-    freezes when its rate reaches its cap ([DRF] §4, demand vectors).  Validated arrays only.
+    (``a_ij > 0``); repeat (docs/allocators.md, 'DRF').  With ``cap`` (rates; inf: none) a
+    transaction also freezes when its rate reaches its cap ([DRF] §4, demand vectors).  Validated
+    arrays only.
     """
     n, J = a.shape
     phi = np.zeros(n)
@@ -150,7 +151,7 @@ def progressive_filling(a: np.ndarray, w: np.ndarray, norm: np.ndarray, cap: np.
 
 
 def drf(a, w=None) -> Allocation:
-    """Dominant resource fairness [DRF], SPEC §1.1: weighted max-min of ``phi_i max_j a_ij``.
+    """Dominant resource fairness ([DRF] §4; docs/allocators.md): weighted max-min of ``phi_i max_j a_ij``.
 
     Unique.  ``prices`` is None.
     """
@@ -159,7 +160,7 @@ def drf(a, w=None) -> Allocation:
 
 
 def drf_demands(a, demand, w=None) -> Allocation:
-    """DRF with demands ([DRF] §4 (demand vectors); SPEC §1.1): progressive filling of the
+    """DRF with demands ([DRF] §4 (demand vectors); docs/allocators.md, 'DRF'): progressive filling of the
     weighted dominant shares ``phi_i max_j a_ij / w_i`` in which transaction i also freezes when its
     rate reaches ``demand[i]`` (packets per time unit; ``inf``: no cap).
 
@@ -191,7 +192,7 @@ def asset_fairness(a, w=None) -> Allocation:
 # proportional fairness
 # ---------------------------------------------------------------------------
 def _pf_two(A: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """PF for J = 2 (SPEC §1.2): with mu_1 + mu_2 = sum w, mu_1 minimises the convex dual
+    """PF for J = 2 (docs/allocators.md, 'PF'): with mu_1 + mu_2 = sum w, mu_1 minimises the convex dual
     ``g(m) = -sum_i w_i log(m a_i1 + (W - m) a_i2)`` on [0, W]; ``g'(m) = d_2 - d_1`` where
     ``d_j`` is the demand for resource j at ``phi_i = w_i / (m a_i1 + (W - m) a_i2)``.
     Endpoints are the single-bottleneck active sets (a), an interior root is case (b).
@@ -345,7 +346,7 @@ def _pf_general(A: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def pf(a, w=None, *, method: str = "auto") -> Allocation:
-    """Proportional fairness (SPEC §1.2): maximise ``sum_i w_i log phi_i`` s.t. (1).
+    """Proportional fairness ([BR] eqs. (3)-(5)): maximise ``sum_i w_i log phi_i`` s.t. (1).
 
     method: "auto" (closed form for J <= 2, else interior point), "closed" (J <= 2 only),
     "interior" (primal log-barrier Newton path following for any J, then an active-set
@@ -442,7 +443,7 @@ def ceei(a, w=None, *, iterations: int = 500) -> Allocation:
 # bottleneck max fairness
 # ---------------------------------------------------------------------------
 def is_bmf(a, phi, w=None, tol: float = 1e-9) -> bool:
-    """SPEC §1.3: feasible, and every i has a saturated j with ``a_ij > 0`` on which its
+    """BMF ([BR] eqs. (6)-(7)): feasible, and every i has a saturated j with ``a_ij > 0`` on which its
     weighted share ``phi_i a_ij / w_i`` is the largest (up to ``tol``, relative)."""
     A, W = prepare(a, w)
     phi = np.asarray(phi, dtype=np.float64)
@@ -459,7 +460,7 @@ def is_bmf(a, phi, w=None, tol: float = 1e-9) -> bool:
 
 
 def _bmf_classes(A, W, x, *, select="maxmin", max_maps=1 << 16):
-    """Enumerate maps class -> resource (SPEC §1.3) on grouped classes.
+    """Enumerate maps class -> resource (docs/allocators.md, 'BMF') on grouped classes.
 
     Class k has ``x[k]`` identical transactions with vector ``A[k]`` and weight ``W[k]``.
     Returns (phi per transaction of each class, unique).
@@ -547,12 +548,12 @@ def _bmf_classes(A, W, x, *, select="maxmin", max_maps=1 << 16):
 
 
 def bmf(a, w=None, *, select: str = "maxmin", max_maps: int = 1 << 16) -> Allocation:
-    """Bottleneck max fairness (SPEC §1.3) by exact enumeration of bottleneck maps.
+    """Bottleneck max fairness ([BR] eqs. (6)-(7)) by exact enumeration of bottleneck maps.
 
     Identical transactions (same vector and weight) are grouped first; BMF gives them
     equal rates.  For J = 2 the allocation is unique.  For J >= 3 the BMF set can be a
     continuum; then ``unique=False`` and the reported point is chosen by ``select``
-    ((choice), SPEC §6.5): "maxmin" = the BMF point with the largest ``min_i phi_i / w_i``
+    (a choice; docs/allocators.md, 'BMF'): "maxmin" = the BMF point with the largest ``min_i phi_i / w_i``
     (default), "maxsum" = the one with the largest total rate.
     """
     A, W = prepare(a, w)

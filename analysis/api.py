@@ -21,7 +21,7 @@ cluster fluid allocations     :func:`cluster_allocate` -> :class:`Records` (one 
 cluster task simulator        :func:`cluster_simulate` -> :class:`Records` (one row per user)
 ============================  =================================================================
 
-Example (the first oracle of the specification: two flows whose costs mirror each other get
+Example (the first public oracle of docs/allocators.md: two flows whose costs mirror each other get
 2/3 of a packet per time unit each under DRF)::
 
     >>> import mrfq

@@ -39,8 +39,8 @@ def register(subparsers) -> None:
     """Add the ``alloc`` and ``fluid`` subcommands."""
     p = subparsers.add_parser(
         "alloc", help="static DRF/PF/BMF/asset/CEEI allocations for given cost vectors",
-        description="Rates of transactions sharing resources of capacity 1 (SPEC §1). Each --cost is one "
-                    "transaction's usage of each resource per unit rate (e.g. processing time per packet).")
+        description="Rates of transactions sharing resources of capacity 1 (docs/allocators.md). Each --cost is "
+                    "one transaction's usage of each resource per unit rate (e.g. processing time per packet).")
     p.add_argument("cluster", nargs="?", metavar="CLUSTER.toml",
                    help="instead of --cost: a cluster scenario (servers, users, tree); its fluid allocations "
                         "(drf, drfh, h-drf, asset, ceei), as `mrfq cluster alloc`")

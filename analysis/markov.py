@@ -1,4 +1,4 @@
-"""The flow-level Markov model of [BR] §4.1 (SPEC §5): exact truncated solve and simulation.
+"""The flow-level Markov model of [BR] §4.1 (docs/allocators.md): exact truncated solve and simulation.
 
 Units are packets.  Class k has requirement vector ``a_k`` (time units per
 packet at each resource, the scenario's mean per-packet cost), Poisson flow
@@ -29,7 +29,7 @@ saturation that ILU(0) cannot see): 50 instead of 92 iterations on 587 594 state
 at load 0.95.  SuperLU is the fallback.  Caps grow (per class, extrapolating the
 geometric tail of each marginal) until the boundary mass ``P(some x_k = X_k)`` is
 below ``tol_boundary`` and gamma moved by less than ``tol_gamma`` (relative) since
-the previous truncation.  The caps are per class ((choice): the spec's single X
+the previous truncation.  The caps are per class ((choice): a single cap X
 for every class is the special case ``caps=(X,) * K``; per-class caps make the
 unbalanced presets several times cheaper).
 
@@ -1931,7 +1931,7 @@ def solve(classes_or_scenario, objective: str, *, method: str = "exact", load: f
     truncation           exact: the shape of the truncated state space ((choice), :data:`TRUNCATIONS`):
                          "region" (default; states kept by the probability a graded estimate of
                          the law gives them, :func:`_solve_region_exact`) or "box" (``x_k <= X_k``,
-                         the spec's truncation with per-class caps, :func:`_solve_exact`)
+                         the plain truncation, with per-class caps, :func:`_solve_exact`)
     symmetry             exact, region: "auto" (default; a chain symmetric under swapping two
                          classes, :func:`mirror_pair`, is solved lumped by that symmetry: half the
                          states, the same law) or "off" ((choice), :data:`SYMMETRIES`)

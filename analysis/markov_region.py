@@ -1,4 +1,4 @@
-"""Truncation regions of the flow-level Markov chain shaped like its law (SPEC §5, a (choice)).
+"""Truncation regions of the flow-level Markov chain shaped like its law (a choice; docs/allocators.md).
 
 The exact solve of :mod:`analysis.markov` truncates the chain ``x`` (flows per class) to a
 finite set of states R and blocks every transition that would leave it.  The box ``x_k <= X_k``

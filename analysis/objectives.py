@@ -1,7 +1,7 @@
 """The one table of fluid objectives: every consumer enumerates :data:`TABLE`.
 
 An objective is a rule that turns requirement vectors ``a`` (n x J) and weights
-``w`` into rates ``phi`` (SPEC §1).  Each row says what the project can do with
+``w`` into rates ``phi`` (docs/allocators.md).  Each row says what the project can do with
 it:
 
 * ``allocate``  the static solver (:mod:`analysis.allocations`), used by ``mrfq alloc``;
@@ -57,14 +57,14 @@ class Objective:
 #: the objectives, in the order the CLI lists them
 TABLE: dict[str, Objective] = {o.name: o for o in (
     Objective("drf", "dominant resource fairness: max-min of dominant shares (progressive filling)",
-              "[DRF] §4; [BR] eq. (2); SPEC §1.1", allocations.drf, 0, True, True,
+              "[DRF] §4; [BR] eq. (2)", allocations.drf, 0, True, True,
               "mrfq.analysis.cluster.objectives:cluster_drf"),
     Objective("pf", "proportional fairness: max sum_i w_i log phi_i",
-              "[BR] eq. (3)-(5); SPEC §1.2", allocations.pf, 1, False, True),
+              "[BR] eq. (3)-(5)", allocations.pf, 1, False, True),
     Objective("bmf", "bottleneck max fairness: max-min on each flow's bottleneck resource",
-              "[BR] eq. (6)-(7); SPEC §1.3", allocations.bmf, 2, False, True),
+              "[BR] eq. (6)-(7)", allocations.bmf, 2, False, True),
     Objective("asset", "asset fairness: max-min of the sum of shares over all resources",
-              "[DRF] §5.1; SPEC §1.1", allocations.asset_fairness, 3, True, False,
+              "[DRF] §5.1", allocations.asset_fairness, 3, True, False,
               "mrfq.analysis.cluster.objectives:cluster_asset"),
     Objective("ceei", "competitive equilibrium from equal incomes (Fisher market)",
               "[DRF] §5.2", allocations.ceei, cluster="mrfq.analysis.cluster.objectives:cluster_ceei"),

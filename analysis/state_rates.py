@@ -3,15 +3,15 @@
 In state ``x = (x_1..x_K)`` there are ``x_k`` identical flows of class k (vector
 ``a_k``, weight ``w_k``).  Every objective gives them equal per-flow rates
 ``phi_k(x)``, and the class-level problem is the static one with class weights
-``x_k w_k`` (SPEC §1, §5).  This module computes ``phi_k(x)`` (packets per time
-unit per flow; 0 where ``x_k = 0``) for a whole array of states:
+``x_k w_k`` (docs/allocators.md).  This module computes ``phi_k(x)`` (packets per
+time unit per flow; 0 where ``x_k = 0``) for a whole array of states:
 
 * DRF (and asset fairness): progressive filling by class groups, any J (numba);
-* PF: for J <= 2 the closed form of SPEC §1.2 — mu_1 + mu_2 = sum_k x_k w_k and
-  mu_1 the root of the monotone ``d_1(mu) - d_2(mu)``, by safeguarded Newton
+* PF: for J <= 2 the closed form of docs/allocators.md, 'PF' — mu_1 + mu_2 =
+  sum_k x_k w_k and mu_1 the root of the monotone ``d_1(mu) - d_2(mu)``, by safeguarded Newton
   (numba); for J >= 3 a Python loop over :func:`analysis.allocations.pf`;
-* BMF: for J <= 2 the enumeration of bottleneck maps of SPEC §1.3 (at most 2^K
-  maps, 2x2 systems; unique for J = 2) in numba; for J >= 3 a Python loop over
+* BMF: for J <= 2 the enumeration of bottleneck maps of docs/allocators.md, 'BMF'
+  (at most 2^K maps, 2x2 systems; unique for J = 2) in numba; for J >= 3 a Python loop over
   :func:`analysis.allocations.bmf` (slow; the reported point of a continuum is
   its "maxmin" choice).
 
@@ -36,7 +36,7 @@ from mrfq.fq._jit import (
 
 @jit
 def drf_state(x, a, w, norm, out):
-    """Progressive filling for one state (SPEC §1.1), measure ``phi_k norm_k / w_k``.
+    """Progressive filling for one state (docs/allocators.md, 'DRF'), measure ``phi_k norm_k / w_k``.
 
     x (K,) flows per class, a (K, J) time units per packet, w (K,) weights,
     norm (K,) max_j a_kj for DRF or sum_j a_kj for asset fairness; out (K,) per-flow rates.
@@ -107,7 +107,7 @@ def _pf2_h(m, x, a, w, Wt):
 
 @jit
 def pf2_state(x, a, w, out):
-    """PF for one state with J <= 2 (SPEC §1.2 closed form, safeguarded Newton on mu_1)."""
+    """PF for one state with J <= 2 (closed form of docs/allocators.md, 'PF'; safeguarded Newton on mu_1)."""
     K, J = a.shape
     Wt = 0.0
     for k in range(K):
@@ -189,7 +189,7 @@ def _solve_small(A, r, n, out):
 
 @jit
 def bmf_state(x, a, w, out):
-    """BMF for one state by enumerating bottleneck maps (SPEC §1.3); out = NaN if none found.
+    """BMF for one state by enumerating bottleneck maps (docs/allocators.md, 'BMF'); out = NaN if none found.
 
     Class k with x_k > 0 is mapped to a resource m(k) with a_{k m(k)} > 0; weighted shares
     ``phi_k a_km / w_k`` are equal (= s_j) among classes mapped to j; used resources are

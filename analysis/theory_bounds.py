@@ -15,9 +15,9 @@ import numpy as np
 
 
 def sfq_delay_bounds(arrivals, costs, rate: float, others_max: float) -> np.ndarray:
-    """[SFQ] Goyal, Vin, Cheng (delay guarantee; SPEC §5b): the latest departure of each packet
-    of flow f on one server of capacity 1 shared by flows whose reserved rates sum to at most 1,
-    minus the packet's arrival:
+    """[SFQ] Goyal, Vin, Cheng (delay guarantee; docs/findings/theory-checks.md): the latest
+    departure of each packet of flow f on one server of capacity 1 shared by flows whose reserved
+    rates sum to at most 1, minus the packet's arrival:
 
         L(p_f^j) <= EAT(p_f^j) + sum_{n != f} l_n^max / C + l_f^j / C,
         EAT(p_f^j) = max(A(p_f^j), EAT(p_f^{j-1}) + l_f^{j-1} / r_f),   EAT(p_f^0) = A(p_f^0).
@@ -80,7 +80,7 @@ def _step(x, t, y):
 
 
 def relative_fairness(trace, flows, dominant, weights, t0: float, t1: float, measure: str = "dominant") -> dict:
-    """The relative fairness of SPEC §5b per pair of ``flows``, all backlogged on ``[t0, t1]``:
+    """The relative fairness (docs/relative-fairness.md) per pair of ``flows``, all backlogged on ``[t0, t1]``:
     ``{(i, m): max |S_i(u, v)/w_i - S_m(u, v)/w_m|}`` over ``t0 <= u < v <= t1``.
 
     ``measure="dominant"``: ``S_i(u, v)`` is flow i's service (processing time) at its dominant

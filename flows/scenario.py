@@ -20,7 +20,7 @@ TOML layout (see ``flows/presets/*.toml`` for complete examples)::
     virtual_time = "started"             # drfq only: "started" [BR] or "in-service" [DRFQ]
     fq_resource = "link"                 # fq-single only: the fair-queued resource
     idle_reset = false                   # per-resource SFQ: reset V_j at the end of a busy period
-    increment = "cost"                   # per-resource SFQ: "cost" (s_ij) or "packet" (1): SPEC 4.5 control
+    increment = "cost"                   # per-resource SFQ: "cost" (s_ij) or "packet" (1): a negative control
     [run]
     duration = 6000.0
     warmup = 1000.0
@@ -707,7 +707,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     inc = r.get("increment", "cost")
     if inc not in INCREMENTS:
         raise _err(f"router.increment = {_q(inc)}: choose 'cost' (s_ij, the schedulers of [BR]) or 'packet' "
-                   "(1 per packet: the negative control of SPEC 4.5)")
+                   "(1 per packet: a negative control that must not realise PF or BMF)")
     router = RouterConfig(
         scheduler=sched,
         window=_int("router.window", r.get("window", 30), lo=1, hi=MAX_WINDOW),

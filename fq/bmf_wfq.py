@@ -1,6 +1,7 @@
 """BMF-WFQ: start-time fair queueing of resource time at every resource.
 
-[BR] Bonald & Roberts eq. (7); SPEC §4.4.  At each resource j, independently::
+[BR] Bonald & Roberts eq. (7); docs/schedulers.md, 'bmf-wfq'.  At each resource j,
+independently::
 
     S_ij^k = max(V_j, F_ij^{k-1}),   F_ij^k = S_ij^k + s_ij^k / w_i
 

@@ -57,10 +57,11 @@ parameters (checked by :func:`check_module` when the registry loads)::
                                                              keeps j idle until a later instant
 
 Each resource serves, among the heads of the flows' FIFOs, the smallest
-``(key, flow id)``.  Phase order at one instant (SPEC §2): completions
-(``finish``), moves and departures in resource order (``arrive``/``head``),
-admissions (``admit``, ``arrive``, ``head``), then every idle resource in index
-order (``ready``, ``start``, ``head`` of the next packet, or ``idle``).
+``(key, flow id)``.  Phase order at one instant (docs/schedulers.md, 'Event order
+and ties'): completions (``finish``), moves and departures in resource order
+(``arrive``/``head``), admissions (``admit``, ``arrive``, ``head``), then every
+idle resource in index order (``ready``, ``start``, ``head`` of the next packet,
+or ``idle``).
 In the lean compiled variant ``opt`` is a compile-time constant, so branches
 on it cost nothing.
 """

@@ -1,6 +1,7 @@
 """Dovetailing DRFQ: per-resource tags, one key per packet.
 
-[DRFQ] Ghodsi et al., SIGCOMM 2012, §4 (dovetailing DRFQ).  SPEC §4.2 (R).
+[DRFQ] Ghodsi et al., SIGCOMM 2012, §4 (dovetailing DRFQ), as reconstructed in
+docs/schedulers.md, 'drfq-dovetail'.
 
 On admission of packet k of flow i, for every resource j the packet visits
 (``s_ij^k > 0``)::

@@ -1,7 +1,7 @@
 """Memoryless DRFQ: one start tag per packet, used at every resource.
 
 [BR] Bonald & Roberts, *Multi-resource fairness*, eq. (2); [DRFQ] Ghodsi et al.,
-SIGCOMM 2012, §4 (memoryless variant).  SPEC §4.1.
+SIGCOMM 2012, §4 (memoryless variant).  docs/schedulers.md, 'drfq'.
 
 On admission of packet k of flow i (time ``A``)::
 
@@ -11,7 +11,8 @@ On admission of packet k of flow i (time ``A``)::
 and every resource serves its waiting packets in increasing ``S`` (ties: flow
 id, then packet sequence number).
 
-Virtual time ``V`` (SPEC §6.1, the option ``router.virtual_time``):
+Virtual time ``V`` (a choice the papers leave open, the option
+``router.virtual_time``; docs/schedulers.md, 'Conventions you can switch'):
 
 * ``"started"`` ([BR], default): the largest start tag of any packet that has
   begun service at any resource; monotone.

@@ -1,7 +1,8 @@
-"""FIFO at every resource (a baseline and negative control, SPEC §4.5).
+"""FIFO at every resource (a baseline and negative control: docs/schedulers.md, 'fifo').
 
 The key of a packet at resource j is its arrival time there; ties go to the
-smaller flow id (SPEC §2).  State: one slot per packet (the key).
+smaller flow id (docs/schedulers.md, 'Event order and ties').  State: one slot
+per packet (the key).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from mrfq.fq.contract import Layout, ReferenceTags
 
 NAME = "fifo"
 SUMMARY = "FIFO at every resource"
-REFERENCE = "baseline (SPEC 4.5)"
+REFERENCE = "baseline"
 OBJECTIVE = None
 OPTIONS = ()
 

@@ -1,4 +1,4 @@
-"""Fair queueing on one resource, FIFO elsewhere (a baseline, SPEC §4.5).
+"""Fair queueing on one resource, FIFO elsewhere (a baseline: docs/schedulers.md, 'fq-single').
 
 At the fair-queued resource (option ``router.fq_resource``, default the last
 one) the tag rule is BMF-WFQ's (:mod:`fq.sfq`, [BR] eq. 7); at every other
@@ -14,7 +14,7 @@ from mrfq.fq.contract import Option, one_resource
 
 NAME = "fq-single"
 SUMMARY = "SFQ on one resource, FIFO elsewhere"
-REFERENCE = "baseline (SPEC 4.5)"
+REFERENCE = "baseline"
 OBJECTIVE = None
 OPTIONS = (Option("fq_resource", None, "the fair-queued resource (default: the last)"),) + sfq.OPTIONS
 layout = sfq.layout_fixed_rate

@@ -4,7 +4,7 @@
 packet scheduler with dominant resource fairness*, ICNP 2013, §IV (the
 algorithm, Algorithm 1), built on [ERR] S. Kanhere, H. Sethu, A. Parekh,
 *Fair and efficient packet scheduling using elastic round robin*, IEEE TPDS
-13(3), 2002.  O(1) work per packet; near-DRF ([DRF], SPEC §1.1).
+13(3), 2002.  O(1) work per packet; near-DRF ([DRF] §4; docs/allocators.md, 'DRF').
 
 Source note.  The stored copy of [MR3] available to this project holds its
 abstract and introduction only (and the ICNP slides' first pages); the rules
@@ -34,7 +34,8 @@ flow i (time units on its dominant resource, divided by the flow weight).
    flows whose turn in round k ended with packets left, are visited in round
    k + 1, in the order they reached the tail.
 4. [MR3 §IV] Every later resource serves packets in the order they arrive
-   there (FIFO; key = arrival time, ties by flow id as everywhere, SPEC §2).
+   there (FIFO; key = arrival time, ties by flow id as everywhere:
+   docs/schedulers.md, 'Event order and ties').
 5. [MR3 §IV-C] Progress control (R): the first resource must not run rounds
    ahead of the last one.  Option ``router.progress = L`` (default 2): round k
    may begin at resource 0 only when every packet scheduled in round ``k - L``

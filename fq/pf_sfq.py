@@ -1,12 +1,13 @@
 """PF-SFQ: start-time fair queueing weighted by queue length at every resource.
 
-[BR] Bonald & Roberts eq. (5); SPEC §4.3.  At each resource j, independently::
+[BR] Bonald & Roberts eq. (5); docs/schedulers.md, 'pf-sfq'.  At each resource j,
+independently::
 
     S_ij^k = max(V_j, F_ij^{k-1}),   F_ij^k = S_ij^k + s_ij^k / (w_i Q_ij)
 
-where Q_ij counts the packets of flow i at j, waiting or in service, the
-arriving one included (SPEC §6.2); window conservation (eq. 4) turns queue
-lengths into the KKT prices of proportional fairness.
+where Q_ij counts the packets of flow i at j, waiting or in service, at tag
+time, the arriving one included (a choice); window conservation (eq. 4) turns
+queue lengths into the KKT prices of proportional fairness.
 The tag rule, ``V_j`` and the options ``router.idle_reset`` /
 ``router.increment`` are those of :mod:`fq.sfq`.
 """

@@ -1,7 +1,8 @@
 """Per-resource start-time fair queueing: the tag rule shared by BMF-WFQ, PF-SFQ and fq-single.
 
 [SFQ] Goyal, Vin, Cheng, *Start-time fair queueing*, IEEE/ACM ToN 5(5), 1997;
-[BR] Bonald & Roberts eqs. (5) and (7).  SPEC §3, §4.3, §4.4.
+[BR] Bonald & Roberts eqs. (5) and (7); docs/schedulers.md, 'pf-sfq' and
+'bmf-wfq'.
 
 Independently at each resource j, when packet k of flow i joins j (time A)::
 
@@ -9,10 +10,10 @@ Independently at each resource j, when packet k of flow i joins j (time A)::
 
 with ``r_ij = w_i`` (BMF-WFQ, :mod:`fq.bmf_wfq`) or ``w_i Q_ij`` (PF-SFQ,
 :mod:`fq.pf_sfq`).  Option ``router.increment = "packet"`` replaces ``s_ij`` by 1
-(the negative control of SPEC §4.5).  ``V_j`` is the start tag of the last
-packet to begin service at j; with ``router.idle_reset`` (classic SFQ) ``V_j``
-jumps to the largest finish tag served at j when j goes idle (off by default:
-SPEC §4.3 as written).
+(the negative control: docs/schedulers.md, 'fifo').  ``V_j`` is the start tag of
+the last packet to begin service at j; with ``router.idle_reset`` (classic SFQ)
+``V_j`` jumps to the largest finish tag served at j when j goes idle (off by
+default: docs/schedulers.md, 'Conventions you can switch').
 
 This module is a library for those schedulers, not a scheduler itself (it is
 not in the registry).  State it uses, in the schedulers' layouts: per (flow,
@@ -32,7 +33,7 @@ P_START, P_FINISH = 0, 1
 
 OPTIONS = (
     Option("idle_reset", False, "V_j jumps to the largest finish tag served at j when j goes idle"),
-    Option("increment", "cost", "'cost': s_ij ([BR]); 'packet': 1 per packet (the SPEC 4.5 negative control)"),
+    Option("increment", "cost", "'cost': s_ij ([BR]); 'packet': 1 per packet (a negative control)"),
 )
 
 
@@ -54,7 +55,8 @@ def encode_sfq(router) -> tuple[float, float]:
         raise ScenarioError(f"router.idle_reset = {router.idle_reset!r}: must be true or false")
     if router.increment not in INCREMENTS:
         raise ScenarioError(f"router.increment = {router.increment!r}: choose 'cost' (s_ij, the schedulers of "
-                            "[BR]) or 'packet' (1 per packet: the negative control of SPEC 4.5)")
+                            "[BR]) or 'packet' (1 per packet: a negative control that must not realise PF or "
+                            "BMF)")
     return (1.0 if router.idle_reset else 0.0, 1.0 if router.increment == "packet" else 0.0)
 
 

@@ -7,13 +7,14 @@ user's ``charge`` vector on one server for its duration.
 
 Event loop: a binary heap of ``(time, kind, seq)`` entries (``heapq``), one entry per future
 event, no SimPy (one process per task would only add overhead; the loop is 60 lines and its
-order is explicit).  At one instant, in this order (a choice, like SPEC §2 on the packet side):
-(1) every task finishing at ``t`` frees its resources (in the order the tasks were launched);
-(2) job arrivals and backlog starts / stops at ``t`` (in file order); (3) the allocator is called
-until it returns ``None``, each launch applied at once.  A task of a job user takes the next
-task of that user's oldest unfinished job (FIFO within a user); its duration was drawn with
-the job.  A backlogged user's k-th task lasts its k-th draw from its own stream, whatever the
-allocator, so allocators are compared on common random numbers.
+order is explicit).  At one instant, in this order (a choice, like the packet router's:
+docs/schedulers.md, 'Event order and ties'): (1) every task finishing at ``t`` frees its
+resources (in the order the tasks were launched); (2) job arrivals and backlog starts / stops at
+``t`` (in file order); (3) the allocator is called until it returns ``None``, each launch
+applied at once.  A task of a job user takes the next task of that user's oldest unfinished job
+(FIFO within a user); its duration was drawn with the job.  A backlogged user's k-th task lasts
+its k-th draw from its own stream, whatever the allocator, so allocators are compared on common
+random numbers.
 
 Outputs (:class:`ClusterRun`): per-user dominant shares (``max_r tasks_u demand[u, r] / R_r``
 on the pooled capacity ``R``), time-averaged over ``[warmup, duration]`` and over ``samples``

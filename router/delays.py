@@ -1,19 +1,19 @@
 """Per-packet delays: streaming log-bucket histograms, filled by the event loop.
 
 Every packet that leaves the router after warm-up adds its *sojourn* (departure
-from the last resource it visits minus its arrival at the router: for a
-windowed flow its admission, for an open-loop source the instant it was
-generated) and its *wait* at each resource it visited (start of service minus
-the instant it joined the resource's queue) to the histograms of its row.
-SPEC §5b.  The loop stores the start of each of its services in the packet's record
-(one store) and records everything at its departure, after the admission that
-departure triggers, so the recording is off the instant's critical path: the
-instant it joined a queue is its arrival at the first resource it visits and,
-at the others, the end of its previous service (start + cost, the very sum the
-loop computed).  A row is a static flow
-(or, with more than :data:`PER_FLOW_MAX` static flows, a ``[[flow]]`` table)
-or a class; each row holds ``J + 1`` histograms (the wait at each resource,
-then the sojourn).
+from the last resource it visits minus its arrival at the router: for a windowed
+flow its admission, for an open-loop source the instant it was generated) and
+its *wait* at each resource it visited (start of service minus the instant it
+joined the resource's queue) to the histograms of its row.
+docs/packet-sources-and-delay.md, 'Per-packet delay'.  The loop stores the start
+of each of its services in the packet's record (one store) and records
+everything at its departure, after the admission that departure triggers, so the
+recording is off the instant's critical path: the instant it joined a queue is
+its arrival at the first resource it visits and, at the others, the end of its
+previous service (start + cost, the very sum the loop computed).  A row is a
+static flow (or, with more than :data:`PER_FLOW_MAX` static flows, a
+``[[flow]]`` table) or a class; each row holds ``J + 1`` histograms (the wait at
+each resource, then the sojourn).
 
 The buckets are the float64 bit patterns of the values cut after
 :data:`SUB_BITS` mantissa bits: bucket ``i >= 1`` holds

@@ -1,6 +1,6 @@
 """The engine's host side: set up a run, call the compiled loop, grow tables, collect the outputs.
 
-The router model (SPEC §2): resources in series in index order, each a
+The router model (docs/schedulers.md, 'The packet model they share'): resources in series in index order, each a
 non-preemptive server of capacity 1; a packet skips a resource where its
 processing time is 0.  Flow i keeps ``N`` packets (the window) inside the
 router: packet ``k + N`` is admitted when packet ``k`` leaves the last resource,
@@ -11,7 +11,7 @@ with a size law, or a trace: :mod:`flows.traffic`); a new flow admits
 
 Where things are (a newcomer's map):
 
-* :mod:`router.loop` — the event loop and its phase order (SPEC §2), compiled per
+* :mod:`router.loop` — the event loop and its phase order (docs/schedulers.md, 'Event order and ties'), compiled per
   (J, scheduler, lean/generic); the scheduler's hooks (fq/contract.py) are all it
   knows of the scheduler;
 * :mod:`router.heap` — per-resource heaps of flow heads;

@@ -1,7 +1,7 @@
 """Hierarchical DRFQ, an experiment: packets, a weighted tree of flows, per-resource
 hierarchical start-time fair queueing charged with dominant costs.
 
-The packet model of SPEC §2: flows ``i`` with a constant processing time ``s_ij`` per packet at
+The packet model of docs/schedulers.md: flows ``i`` with a constant processing time ``s_ij`` per packet at
 each resource ``j`` (capacity 1; [BR]'s ``s = a``), resources visited in series in index order
 (a resource with ``s_ij = 0`` is skipped), a window of ``N`` packets per flow inside the router,
 static backlogged flows, non-preemptive service.
@@ -22,8 +22,8 @@ for a leaf that is the flow's dominant resource).  With ``"dominant"`` an intern
 charged the *sum* of its children's dominant costs, while static H-DRF measures it by the
 *max over resources of the sum* of their usage ([H-DRF] §3.1): the two differ when siblings
 dovetail; ``"node-dominant"`` charges the increase of the node's own dominant share.  Tags are updated when a packet
-starts service.  Simultaneous events (SPEC §2): completions in resource order, then each idle
-resource with a backlog starts a packet, in resource order.
+starts service.  Simultaneous events (docs/schedulers.md, 'Event order and ties'): completions in
+resource order, then each idle resource with a backlog starts a packet, in resource order.
 
 Plain Python (an experiment, not the numba engine); :func:`simulate_hdrfq` returns the long-run
 packet rate of every flow, to set against the fluid static H-DRF rates of the same tree

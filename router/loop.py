@@ -1,6 +1,6 @@
-"""The event loop, written once for every scheduler (SPEC §2; the hooks of fq/contract.py).
+"""The event loop, written once for every scheduler (docs/schedulers.md; the hooks of fq/contract.py).
 
-Event order at one instant ``t`` (SPEC §2, a (choice)):
+Event order at one instant ``t`` (a choice: docs/schedulers.md, 'Event order and ties'):
 
 1. all service completions at ``t``: first every completing packet leaves its
    server (``finish`` hook; queue lengths no longer count it), then, in resource

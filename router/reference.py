@@ -1,6 +1,6 @@
 """A SimPy model of the router: readable, slow, obviously correct — the test oracle.
 
-It models exactly what :mod:`router.engine` models (SPEC §2–§4), in the plainest
+It models exactly what :mod:`router.engine` models (docs/schedulers.md), in the plainest
 terms available: a :class:`simpy.Environment` keeps time, every primary event is
 a SimPy timeout in its own process (a service completion, the flow arrivals
 of one instant, a static flow start, an admission delayed by the round-trip time),
@@ -10,7 +10,7 @@ from the plain-Python twin (``Reference``) in its own module, found through the
 registry (fq/contract.py), written independently of its numba hooks.  STYLE
 practice 4: the engine must reproduce this model's service trace bit for bit.
 
-Simultaneous events (SPEC §2, the engine's module docstring).  A primary event
+Simultaneous events (docs/schedulers.md, 'Event order and ties'; the engine's module docstring).  A primary event
 at time ``t`` does nothing but post itself on the notice board of instant
 ``t``; the first one to post also starts the *coordinator* of that instant,
 which waits on ``env.timeout(0)``.  Every primary event at ``t`` was scheduled

@@ -5,7 +5,7 @@ flows ``i, j`` of weights ``w`` both backlogged on an interval ``[u, v]``,
 ``|S_i(u, v)/w_i - S_j(u, v)/w_j|``, ``S`` the service a flow receives at its *dominant
 resource* (processing time there; piecewise linear, slope 1 while its packet is in service
 there).  A run reports the largest value over every pair of static flows and every interval
-on which both are backlogged, after warm-up: SPEC §5b, and
+on which both are backlogged, after warm-up: docs/relative-fairness.md, and
 :func:`analysis.theory_bounds.relative_fairness`'s measure ``"dominant"`` (its plain-Python
 oracle for always-backlogged flows).
 

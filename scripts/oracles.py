@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Long-run packet rates of every scheduler on the public static oracles (SPEC §1.4, §4.6),
+"""Long-run packet rates of every scheduler on the public static oracles (docs/allocators.md,
+'Public oracles'; docs/schedulers.md, 'Hand-checked traces'),
 beside the fluid DRF, PF and BMF allocations.
 
     python scripts/oracles.py            # prints one table
