@@ -38,7 +38,7 @@ def test_run_json_has_the_documented_keys(capsys):
 
 def test_run_gamma_interval_holds_the_m_m_1_ps_value(capsys, tmp_path):
     """One class on one resource: every fair scheduler is M/M/1-PS at the flow level, where
-    gamma = 1 - rho (SPEC 5's analytic oracle), independent of the run.  The interval that
+    gamma = 1 - rho (an analytic check of docs/allocators.md), independent of the run.  The interval that
     `mrfq run` reports must contain it, and be narrow enough to mean something."""
     path = tmp_path / "ps.toml"
     path.write_text('resources = ["link"]\n[router]\nwindow = 30\n'

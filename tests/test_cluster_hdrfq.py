@@ -23,7 +23,7 @@ def _fluid(cost, tree):
 
 
 def test_flat_tree_is_drfq_rates():
-    # SPEC §4.6 long-run rates: (2/3, 1) and (1, 1/2) give DRF 0.6 / 0.6
+    # the long-run rates of docs/schedulers.md, 'Hand-checked traces': (2/3, 1) and (1, 1/2) give DRF 0.6 / 0.6
     r = simulate_hdrfq([[2 / 3, 1], [1, 0.5]], _flat(2), duration=3000.0, warmup=300.0)
     assert r == pytest.approx([0.6, 0.6], rel=2e-3)
     # per-resource increments are per-resource fair sharing: BMF-WFQ's 0.75 / 0.5

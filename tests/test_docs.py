@@ -172,6 +172,27 @@ def test_the_product_speaks_of_the_software_only():
     assert not found, "\n".join(found[:20])
 
 
+
+NOTE = re.compile(r"\bSPEC\b|\bthe spec\b|\bthe specification\b")
+
+
+@pytest.mark.nojit
+def test_the_product_cites_its_pages_and_papers_not_a_working_note():
+    """Code, tests, scripts, presets and docs cite the documentation pages or the papers ([BR] eq. (5),
+    docs/schedulers.md), never a note that does not ship (identifiers such as ``MAX_SPECS`` are not
+    citations)."""
+    found = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if (path.suffix not in (".py", ".md", ".toml", ".txt", ".rst") or rel.parts[0].startswith(".")
+                or "_build" in rel.parts or path == Path(__file__).resolve()):
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if NOTE.search(line):
+                found.append(f"{rel}:{i}: {line.strip()[:100]}")
+    assert not found, "\n".join(found[:20])
+
+
 @pytest.mark.nojit
 def test_version_is_the_package_metadata(capsys):
     from importlib import metadata

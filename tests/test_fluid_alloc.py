@@ -1,6 +1,6 @@
 """Static allocations (analysis.allocations, analysis.state_rates) and `mrfq alloc`.
 
-Oracles of SPEC §1.4 first, then properties on random instances, then the CLI.
+The public oracles of docs/allocators.md first, then properties on random instances, then the CLI.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ EXACT = dict(rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------
-# SPEC §1.4 oracles
+# the public oracles (docs/allocators.md, 'Public oracles')
 # ---------------------------------------------------------------------------
 def test_two_symmetric_transactions():
     a = [[0.5, 1.0], [1.0, 0.5]]

@@ -1,4 +1,4 @@
-"""The flow-level Markov model (analysis.markov, SPEC §5) and `mrfq fluid`.
+"""The flow-level Markov model (analysis.markov, docs/allocators.md) and `mrfq fluid`.
 
 Analytic oracles first (M/M/1-PS, orthogonal classes, light traffic), then the
 exact solve against the simulated chain, then the CLI.  MRFQ_TEST_SCALE (float,

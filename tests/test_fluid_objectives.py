@@ -42,7 +42,7 @@ def test_rows_point_at_the_solvers():
     assert TABLE["drf"].allocate is allocations.drf
     assert TABLE["ceei"].allocate is allocations.ceei
     assert TABLE["asset"].allocate is allocations.asset_fairness
-    # two transactions (0.5, 1) and (1, 0.5): DRF gives 2/3 each (SPEC §1.4)
+    # two transactions (0.5, 1) and (1, 0.5): DRF gives 2/3 each (docs/allocators.md, 'Public oracles')
     np.testing.assert_allclose(objectives.allocate("drf", [[0.5, 1.0], [1.0, 0.5]]).phi, [2 / 3, 2 / 3], rtol=1e-12)
 
 

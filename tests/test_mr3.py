@@ -95,9 +95,10 @@ def test_mr3_trace_by_hand_without_progress_control():
 
 @pytest.mark.nojit
 def test_mr3_equal_dominant_costs_give_the_spec_drfq_trace():
-    """SPEC 4.6's flows (1, 1/2) and (1/2, 1), window 2: both packets have d = 1, so every MR3
-    turn sends one packet and the rounds alternate f1, f2 - the memoryless DRFQ trace of SPEC 4.6
-    (round 3 at 3 needs round 1 off the link: f1p1 left at 1.5, f2p1 at 2.5)."""
+    """The flows (1, 1/2) and (1/2, 1), window 2, of docs/schedulers.md, 'Hand-checked traces':
+    both packets have d = 1, so every MR3 turn sends one packet and the rounds alternate f1, f2 -
+    the memoryless DRFQ trace there (round 3 at 3 needs round 1 off the link: f1p1 left at 1.5,
+    f2p1 at 2.5)."""
     sc = flows.load_preset("oracle-drfq-trace").replace(**{"router.scheduler": "mr3"})
     assert rows(sc, 0, 5) == [(0.0, "f1", 1), (1.0, "f2", 1), (1.5, "f1", 2), (2.5, "f2", 2), (3.0, "f1", 3)]
     assert rows(sc, 1, 4) == [(1.0, "f1", 1), (1.5, "f2", 1), (2.5, "f1", 2), (3.0, "f2", 2)]
@@ -108,7 +109,7 @@ SPEC_1_4 = {
     "three flows": [[0.5, 1.0], [1.0, 0.5], [1.0, 0.5]],
     "three resources": [[1.0, 1.0, 1.0], [1.0, 0.5, 0.75], [0.5, 1.0, 0.75]],
     "one resource": [[1.0]] * 4,
-    "SPEC 4.6 rates": [[2 / 3, 1.0], [1.0, 0.5]],
+    "oracle-rates": [[2 / 3, 1.0], [1.0, 0.5]],
 }
 
 
@@ -125,7 +126,7 @@ def static_rates(a, duration, **router):
 @pytest.mark.parametrize("case", list(SPEC_1_4))
 def test_mr3_long_run_rates_are_drf_on_spec_1_4(case):
     """Static backlogged flows, window 30, default progress control: MR3's rates equal the DRF
-    allocation (analysis.allocations.drf) on every SPEC 1.4 case."""
+    allocation (analysis.allocations.drf) on every public oracle (docs/allocators.md) and on oracle-rates."""
     a = SPEC_1_4[case]
     got, _ = static_rates(a, 10000.0)
     assert np.allclose(got, drf(np.array(a)).phi, rtol=3e-3), (got, drf(np.array(a)).phi)
@@ -135,7 +136,7 @@ def test_progress_control_is_what_keeps_drf_when_the_first_resource_is_idle():
     """The idle-CPU probe, (0.2, 1) and (0.1, 0.5): the link is the only bottleneck, DRF = (0.5, 1.0).
     With progress control MR3 realises it; without (progress = 0) the CPU runs rounds ahead, the
     link's FIFO queue decides, and the rates degrade to FIFO's equal packet rates (2/3, 2/3) -
-    the same failure as memoryless DRFQ's virtual time (SPEC 4.1)."""
+    the same failure as memoryless DRFQ's virtual time (docs/schedulers.md, 'drfq')."""
     a = [[0.2, 1.0], [0.1, 0.5]]
     got, util = static_rates(a, 20000.0)
     assert np.allclose(got, [0.5, 1.0], rtol=3e-3)
@@ -146,7 +147,7 @@ def test_progress_control_is_what_keeps_drf_when_the_first_resource_is_idle():
 
 def test_progress_one_round_leaves_the_bottleneck_idle():
     """progress = 1 (each round waits for the previous one to leave the link) is not work-conserving:
-    on SPEC 1.4's two-flow case neither resource is saturated, unlike with the default lag 2."""
+    on the two-flow public oracle neither resource is saturated, unlike with the default lag 2."""
     a = SPEC_1_4["two flows"]
     got, util = static_rates(a, 10000.0, progress=1)
     assert max(util) < 0.9 and np.all(got < 0.6), (got, util)

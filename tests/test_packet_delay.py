@@ -1,4 +1,4 @@
-"""Open-loop packet sources, tail drop and per-packet delays (SPEC §5b).
+"""Open-loop packet sources, tail drop and per-packet delays (docs/packet-sources-and-delay.md).
 
 The gate first (one-line errors, exit 2), then the sources (common random numbers, chunking,
 their laws), the histograms (the bucket bound, quantiles against numpy's), the engine against

@@ -1,4 +1,4 @@
-"""Long-run packet rates against the fluid allocations (SPEC §1.4, §4.5, §4.6) and the SFQ bound."""
+"""Long-run packet rates against the fluid allocations (docs/allocators.md, docs/schedulers.md) and the SFQ bound."""
 
 import numpy as np
 import pytest
@@ -48,8 +48,8 @@ def test_spec_1_4_oracles(preset, scheduler, expected, rel):
 
 @pytest.mark.parametrize("scheduler,increment", [("fifo", "cost"), ("bmf-wfq", "packet"), ("pf-sfq", "packet")])
 def test_negative_controls_do_not_realise_pf_bmf(scheduler, increment):
-    # SPEC 4.5: per-resource FIFO and SFQ with packet-count increments converge to DRF-like
-    # rates (0.6, 0.6 here), not to PF/BMF's (0.75, 0.5).
+    # negative controls (docs/schedulers.md, 'fifo'): per-resource FIFO and SFQ with packet-count
+    # increments converge to DRF-like rates (0.6, 0.6 here), not to PF/BMF's (0.75, 0.5).
     sc = flows.load_preset("oracle-rates").replace(**{"router.increment": increment,
                                                        "run.duration": 20000.0})
     got = [f.rate for f in simulate(sc, scheduler=scheduler).flows]
@@ -146,7 +146,7 @@ def test_idle_cpu_drfq_degrades_to_fifo_dovetail_keeps_drf():
     DRF gives (0.5, 1.0).  Memoryless DRFQ with either virtual-time rule gives
     equal packet rates (2/3, 2/3), i.e. FIFO: the idle CPU starts every packet
     at once, so V runs ahead to the newest tag and every admission is tagged
-    V (SPEC 4.1's known behaviour).  Dovetailing keeps a virtual time per
+    V (the known limit of docs/schedulers.md, 'drfq').  Dovetailing keeps a virtual time per
     resource and realises DRF, as do BMF-WFQ and PF-SFQ (BMF = PF = DRF here).
     """
     sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30},

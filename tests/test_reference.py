@@ -1,6 +1,6 @@
 """The SimPy reference router (router/reference.py) and the numba engine against it.
 
-First the oracle itself, on the hand-checked traces of SPEC §4.6 (whole lists);
+First the oracle itself, on docs/schedulers.md's 'Hand-checked traces' (whole lists);
 then the engine must reproduce the oracle's service trace exactly — every
 ``(start, end, resource, flow, seq)`` tuple, float equality, and every departure
 from the router with its sojourn, and the delay histograms — on random small
@@ -38,7 +38,7 @@ F1, F2 = 0, 1  # flow ids of the two static flows
 
 
 def two_flows(scheduler: str, window: int, duration: float, f2_start: float = 0.0, **router):
-    """SPEC §4.6: flow 1 ``s = (1, 1/2)``, flow 2 ``s = (1/2, 1)``."""
+    """docs/schedulers.md, 'Hand-checked traces': flow 1 ``s = (1, 1/2)``, flow 2 ``s = (1/2, 1)``."""
     return flows.from_dict({
         "resources": ["cpu", "link"],
         "router": {"scheduler": scheduler, "window": window, **router},
@@ -49,7 +49,7 @@ def two_flows(scheduler: str, window: int, duration: float, f2_start: float = 0.
 
 
 # ---------------------------------------------------------------------------
-# the oracle on hand-checked traces (SPEC §4.6)
+# the oracle on hand-checked traces (docs/schedulers.md, 'Hand-checked traces')
 DRFQ_TRACE = [  # (start, end, resource, flow, seq), tags S_1^k = S_2^k = k - 1
     (0.0, 1.0, 0, F1, 1),
     (1.0, 1.5, 0, F2, 1), (1.0, 1.5, 1, F1, 1),
@@ -103,7 +103,7 @@ def test_bmf_wfq_trace():
 
 
 def test_drfq_in_service_virtual_time_trace():
-    """[DRFQ] V: with both resources busy at t = 1.5, V = max(S in service) — same order as SPEC 4.6 here."""
+    """[DRFQ] V: with both resources busy at t = 1.5, V = max(S in service) — same order as the DRFQ trace here."""
     assert simulate_reference(two_flows("drfq", 2, 4.0, virtual_time="in-service")).trace == DRFQ_TRACE
 
 
@@ -293,7 +293,7 @@ def test_engine_equals_reference_with_max_services(max_services):
 
 
 # ---------------------------------------------------------------------------
-# known engine discrepancies: the reference follows the SPEC (hand-checked here); the engine
+# known engine discrepancies: the reference follows docs/schedulers.md (hand-checked here); the engine
 # comparisons are strict xfails, so they turn red when the engine is fixed (then drop the marks
 # and the exclusion in scenarios()).
 DOVETAIL_IDLE = flows.from_dict({

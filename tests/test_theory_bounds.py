@@ -13,7 +13,7 @@ departure list, the services from the service trace).  First the measures by han
   scheduled dominant service;
 * FIFO on the same packets exceeding every one of them many times over;
 * the known limit of DRFQ's virtual time: with a resource that is not a bottleneck its fairness
-  degrades to FIFO's (SPEC §4.1), while MR3 keeps its bound.
+  degrades to FIFO's (docs/schedulers.md, 'drfq'), while MR3 keeps its bound.
 
 ``MRFQ_TEST_SCALE`` scales the runs' length.
 """
@@ -132,8 +132,8 @@ def test_fifo_exceeds_the_fairness_bounds():
 @pytest.mark.parametrize("scheduler,router", DRFQS, ids=["drfq", "drfq-in-service", "drfq-dovetail"])
 def test_drfq_fairness_degrades_when_the_first_resource_is_not_a_bottleneck(scheduler, router, variant, weights):
     """The link alone a bottleneck, the CPU at 0.92 or 6/7: the CPU starts every packet promptly,
-    the virtual time runs ahead of the link's backlog and the link's order tends to FIFO's (SPEC
-    §4.1, docs/schedulers.md): the dominant services drift apart with the length of the interval,
+    the virtual time runs ahead of the link's backlog and the link's order tends to FIFO's
+    (docs/schedulers.md, 'drfq'): the dominant services drift apart with the length of the interval,
     far beyond the bound that holds when the first resource is a bottleneck, with either virtual
     time ([BR]'s largest start tag begun, [DRFQ]'s largest in service)."""
     c = tb.fairness_check(scheduler, FAIR_RUN, variant=variant, weights=weights, router=router)

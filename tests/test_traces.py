@@ -1,7 +1,7 @@
-"""Exact service traces against hand-computed virtual-time examples (SPEC §4.6).
+"""Exact service traces against hand-computed virtual-time examples (docs/schedulers.md, 'Hand-checked traces').
 
 Each expected list was worked out by hand from the tag rules and the event
-order of SPEC §2 (see the comments); the engine must reproduce it exactly.
+order of docs/schedulers.md, 'Event order and ties' (see the comments); the engine must reproduce it exactly.
 """
 
 import pytest
@@ -111,7 +111,8 @@ def test_pf_sfq_trace_by_hand():
 
 
 def test_dovetail_equals_memoryless_for_proportional_constant_costs():
-    # SPEC 4.2: identical to memoryless DRFQ when s_ij is constant and proportional to one vector
+    # docs/schedulers.md, 'drfq-dovetail': identical to memoryless DRFQ when s_ij is constant and
+    # proportional to one vector
     sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 3}, "run": {"duration": 60.0},
                           "flow": [{"cost": [1.0, 0.5]}, {"cost": [0.5, 0.25]}, {"cost": [1.0, 0.5], "start": 7.25}]})
     a = simulate(sc, scheduler="drfq", trace=1000)
