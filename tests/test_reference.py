@@ -231,12 +231,20 @@ def scenarios(draw, J=None, scheduler=None, options=True):
     return flows.from_dict(d)
 
 
-def check_engine_equals_reference(sc) -> None:
-    from mrfq.router.run import simulate
-
-    eng = simulate(sc, trace=TRACE_CAP)
+def check_engine_equals_reference(sc, packet_costs: tuple = (None,)) -> None:
+    """The engine run once per entry of ``packet_costs`` (True: costs kept per packet even where
+    they are constant per flow, the per-packet loop variant; tests/bounds_engine.py) against one
+    reference run."""
     ref = simulate_reference(sc)
     assert len(ref.trace) < TRACE_CAP
+    for pc in packet_costs:
+        _check_engine_run(sc, ref, pc)
+
+
+def _check_engine_run(sc, ref, packet_costs) -> None:
+    from mrfq.router.run import simulate
+
+    eng = simulate(sc, trace=TRACE_CAP, packet_costs=packet_costs)
     assert trace_tuples(eng.trace) == ref.trace
     assert eng.services == ref.services
     assert tuple(r.services for r in eng.resources) == ref.served
