@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from mrfq.analysis.delay_stats import summary, write_csv
+from mrfq.router.state import REASONS
 from mrfq.analysis.run_report import class_estimates, run_json
 from mrfq.flows.cli_args import (
     add_pipeline_args,
@@ -103,6 +104,7 @@ def format_delays(r) -> list[str]:
     lines = [f"{'delay':<12} {'packets':>10} {'mean':>9} {ci_name:>21} {'p50':>9} {'p90':>9} {'p99':>9} "
              f"{'p999':>9} {'max':>9} {'drops':>9}"]
     groups = []
+    why: list[str] = []
     table = r.scenario.static_spec()
     for k, spec in enumerate(r.scenario.flows):
         ids = np.flatnonzero(table == k)
@@ -112,6 +114,9 @@ def format_delays(r) -> list[str]:
         offered = int(r.flows.offered[ids].sum())
         d = f"{drops:,} ({100.0 * drops / offered:.3g}%)" if spec.open_loop and offered else "-"
         groups.append((name, rows, d))
+        by = r.flows.drops_by_reason[ids].sum(axis=0)
+        if spec.open_loop and drops and by[0] != drops:  # other reasons than the flow's own limit
+            why.append(f"{name} " + ", ".join(f"{REASONS[i].replace('_', '-')} {int(n):,}" for i, n in enumerate(by) if n))
     for k, c in enumerate(r.scenario.classes):
         groups.append((c.name, np.array([dh.n_static_rows + k]), "-"))
     for name, rows, d in groups:
@@ -122,7 +127,10 @@ def format_delays(r) -> list[str]:
                      f"{_g(s['p90']):>9} {_g(s['p99']):>9} {_g(s['p999']):>9} {_g(s['max']):>9} {d:>9}")
     lines.append("delay = sojourn in the router (arrival or admission to departure, time units) of the packets "
                  f"that left after warm-up; mean with {r.scenario.run.batches} batch means, quantiles within "
-                 "0.8 %; drops = open-loop arrivals from warm-up on that found the flow's buffer full")
+                 "0.8 %; drops = open-loop packets from warm-up on dropped: at arrival (the flow's buffer full, "
+                 "the shared pool, RED) or waiting (pushed out, CoDel)")
+    if why:
+        lines.append("drops by reason: " + "; ".join(why))
     lines.append("")
     return lines
 

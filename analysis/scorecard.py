@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mrfq.analysis.delay_stats import summary
+from mrfq.router.state import REASONS
 from mrfq.flows.errors import MrfqError
 
 #: most service starts an ``intervals`` run may record (40 bytes each in memory)
@@ -207,7 +208,9 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
                 "rate_over_share": rate / shares[k] if shares[k] > 0 else math.nan,
                 "packets": d["packets"], "mean": d["mean"], "ci": d["ci"], "p50": d["p50"], "p99": d["p99"],
                 "max": d["max"], "packet_time": ptime, "p99_over_packet_time": d["p99"] / ptime,
-                "drops": drops if f.open_loop else None,
+                "drops": {"total": drops, "by_reason": dict(zip(REASONS, (int(x) for x in
+                                                                           r.flows.drops_by_reason[ids].sum(axis=0))))}
+                if f.open_loop else None,
                 "drop_fraction": drops / offered if f.open_loop and offered else None,
             })
             counts = dh.hist[hrows, J].sum(axis=0)
@@ -275,8 +278,8 @@ def format_scorecard(res: ScorecardResult) -> str:
         prev = r["scheduler"]
         ci = f"[{_g(r['ci'][0])}, {_g(r['ci'][1])}]"
         drops = "-" if r["drops"] is None else (
-            f"{r['drops']:,} ({_g(100 * r['drop_fraction'], '.3g')}%)" if r["drop_fraction"] is not None
-            else f"{r['drops']:,}")
+            f"{r['drops']['total']:,} ({_g(100 * r['drop_fraction'], '.3g')}%)" if r["drop_fraction"] is not None
+            else f"{r['drops']['total']:,}")
         lines.append(f"{r['scheduler']:<14} {r['flow']:<12} {r['source']:<8} {_g(r['rate'], '.4f'):>8} "
                      f"{_g(r['share'], '.4f'):>8} {_g(r['rate_over_share'], '.3f'):>7} {_g(r['mean']):>8} {ci:>19} "
                      f"{_g(r['p99']):>8} {_g(r['p99_over_packet_time'], '.3g'):>7} {drops:>12}")

@@ -123,8 +123,19 @@ MAX_FLOWS_CAP = 2**20             # run.max_flows (concurrent flows of an overlo
 MAX_TABLE_BYTES = 4 * 2**30       # the engine's initial flow table (static flows + 64 rows), as its growth cap
 MAX_NAME = 100                    # characters in a flow, class, resource or scenario name
 MAX_FILE_BYTES = 10 * 2**20       # a scenario file
-MAX_BUFFER = MAX_WINDOW           # flow.buffer: packets an open-loop flow holds inside the router (ring slots)
+MAX_BUFFER = 10**6                # flow.buffer: packets an open-loop flow holds inside the router ("unbounded": none)
 DEFAULT_BUFFER = 1000             # flow.buffer when an open-loop flow gives none
+RING0 = 1024                      # an open-loop flow's packet ring at first (it doubles as its packets need:
+#                                   router.state.grow_ring), so memory follows the packets held, not the limit
+MAX_BYTES = 1e15                  # flow.buffer_bytes, router.shared_buffer_bytes
+MAX_POOL = 10**9                  # router.shared_buffer (packets)
+POOL_POLICIES = ("tail", "longest")
+#: router.aqm's policies and their parameters with defaults (None: the flow's own, see docs/buffers.md)
+AQM_PARAMS: dict[str, dict[str, Any]] = {
+    "red": {"min_th": 5.0, "max_th": 15.0, "max_p": 0.1, "weight": 0.002, "gentle": True, "packet_time": None},
+    "codel": {"target": 5.0, "interval": 100.0, "maxpacket": 1},
+    "fairdrop": {"threshold": 10.0, "theta": 1.0},
+}
 MAX_STAGE_BUFFER = 10**9          # router.stage_buffer: packets in front of a resource after the first
 MIN_GAP = 1e-9                    # 1 / rate, on and off are >= MIN_GAP x the largest per-packet time
 
@@ -190,8 +201,10 @@ class FlowSpec:
     count: int = 1         # this many identical flows (``name.0``, ``name.1``, ... when > 1)
     #: open-loop source (None: a windowed greedy flow, the default) and its buffer (packets inside the router)
     arrival: PacketLaw | None = None
-    buffer: int = 0
+    buffer: int | None = 0  # None: unbounded
     cost_law: str = "fixed"
+    #: an open-loop flow's limit in bytes (None: none)
+    buffer_bytes: float | None = None
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
@@ -279,6 +292,18 @@ class RouterConfig:
     schedule_at: str = "every"
     #: the stage buffer in front of each resource after the first (packets), or None: unbounded
     stage_buffer: tuple[int | None, ...] | None = None
+    #: the open-loop flows' shared buffer pool: packets, bytes (None: none) and what a full pool drops
+    #: (docs/buffers.md)
+    shared_buffer: int | None = None
+    shared_buffer_bytes: float | None = None
+    shared_buffer_policy: str = "tail"
+    #: active queue management of the open-loop flows' queues: (("policy", name), (parameter, value), ...)
+    #: with every parameter given or defaulted, or None (docs/buffers.md)
+    aqm: tuple[tuple[str, Any], ...] | None = None
+
+    def aqm_params(self) -> dict[str, Any]:
+        """``router.aqm`` as a dict (empty: none)."""
+        return dict(self.aqm or ())
 
     def pipeline_text(self) -> str:
         """``""`` for the router of [BR], else how the scheduler sits and the stage buffers, for
@@ -335,8 +360,9 @@ class Scenario:
 
     @property
     def max_buffer(self) -> int:
-        """The largest ``buffer`` of an open-loop flow (0: none)."""
-        return max([f.buffer for f in self.flows if f.open_loop] or [0])
+        """The largest packet ring an open-loop flow starts with (0: none): its ``buffer``, at most
+        RING0 (the ring grows with the packets held)."""
+        return max([min(f.buffer or RING0, RING0) for f in self.flows if f.open_loop] or [0])
 
     @property
     def geometric_sizes(self) -> bool:
@@ -433,14 +459,14 @@ class Scenario:
 # ---------------------------------------------------------------------------
 _TOP = ("resources", "router", "run", "traffic", "flow", "class", "name", "description")
 _ROUTER = ("scheduler", "window", "rtt", "virtual_time", "fq_resource", "idle_reset", "increment", "schedule_at",
-           "stage_buffer")
+           "stage_buffer", "shared_buffer", "shared_buffer_bytes", "shared_buffer_policy", "aqm")
 _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "max_services", "max_flows",
         "flow_order")
 #: run.flow_order: how static flow ids (the order of ties, flow table rows) follow the [[flow]] tables
 FLOW_ORDERS = ("tables", "round-robin")
 _TRAFFIC = ("load", "trace", "packet_trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count",
-         "arrival", "buffer", "cost_law")
+         "arrival", "buffer", "buffer_bytes", "cost_law")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
           "packet_size_probs", "size", "cost_law")
 
@@ -526,14 +552,15 @@ def _arrival_trace(t: Mapping[str, Any], base_dir: Path | None, raw: list[dict],
     return tr
 
 
-def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int]:
-    """A static flow's open-loop source ``arrival = {law = ...}`` and its ``buffer``: (law, buffer),
-    ``(None, 0)`` for a windowed flow (the default)."""
+def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int | None]:
+    """A static flow's open-loop source ``arrival = {law = ...}`` and its ``buffer``: (law, buffer
+    (None: unbounded)), ``(None, 0)`` for a windowed flow (the default)."""
     a = f.get("arrival")
     if a is None:
-        if "buffer" in f:
-            raise _err(f"{where}.buffer: only for an open-loop flow; add arrival = {{law = \"poisson\", rate = ...}} "
-                       "(a windowed flow holds router.window packets)")
+        for k in ("buffer", "buffer_bytes"):
+            if k in f:
+                raise _err(f"{where}.{k}: only for an open-loop flow; add arrival = {{law = \"poisson\", rate = ...}} "
+                           "(a windowed flow holds router.window packets)")
         return None, 0
     if not isinstance(a, Mapping):
         raise _err(f"{where}.arrival = {_q(a)}: must be a table, e.g. arrival = {{law = \"poisson\", rate = 0.5}}")
@@ -555,8 +582,48 @@ def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int
     if law == "onoff":
         on = _num(f"{where}.arrival.on", a["on"], lo=0.0, lo_open=True, hi=MAX_TIME)
         off = _num(f"{where}.arrival.off", a["off"], lo=0.0, lo_open=True, hi=MAX_TIME)
-    buffer = _int(f"{where}.buffer", f.get("buffer", DEFAULT_BUFFER), lo=1, hi=MAX_BUFFER)
+    b = f.get("buffer", DEFAULT_BUFFER)
+    if isinstance(b, str) and b != "unbounded":
+        raise _err(f"{where}.buffer = {_q(b)}: must be a whole number from 1 to {MAX_BUFFER:,} (packets) or "
+                   "\"unbounded\" (no limit: for theory checks)")
+    buffer = None if b == "unbounded" else _int(f"{where}.buffer", b, lo=1, hi=MAX_BUFFER)
     return PacketLaw(law, rate, on, off), buffer
+
+
+def _aqm(v: Any) -> tuple[tuple[str, Any], ...] | None:
+    """``router.aqm = {policy = "red" | "codel", parameter = value, ...}``: the policy and every
+    parameter (defaults filled in), checked; None when absent."""
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise _err(f"router.aqm = {_q(v)}: must be a table, e.g. aqm = {{policy = \"red\"}} or "
+                   "aqm = {policy = \"codel\", target = 5, interval = 100}")
+    pol = v.get("policy")
+    if pol not in AQM_PARAMS:
+        what = "router.aqm.policy: missing" if pol is None else f"router.aqm.policy = {_q(pol)}: unknown"
+        raise _err(f"{what}; choose one of {', '.join(AQM_PARAMS)}")
+    spec = AQM_PARAMS[pol]
+    _check_keys("router.aqm", v, ("policy",) + tuple(spec))
+    out: dict[str, Any] = {}
+    for k, dflt in spec.items():
+        x = v.get(k, dflt)
+        w = f"router.aqm.{k}"
+        if k == "gentle":
+            if not isinstance(x, bool):
+                raise _err(f"{w} = {_q(x)}: must be true or false (gentle RED: the drop probability rises from "
+                           "max_p to 1 between max_th and 2 max_th)")
+        elif k == "maxpacket":
+            x = _int(w, x, lo=0, hi=MAX_BUFFER)
+        elif x is not None:
+            x = _num(w, x, lo=0.0, lo_open=True, hi=1.0 if k in ("max_p", "weight", "theta") else MAX_TIME)
+        out[k] = x
+    if pol == "red" and not out["min_th"] < out["max_th"]:
+        raise _err(f"router.aqm.min_th = {out['min_th']:g}, max_th = {out['max_th']:g}: min_th must be below "
+                   "max_th (RED drops with a probability rising from 0 at min_th to max_p at max_th)")
+    if pol == "codel" and not out["target"] < out["interval"]:
+        raise _err(f"router.aqm.target = {out['target']:g}: must be below interval = {out['interval']:g} "
+                   "(CoDel drops once the sojourn has stayed above target for an interval; RFC 8289: 5 and 100)")
+    return (("policy", pol),) + tuple(out.items())
 
 
 def _packet_trace(t: Mapping[str, Any], base_dir: Path | None, sc: Scenario) -> PacketTrace | None:
@@ -699,6 +766,14 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
                    "the scheduler, [BR]) or 'ingress' (the scheduler orders the first resource's queue, later "
                    "resources serve first come, first served)")
     stage = _stage_buffer(r.get("stage_buffer"), res)
+    pool = None if "shared_buffer" not in r else _int("router.shared_buffer", r["shared_buffer"], lo=1, hi=MAX_POOL)
+    pool_bytes = None if "shared_buffer_bytes" not in r else _num(
+        "router.shared_buffer_bytes", r["shared_buffer_bytes"], lo=0.0, lo_open=True, hi=MAX_BYTES)
+    pool_policy = r.get("shared_buffer_policy", "tail")
+    if pool_policy not in POOL_POLICIES:
+        raise _err(f"router.shared_buffer_policy = {_q(pool_policy)}: choose 'tail' (a full pool drops the arrival) "
+                   "or 'longest' (it pushes out the oldest waiting packet of the flow holding the most)")
+    aqm = _aqm(r.get("aqm"))
     if sched == "fq-single" and fqr is None:
         fqr = res[0] if schedule_at == "ingress" else res[-1]
     idle_reset = r.get("idle_reset", False)
@@ -719,6 +794,10 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         options=tuple(extra),
         schedule_at=schedule_at,
         stage_buffer=stage,
+        shared_buffer=pool,
+        shared_buffer_bytes=pool_bytes,
+        shared_buffer_policy=pool_policy,
+        aqm=aqm,
     )
 
     u = _table("run", d.get("run"))
@@ -781,8 +860,11 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         else:
             pb, ps = _packet_sizes(w, f, J)
             _check_positive(w, cost, pb, ps)
+        bb = None
+        if "buffer_bytes" in f:
+            bb = _num(f"{w}.buffer_bytes", f["buffer_bytes"], lo=0.0, lo_open=True, hi=MAX_BYTES)
         flows.append(FlowSpec(
-            arrival=law, buffer=buffer,
+            arrival=law, buffer=buffer, buffer_bytes=bb,
             name=_name(w, f.get("name"), f"f{i + 1}"), cost=cost,
             weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=MIN_WEIGHT, hi=MAX_MAGNITUDE),
             start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0, hi=MAX_TIME),
@@ -871,6 +953,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     if pt is not None:
         sc = dataclasses.replace(sc, packet_trace=pt)
     _check_resources(sc)
+    _check_buffers(sc)
     return sc
 
 
@@ -880,6 +963,46 @@ def _packet_times(spec) -> list[tuple[float, ...]]:
     if spec.packet_sizes is None:
         return [tuple(spec.cost)]
     return [tuple(c + b * z for c, b in zip(spec.cost, spec.per_byte)) for z in spec.packet_sizes.sizes]
+
+
+def _largest_packet(sc: Scenario, i: int) -> float | None:
+    """The largest packet (bytes) of [[flow]] table i: of its packet_sizes, or of the packet trace's
+    size column for a trace-driven flow with per_byte; None when its packets have no size."""
+    f = sc.flows[i]
+    if f.packet_sizes is not None:
+        return max(f.packet_sizes.sizes)
+    pt = sc.packet_trace
+    if f.open_loop and f.arrival.law == "trace" and f.per_byte is not None and pt is not None and pt.sizes is not None:
+        table, _ = sc.static_ids()
+        z = pt.sizes[table[pt.flows] == i]
+        return float(z.max()) if len(z) else 0.0
+    return None
+
+
+def _check_buffers(sc: Scenario) -> None:
+    """Buffer management (docs/buffers.md): byte limits need packet sizes and hold the largest
+    packet; a shared pool or an AQM needs an open-loop flow to manage."""
+    opened = [i for i, f in enumerate(sc.flows) if f.open_loop]
+    r = sc.router
+    for k in ("shared_buffer", "shared_buffer_bytes", "aqm"):
+        if getattr(r, k) is not None and not opened:
+            raise _err(f"router.{k}: no open-loop flow to manage (a windowed flow keeps router.window packets and "
+                       "loses none); give a [[flow]] an arrival = {law = \"poisson\", rate = ...}, or remove it")
+    if r.shared_buffer_policy != "tail" and r.shared_buffer is None and r.shared_buffer_bytes is None:
+        raise _err("router.shared_buffer_policy: there is no shared pool; add router.shared_buffer = N (packets) or "
+                   "router.shared_buffer_bytes = B")
+    # (where, limit, flow) of every byte limit: a flow's own, and the pool's for each open-loop flow
+    limits = [(f"flow[{i}].buffer_bytes", f.buffer_bytes, i) for i, f in enumerate(sc.flows) if f.buffer_bytes is not None]
+    if r.shared_buffer_bytes is not None:
+        limits += [("router.shared_buffer_bytes", r.shared_buffer_bytes, i) for i in opened]
+    for where, limit, i in limits:
+        big = _largest_packet(sc, i)
+        if big is None:
+            raise _err(f"{where}: flow[{i}]'s packets have no size; give it packet_sizes (bytes), or limit it in "
+                       "packets (flow.buffer, router.shared_buffer)")
+        if limit < big:
+            raise _err(f"{where} = {limit:g}: smaller than flow[{i}]'s largest packet ({big:g} bytes), which it "
+                       "could never hold; raise it")
 
 
 def _check_resources(sc: Scenario) -> None:
@@ -985,7 +1108,7 @@ def to_dict(s: Scenario) -> dict[str, Any]:
                     out["arrival"] = v.to_dict()
             elif f.name == "buffer":
                 if getattr(x, "arrival", None) is not None:
-                    out["buffer"] = v
+                    out["buffer"] = "unbounded" if v is None else v
             elif f.name == "packet_sizes":
                 if v is not None:
                     out["packet_sizes"] = list(v.sizes)
@@ -1005,8 +1128,10 @@ def to_dict(s: Scenario) -> dict[str, Any]:
 
     d: dict[str, Any] = {"name": s.name, "resources": list(s.resources),
                          "router": {**{k: v for k, v in dataclasses.asdict(s.router).items()
-                                       if v is not None and k not in ("options", "stage_buffer")
-                                       and not (k == "schedule_at" and v == "every")},  # digests of older scenarios stay
+                                       if v is not None and k not in ("options", "stage_buffer", "aqm")
+                                       and not (k == "schedule_at" and v == "every")
+                                       and not (k == "shared_buffer_policy" and v == "tail")},  # digests of older scenarios stay
+                                    **({"aqm": {k: v for k, v in s.router.aqm if v is not None}} if s.router.aqm else {}),
                                     **({"stage_buffer": ["unbounded" if b is None else b for b in s.router.stage_buffer]}
                                        if s.router.stage_buffer is not None else {}),
                                     **dict(s.router.options)},

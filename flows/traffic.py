@@ -156,6 +156,13 @@ def cost_key(seed: int) -> int:
     return int(np.random.SeedSequence(seed).spawn(2)[1].generate_state(1, np.uint32)[0])
 
 
+def aqm_key(seed: int) -> int:
+    """The key of the buffer management's random draws (RED, router/buffers.py): the first word of
+    ``SeedSequence(seed).spawn(3)[2]``, a child of its own (the arrivals and the packet sizes keep
+    theirs, the first two)."""
+    return int(np.random.SeedSequence(seed).spawn(3)[2].generate_state(1, np.uint32)[0])
+
+
 def class_cdf(rates) -> np.ndarray:
     """Cumulative class probabilities ``sum_{i<=k} lambda_i / Lambda`` (last entry exactly 1)."""
     r = np.asarray(rates, dtype=np.float64)

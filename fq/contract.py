@@ -17,6 +17,8 @@ Module attributes (plain Python)::
                                      :class:`flows.errors.ScenarioError` naming ``router.<option>``)
     Reference                        plain-Python twin of the hooks for the SimPy reference model,
                                      written independently of the kernel: the test oracle
+    DROPS_INSIDE (optional)          False when the scheduler does not define a packet dropped while it
+                                     waits (router/buffers.py: CoDel, push-out); such scenarios are refused
     PLACEMENT (optional)             "ingress" for a scheduler defined at the first resource only
                                      (its later resources FIFO, every packet through its first
                                      resource): the router runs it so (fq.registry.at_ingress)
@@ -55,6 +57,13 @@ parameters (checked by :func:`check_module` when the registry loads)::
     idle(S, pkt, opt, J, j, t)                               j is idle and nothing waits there (phase 3)
     ready(S, pkt, opt, J, j, t) -> bool                      may idle j start its smallest head now?  False
                                                              keeps j idle until a later instant
+    drop(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t)   (optional: default
+                                                             :func:`drop`, nothing) the head waiting at j
+                                                             leaves without service (buffer management,
+                                                             router/buffers.py: pushed out, or CoDel's
+                                                             head drop); next_pb / next_cb as for start,
+                                                             called before head(next).  It was tagged: the
+                                                             flow keeps what it was charged at arrival
 
 Each resource serves, among the heads of the flows' FIFOs, the smallest
 ``(key, flow id)``.  Phase order at one instant (docs/schedulers.md, 'Event order
@@ -75,6 +84,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from mrfq.flows.errors import ScenarioError
+from mrfq.fq._jit import jit
 
 
 @dataclass(frozen=True)
@@ -121,7 +131,11 @@ HOOKS: dict[str, tuple[str, ...]] = {
     "idle": ("S", "pkt", "opt", "J", "j", "t"),
     "ready": ("S", "pkt", "opt", "J", "j", "t"),
 }
-REFERENCE_METHODS = ("admit", "arrive", "head", "start", "finish", "idle", "ready")
+#: hooks a module may leave out: the contract's own (below) stands in
+OPTIONAL_HOOKS: dict[str, tuple[str, ...]] = {
+    "drop": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight", "next_pb", "next_cb", "t"),
+}
+REFERENCE_METHODS = ("admit", "arrive", "head", "start", "finish", "idle", "ready", "drop")
 ATTRIBUTES = ("NAME", "SUMMARY", "REFERENCE", "OBJECTIVE", "OPTIONS", "layout", "encode", "Reference")
 
 
@@ -139,6 +153,10 @@ def check_module(mod) -> None:
         got = _params(getattr(mod, name))
         if got != params:
             raise TypeError(f"scheduler module {mod.__name__}: {name}{got} must take {params} (fq/contract.py)")
+    for name, params in OPTIONAL_HOOKS.items():
+        if hasattr(mod, name) and _params(getattr(mod, name)) != params:
+            raise TypeError(f"scheduler module {mod.__name__}: {name}{_params(getattr(mod, name))} must take "
+                            f"{params} (fq/contract.py)")
     for m in REFERENCE_METHODS:
         if not callable(getattr(mod.Reference, m, None)):
             raise TypeError(f"scheduler module {mod.__name__}: Reference.{m} missing (fq/contract.py)")
@@ -197,3 +215,17 @@ class ReferenceTags:
 
     def ready(self, j, t):
         return True
+
+    def drop(self, p, j, next_p, t):
+        pass
+
+
+@jit(inline="always")
+def drop(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
+    """The default ``drop`` hook: a packet dropped unserved changes nothing in the scheduler's state."""
+    return
+
+
+def hook(mod, name: str):
+    """The module's hook ``name``, or the contract's default for an optional one."""
+    return getattr(mod, name, None) or globals()[name]

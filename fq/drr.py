@@ -70,7 +70,8 @@ OPTIONS = (
 F_DEFICIT = 0   # DC_i, time units
 F_IN_TURN = 1   # 1 while the flow's turn goes on (its next waiting packet fits)
 F_TOKEN = 2     # the token of the flow's current turn
-NF = 3
+F_LISTED = 3    # 1 while the flow waits in the active list with its token (not in its turn)
+NF = 4
 # per-resource slots
 R_TOKENS = 0    # tokens handed out at this resource
 NRS = 1
@@ -109,11 +110,12 @@ def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     if j != opt[0]:
         return pkt[pb + P_ARRIVAL]
     b = slot * NF
-    if S.flow[b + F_IN_TURN] != 0.0:
+    if S.flow[b + F_IN_TURN] != 0.0 or S.flow[b + F_LISTED] != 0.0:
         return S.flow[b + F_TOKEN]
     token = S.res[j * NRS + R_TOKENS]
     S.res[j * NRS + R_TOKENS] = token + 1.0
     S.flow[b + F_TOKEN] = token
+    S.flow[b + F_LISTED] = 1.0
     return token
 
 
@@ -131,6 +133,7 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
         while deficit < s:          # Q w < s: the (choice) of the module docstring
             deficit += quantum
         S.flow[b + F_IN_TURN] = 1.0
+        S.flow[b + F_LISTED] = 0.0  # it left the list's front
     deficit -= s
     if next_pb < 0:
         deficit = 0.0               # the flow leaves the active list
@@ -143,6 +146,19 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
 @jit(inline="always")
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
+
+
+@jit(inline="always")
+def drop(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
+    """A head dropped unserved (buffer management): a queue it empties leaves the active list with
+    its deficit reset, as when its last packet begins service; else nothing changes (a turn goes on
+    and may overdraw its deficit by the next packet, as fq_codel's DRR does)."""
+    if j != opt[0] or next_pb >= 0:
+        return
+    b = slot * NF
+    S.flow[b + F_DEFICIT] = 0.0
+    S.flow[b + F_IN_TURN] = 0.0
+    S.flow[b + F_LISTED] = 0.0
 
 
 @jit(inline="always")
@@ -176,9 +192,10 @@ class Reference(ReferenceTags):
         if j != self.jd:
             return p.tag["key"]
         f = p.flow
-        if f is self.serving_turn:
+        if f is self.serving_turn or f.tag.get("listed"):
             return f.tag["ticket"]
         self.active.append(f)            # (re)join the tail
+        f.tag["listed"] = True
         f.tag["ticket"] = self.tickets
         self.tickets += 1
         return f.tag["ticket"]
@@ -190,6 +207,7 @@ class Reference(ReferenceTags):
         if f is not self.serving_turn:   # a visit: the front of the list
             front = self.active.popleft()
             assert front is f, f"DRR visits flow {f.uid}, the active list's front is flow {front.uid}"
+            f.tag["listed"] = False
             q = self.quantum * f.profile.weight
             dc = f.tag.get("deficit", 0.0) + q
             while dc < p.s[j]:
@@ -202,3 +220,14 @@ class Reference(ReferenceTags):
             self.serving_turn = None
         elif next_p.s[j] > f.tag["deficit"]:
             self.serving_turn = None
+
+    def drop(self, p, j, next_p, t):
+        if j != self.jd or next_p is not None:
+            return
+        f = p.flow
+        if f is self.serving_turn:
+            self.serving_turn = None
+        elif f.tag.get("listed"):
+            self.active.remove(f)
+            f.tag["listed"] = False
+        f.tag["deficit"] = 0.0

@@ -87,6 +87,9 @@ OBJECTIVE = "drf"
 #: ``router.schedule_at = "ingress"`` whenever some packet costs nothing at the first resource
 #: (with positive costs there the two placements give MR3 the same schedule)
 PLACEMENT = "ingress"
+#: a packet dropped while it waits (CoDel, the pool's push-out) is not defined here: its rounds count
+#: the visits and tokens of the flows in the list (fq.registry.resolve refuses the combination)
+DROPS_INSIDE = False
 OPTIONS = (Option("progress", 2, "MR3 progress control: round k starts at the first resource once every packet "
                                  "of round k - progress has left its last resource; 0 = off (0..3)",
                   examples=(0, 1, 3)),)

@@ -99,6 +99,13 @@ def resolve(router, resources, *, foreign: str = "refuse") -> tuple[SchedulerInf
             raise ScenarioError(f"router.{key}: not an option of scheduler {quote(info.name)} "
                                 f"(its options: {', '.join(sorted(own)) or 'none'})")
     opt = tuple(float(x) for x in info.module.encode(router, tuple(resources)))
+    inside = ("router.aqm = {policy = \"codel\"}" if dict(getattr(router, "aqm", None) or ()).get("policy") == "codel"
+              else "router.shared_buffer_policy = \"longest\"" if getattr(router, "shared_buffer_policy", "tail") == "longest"
+              else None)
+    if inside is not None and not getattr(info.module, "DROPS_INSIDE", True):
+        raise ScenarioError(f"{inside}: drops packets already waiting in a queue, which scheduler {quote(info.name)} "
+                            "does not define (its rounds count every visit); use RED or tail drop, or another "
+                            "scheduler")
     return info, opt
 
 

@@ -42,14 +42,14 @@ from mrfq.flows.scenario import MAX_TIME
 from mrfq.router import heap
 from mrfq.router.batches import add_area_py, batch_starts
 from mrfq.router import delays, rfb as _rfb
-from mrfq.router.flowtable import DONE, MORE_ARRIVALS, MORE_PACKETS
+from mrfq.router.flowtable import DONE, GROW_RING, MORE_ARRIVALS, MORE_PACKETS
 from mrfq.router.loop import loop_for
 from mrfq.router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
     I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
     ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, keeps_times, n_fcols, pkt_width, ring_size,
-    RI_STAGE_CAP, STAGE_UNBOUNDED,
+    RI_STAGE_CAP, STAGE_UNBOUNDED, C_GROW_ROW, N_REASONS, RI_DROPPED, cost_width, grow_ring, make_buffers,
 )
 
 INF = np.inf
@@ -103,7 +103,9 @@ class KernelResult(NamedTuple):
     loop_wall: float              # and wall seconds
     state_bytes: int              # bytes of the engine's arrays at the end (flow table, heaps, tags, ...)
     offered: np.ndarray           # [n_static] open-loop packet arrivals from warm-up on
-    drops: np.ndarray             # [n_static] of which dropped
+    drops: np.ndarray             # [n_static] of which dropped (or pushed out, or dropped at dequeue)
+    drops_by_reason: np.ndarray   # [n_static, N_REASONS] the same by reason (router.state.REASONS)
+    dropped: np.ndarray           # [J] packets that left each resource's queue unserved (router/buffers.py)
     hist: np.ndarray              # [HR, J + 1, NB] delay histograms (router/delays.py)
     dmax: np.ndarray              # [HR] largest sojourn of each row
     dsum: np.ndarray              # [HR, B] sojourn sums per batch
@@ -167,7 +169,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
                     min_cost: float = 1.0, record_delays: bool = True,
                     record_fairness: bool = True, share_window: float = 0.0, ingress: bool = False,
-                    stage_caps=None) -> tuple[KernelResult, float]:
+                    stage_caps=None, buffers=None) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -191,7 +193,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     ``share_window > 0`` samples each static flow's dominant service at its multiples (the share series).
     ``ingress``: the scheduler orders resource 0 only, later resources serve first come, first served;
     ``stage_caps``: the stage buffer in front of each resource 1..J-1 (packets; inf: unbounded), or
-    None (docs/middlebox.md); either takes the generic loop.
+    None (docs/middlebox.md), compiled into the lean loop where it applies.  ``buffers``: the open-loop flows' buffer
+    management (router.state.make_buffers; default: each flow's ``traffic.table_buffer`` packets, tail
+    drop; router/buffers.py).
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -199,9 +203,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     lay = sched.module.layout(J)
     buf_max = int(traffic.table_buffer.max()) if len(traffic.table_buffer) else 0
     NR = ring_size(max(N + 1, buf_max))  # > N: a departure's record outlives the admission it triggers
-    lean = specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None) and not ingress \
-        and stage_caps is None
-    W = pkt_width(lay, J, keeps_times(record_delays, lean), lean)
+    lean = specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None)
+    W = pkt_width(lay, J, keeps_times(record_delays, lean), lean, bool(ingress))
     C = n_static + 64
     if hist_rows is None:
         hist_rows = (n_static, np.arange(max(n_static, 1), dtype=np.int64))
@@ -231,6 +234,10 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         P = P._replace(rfb_on=1, rfb_lim=_rfb.BUF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
                                              batch_starts(warmup, T, B), rtt, pc, HR, NB, rfb_state)
+    bf = buffers
+    if bf is None:
+        lim = traffic.table_buffer[traffic.static_spec[:n_static]].astype(np.float64) if n_static else None
+        bf = make_buffers(n_static, J, lim=lim)
     if stage_caps is not None:
         if len(stage_caps) != J - 1:
             raise MrfqError(f"stage_caps: {len(stage_caps)} entries, must be {J - 1} (one per resource after the first)")
@@ -257,7 +264,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.ci[C_PKT_LAST] = len(pk.time) < first
     carry.cf[C_NEXT_PKT] = pk.time[0] if len(pk.time) else INF
     opt = tuple(float(x) for x in opt)
-    loop = loop_for(J, sched, opt if lean else None, len(opt), pc, NR, rec=bool(record_delays))
+    loop = loop_for(J, sched, opt if lean else None, len(opt), pc, NR, rec=bool(record_delays), ing=bool(ingress),
+                    staged=stage_caps is not None)
 
     compile_seconds = 0.0
     loop_cpu = loop_wall = 0.0
@@ -271,7 +279,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             stop_at = int(timed_from)
         if max_services > 0 and max_services < stop_at:
             stop_at = int(max_services)
-        args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr)
+        args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf)
         compile_seconds += _compile_seconds(loop, args)
         if not timing and done >= timed_from:
             timing, loop_s0 = True, done
@@ -299,6 +307,17 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             pk = PacketChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(pk, more)))
             carry.ci[C_PKT_CUR] = 0
             carry.ci[C_PKT_LAST] = len(more.time) < chunk
+            continue
+        if code == GROW_RING:
+            # an open-loop flow's packets would not fit its ring: double it (router.state.grow_ring)
+            row = int(carry.ci[C_GROW_ROW])
+            size = int(ft.ring[2 * row + 1]) + 1
+            more = 2 * size * (W + (cost_width(J, lay.increments) if pc else 0)) * 8
+            if ft.pkt.nbytes + ft.cst.nbytes + more > MAX_TABLE_BYTES:
+                raise MrfqError(f"flow {row}: more than {size:,} packets in the router (at t = {carry.cf[C_T]:.6g}) would "
+                                f"take the engine's packet records past {MAX_TABLE_BYTES / 2**30:g} GiB; give the flow "
+                                "a buffer (packets) or lower its arrival rate")
+            ft = grow_ring(ft, W, cost_width(J, lay.increments), row)
             continue
         # GROW_FLOWS: double the flow table, the heaps and the admission queues
         if 2 * C > heap.SLOT_MASK + 1:
@@ -351,7 +370,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         np.maximum(static_admitted, 0, out=static_admitted)
     else:
         static_admitted = np.zeros(1, np.int64)
-    state_bytes = sum(a.nbytes for group in (ft, S, rs, aq, acc, tr, carry, arr, pk, traffic) for a in group)
+    state_bytes = sum(a.nbytes for group in (ft, S, rs, aq, acc, tr, carry, arr, pk, traffic, bf) for a in group)
+    by_reason = bf.drops.reshape(-1, N_REASONS)[:n_static].copy()
     dep_n = int(ci[C_DEP_N])
     dep_times = tr.dep_times.reshape(-1, 2)[:dep_n]
     dep_ids = tr.dep_ids.reshape(-1, 2)[:dep_n]
@@ -376,7 +396,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         arrival_class=arr_ids[:, 1].copy(), arrival_packets=arr_ids[:, 2].copy(),
         loop_services=int(ci[C_SERVICES]) - loop_s0 if timing else 0, loop_cpu=loop_cpu, loop_wall=loop_wall,
         state_bytes=int(state_bytes),
-        offered=acc.offered[:n_static].copy(), drops=acc.drops[:n_static].copy(),
+        offered=acc.offered[:n_static].copy(), drops=by_reason.sum(axis=1), drops_by_reason=by_reason,
+        dropped=int_views(rs.ri, J)[RI_DROPPED].copy(),
         **dict(zip(("hist", "dmax", "dsum", "dcnt"), delays.split(acc.dacc, HR, J, NB, B))), hbase=int(hbase),
         dep_time=dep_times[:, 0].copy(), dep_arrived=dep_times[:, 1].copy(), dep_flow=dep_ids[:, 0].copy(),
         dep_seq=dep_ids[:, 1].copy(), rfb=rfb_out,

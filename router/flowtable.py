@@ -20,11 +20,14 @@ import numpy as np
 
 from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
 from mrfq.router.batches import add_area
+from mrfq.router.buffers import ACCEPT
+from mrfq.router.buffers import arrive as buffer_arrive
+from mrfq.router.packets import packet_size
 from mrfq.router.delays import row_offset
 from mrfq.router.rfb import K_BACKLOG, RFB_SHIFT
 from mrfq.router.state import (
     ADM_BITS, C_ACTIVE, C_ARR_CUR, C_ARR_LOG_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
-    C_NFREE, C_PKT_CUR, C_RFB_N, C_ST_PTR, C_T_AREA, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
+    C_NFREE, C_PKT_CUR, C_RFB_N, C_ST_PTR, C_T_AREA, C_VICT_N, C_GROW_ROW, B_LO, N_REASONS, RI_BUSY_SEQ, RI_BUSY_SLOT, STATIC_OPEN, F_ARRIVE, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_DEPPOST, I_FIRST, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_REMAIN,
     F_SIZE, I_UID, N_ICOLS, QS_COUNT, QS_HEAD, QS_WIDTH,
 )
 
@@ -35,7 +38,7 @@ DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
 # codes the loop returns: DONE (time T or max_services reached), GROW_FLOWS (more flow arrivals due
 # at the next instant than free table rows), MORE_ARRIVALS (the chunk might not hold every arrival
 # due at the next instant: the host appends the next chunk)
-DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS = 0, 1, 2, 3
+DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS, GROW_RING = 0, 1, 2, 3, 4
 
 
 @jit(inline="always")
@@ -64,6 +67,40 @@ def packets_ready(tn, pk_t, pk_cur, pk_last):
         i += 1
     if i == n and pk_last == 0:
         return MORE_PACKETS
+    return DONE
+
+
+@jit_no_refcount
+def ring_room(tn, pk_t, pk_f, pk_cur, slot_i, ring, qs, ri, J, bf, ci):
+    """Before the loop handles instant ``tn`` with open-loop packet arrivals due: DONE when each
+    arriving flow's packet ring can hold its packets in the router and all of those arriving now
+    (their seqs ``lo .. NEXTSEQ + arrivals - 1`` distinct modulo the ring's size: ``lo`` the oldest
+    still in the router, which drops at a queue's head make older than the count says), else
+    GROW_RING with the row in ``ci[C_GROW_ROW]`` (the host doubles its ring: router.state.grow_ring).
+    ``bf.fl``'s B_LO keeps a lower bound of ``lo`` (it only grows), so the exact one is looked for
+    only near the ring's end."""
+    n = pk_t.shape[0]
+    NBF = bf.fl.shape[0] // max(bf.drops.shape[0] // N_REASONS, 1)
+    i = pk_cur
+    while i < n and pk_t[i] == tn:
+        s = pk_f[i]
+        m = 0
+        while i < n and pk_t[i] == tn and pk_f[i] == s:
+            m += 1
+            i += 1
+        hi = slot_i[s * N_ICOLS + I_NEXTSEQ] + slot_i[s * N_ICOLS + I_PENDING] + m
+        size = ring[2 * s + 1] + 1
+        if hi - bf.fl[s * NBF + B_LO] > size:
+            lo = slot_i[s * N_ICOLS + I_NEXTSEQ]
+            for j in range(J):
+                if qs[(s * J + j) * QS_WIDTH + QS_COUNT] > 0 and qs[(s * J + j) * QS_WIDTH + QS_HEAD] < lo:
+                    lo = qs[(s * J + j) * QS_WIDTH + QS_HEAD]
+                if ri[RI_BUSY_SLOT * J + j] == s and ri[RI_BUSY_SEQ * J + j] < lo:
+                    lo = ri[RI_BUSY_SEQ * J + j]
+            bf.fl[s * NBF + B_LO] = lo
+            if hi - lo > size:
+                ci[C_GROW_ROW] = s
+                return GROW_RING
     return DONE
 
 
@@ -120,11 +157,12 @@ def flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur):
 
 
 @jit_no_refcount
-def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap):
+def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap, bf):
     """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order), then
     the open-loop packet arrivals at t (in stream order: by flow id), each admitted (queued in
-    ``aq.now_s`` like a window's admission) if its flow holds fewer than ``buffer`` packets inside
-    the router, else dropped (tail drop; counted from warm-up on).  Flow starts and arrivals:
+    ``aq.now_s`` like a window's admission) unless its buffer management drops it
+    (router.buffers.arrive; counted from warm-up on; rows whose waiting packet the shared pool pushes
+    out go to ``bf.victims``, their number to ``carry.ci[C_VICT_N]``, for the loop to remove).  Flow starts and arrivals:
     each new flow gets a table row (the scheduler's rows zeroed) and queues min(N, L)
     admissions in ``aq.now_s`` (one entry ``row << ADM_BITS | min(N, L)``; the loop admits
     them right after).  Arrivals are read from
@@ -133,7 +171,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
     arrival is logged.  Scalars travel in ``carry``; returns the new length of ``now_s``."""
     cf, ci = carry.cf, carry.ci
     slot_i, slot_f, cst = ft.slot_i, ft.slot_f, ft.cst
-    RM, N, NFC = P.RM, P.N, P.NFC
+    N, NFC = P.N, P.NFC
     next_arr = cf[C_NEXT_ARR]
     next_static = cf[C_NEXT_STATIC]
     t_last_area = cf[C_T_AREA]
@@ -202,10 +240,11 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             for jj in range(J):
                 c = sp.cost[sp_row, jj] + sp.per_byte[sp_row, jj] * sp.sizes[sp_row, 0]
                 if P.pc:
-                    for q in range(RM + 1):
-                        cst[(s * (RM + 1) + q) * CW + jj] = c
+                    base = ft.ring[2 * s]
+                    for q in range(ft.ring[2 * s + 1] + 1):
+                        cst[(base + q) * CW + jj] = c
                         if CW > J:
-                            cst[(s * (RM + 1) + q) * CW + J + jj] = c / w
+                            cst[(base + q) * CW + J + jj] = c / w
                 else:
                     slot_f[s * NFC + F_COST + jj] = c
                     if CW > J:
@@ -242,6 +281,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
     # ---- open-loop packet arrivals at t, by flow id (packets_ready: the chunk holds all of them)
     next_pkt = cf[C_NEXT_PKT]
     if next_pkt == t:
+        n_vict = 0
         cur = ci[C_PKT_CUR]
         n = pk.time.shape[0]
         last = -1
@@ -254,16 +294,22 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             if slot_i[s * N_ICOLS + I_REMAIN] > 0:
                 slot_i[s * N_ICOLS + I_REMAIN] -= 1
             held = slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING]
-            if held < tf.table_buffer[tf.static_spec[s]]:
+            row = tf.static_spec[s]
+            seq = slot_i[s * N_ICOLS + I_NEXTSEQ] + slot_i[s * N_ICOLS + I_PENDING]  # the one it would be
+            size = packet_size(sp, row, P.cost_key, s, seq, pk.size[cur - 1])
+            verdict, n_vict = buffer_arrive(s, s, t, size, post, bf, P.n_static, J, slot_i, ft.qs, ft.ring, ft.pkt,
+                                            P.W, n_vict, sp, row)
+            if verdict == ACCEPT:
                 if held == 0 and P.rfb_on == 1 and ft.rfb_dom[s] > 0:  # backlogged from now on
                     acc.rfb_log[3 * rfb_n] = t
                     acc.rfb_log[3 * rfb_n + 2] = ((ft.rfb_dom[s] >> RFB_SHIFT) << 2) | K_BACKLOG
                     rfb_n += 1
-                if sp.n_sizes[tf.static_spec[s]] == 0:
+                rec = ft.ring[2 * s] + (seq & ft.ring[2 * s + 1])
+                ft.pkt[rec * P.W + P.W - J - 2] = size  # its size, for the byte counts (router/buffers.py)
+                if sp.n_sizes[row] == 0:
                     # its size from the packet trace, left in the first word of its cost record
                     # (ring slot of sequence NEXTSEQ + PENDING) for the admission to read
-                    seq = slot_i[s * N_ICOLS + I_NEXTSEQ] + slot_i[s * N_ICOLS + I_PENDING]
-                    cst[(s * (RM + 1) + (seq & RM)) * (NFC - F_COST)] = pk.size[cur - 1]
+                    cst[rec * (NFC - F_COST)] = pk.size[cur - 1]
                 slot_i[s * N_ICOLS + I_PENDING] += 1
                 if s == last:  # the flow's arrivals at t are consecutive: one entry, counted up
                     aq.now_s[now_n - 1] += 1
@@ -271,9 +317,8 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
                     aq.now_s[now_n] = (s << ADM_BITS) | 1
                     now_n += 1
                     last = s
-            elif post:
-                acc.drops[s] += 1
         cf[C_NEXT_PKT] = pk.time[cur] if cur < n else INF
+        ci[C_VICT_N] = n_vict
         ci[C_PKT_CUR] = cur
 
     cf[C_NEXT_ARR] = next_arr

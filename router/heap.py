@@ -172,16 +172,81 @@ def replace_top(hp, hn, h, j, key, uid, slot):
 
 
 @jit(inline="always")
-def pop(hp, hn, h, j):
-    """Remove the top of resource j's heap (size ``hn[h]``)."""
+def _take_last(hp, hn, h, j):
+    """Resource j's heap loses its last entry (a sentinel takes its place): (new size, key, uid)."""
     n = hn[h] - 1
     hn[h] = n
     kb = hp[j, 2 * n]
     u = hp[j, 2 * n + 1]
     hp[j, 2 * n] = SENTINEL
     hp[j, 2 * n + 1] = SENTINEL
+    return n, kb, u
+
+
+@jit(inline="always")
+def pop(hp, hn, h, j):
+    """Remove the top of resource j's heap (size ``hn[h]``)."""
+    n, kb, u = _take_last(hp, hn, h, j)
     if n > 0:
         _fill_root(hp, n, j, kb, u)
+
+
+@jit(inline="always")
+def find(hp, n, j, slot):
+    """The word offset of flow row ``slot``'s entry in resource j's heap (size n), or -1 (a linear
+    scan: for the rare removal of a head other than the top, router/buffers.py)."""
+    for i in range(n):
+        if (hp[j, 2 * i + 1] & SLOT_MASK) == slot:
+            return 2 * i
+    return -1
+
+
+@jit(inline="always")
+def _sift_down(hp, n, j, i, kb, u):
+    """Entry (kb, u) goes in at word offset i or below (heap size n): smaller children move up."""
+    c = 2 * i + 2
+    while c < 2 * n:
+        k1 = hp[j, c]
+        u1 = hp[j, c + 1]
+        k2 = hp[j, c + 2]
+        u2 = hp[j, c + 3]
+        if _lt(k2, u2, k1, u1):
+            c += 2
+            k1 = k2
+            u1 = u2
+        if _lt(k1, u1, kb, u) == 0:
+            break
+        hp[j, i] = k1
+        hp[j, i + 1] = u1
+        i = c
+        c = 2 * i + 2
+    hp[j, i] = kb
+    hp[j, i + 1] = u
+
+
+@jit(inline="always")
+def _place(hp, n, j, i, kb, u):
+    """Put (kb, u) at word offset i of a heap of size n, restoring the order up or down."""
+    if i > 0:
+        p = ((i - 2) >> 2) << 1
+        if _lt(kb, u, hp[j, p], hp[j, p + 1]):
+            _sift_up(hp, j, i, kb, u)
+            return
+    _sift_down(hp, n, j, i, kb, u)
+
+
+@jit(inline="always")
+def remove_at(hp, hn, h, j, i):
+    """Remove the entry at word offset i of resource j's heap (size ``hn[h]``)."""
+    n, kb, u = _take_last(hp, hn, h, j)
+    if i < 2 * n:
+        _place(hp, n, j, i, kb, u)
+
+
+@jit(inline="always")
+def rekey_at(hp, hn, h, j, i, key, uid, slot):
+    """The entry at word offset i of resource j's heap becomes (key, uid, slot)."""
+    _place(hp, hn[h], j, i, f2i(key + 0.0), (uid << SLOT_BITS) | slot)
 
 
 def allocate(J: int, capacity: int) -> np.ndarray:

@@ -68,17 +68,20 @@ from pathlib import Path
 import numpy as np
 
 from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.fq.contract import hook
 from mrfq.router import heap
 from mrfq.router.delays import SHIFT
 from mrfq.router.heap import f2i
 from mrfq.router.rfb import K_IDLE, RFB_MASK, RFB_SHIFT
+from mrfq.router.buffers import CD_DELIVER, codel, codel_emptied, leave
 from mrfq.router.rfb import flush as rfb_flush
 from mrfq.router.flowtable import (
-    DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready,
+    DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready, ring_room,
 )
-from mrfq.router.packets import packet_exponential, packet_uniform
+from mrfq.router.packets import packet_exponential, packet_size
 from mrfq.router.state import (
-    RI_STAGE_CAP, RI_STAGE_N, ST_BLOCKED, ST_NONE, ST_STARTED,
+    RI_STAGE_CAP, RI_STAGE_N, ST_BLOCKED, ST_NONE, ST_STARTED, RI_DROPPED, B_J0, B_RED_IDLE, D_CODEL, N_REASONS,
+    AQM_CODEL, G_AQM, C_VICT_N,
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_DEP_N, C_NEXT_ARR,
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
     C_PK_ADM, C_PK_DEP, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
@@ -93,15 +96,36 @@ NO_WRAPAROUND = no_wraparound(__name__)
 # ---------------------------------------------------------------------------
 # the pieces of the loop that call the scheduler's hooks (sched_*: globals bound per scheduler)
 @jit(inline="always")
-def _cost_base(PC, J, NR, NFC, s, seq):
-    """Where packet ``seq`` of row s keeps its cost record: ``cst[cb + j]``, and ``cst[cb + J + j]``
-    with increments (router/state.py; the record is ``NFC - F_COST`` words, a constant)."""
+def _rec(ring, RV, NR, RM, s, seq):
+    """The record of packet ``seq`` of row s: ``s NR + (seq & RM)``, or with rings of their own
+    (``RV``, the generic loop: an open-loop flow's ring grows, router.state.grow_ring) from the
+    row's ring."""
+    if RV:
+        return ring[2 * s] + (seq & ring[2 * s + 1])
+    return s * NR + (seq & RM)
+
+
+@jit(inline="always")
+def _next_seq(pkt, rec, W, LP, seq, RV):
+    """The seq of the packet behind the one of record rec in its flow's queue (read only while one
+    waits there): linked in the generic loop (word LP - 1, router.loop._enqueue), seq + 1 in the lean."""
+    if RV:
+        return int(pkt[rec * W + LP - 1])
+    return seq + 1
+
+
+@jit(inline="always")
+def _cost_base(PC, NFC, s, rec):
+    """Where the packet of record ``rec`` of row s keeps its cost record: ``cst[cb + j]``, and
+    ``cst[cb + J + j]`` with increments (router/state.py; the record is ``NFC - F_COST`` words, a
+    constant)."""
     if PC:
-        return (s * NR + (seq & (NR - 1))) * (NFC - F_COST)
+        return rec * (NFC - F_COST)
     return s * NFC + F_COST
 
 
-def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, ri, hp, service_end, ING, LP):
+def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, ft, ri, hp, service_end, ING, LP,
+             RV):
     """Packet ``seq`` (tags at ``pkt[pb:]``, costs at ``cst[cb:]``) of the flow in row ``s`` joins
     resource j at time t; under ingress placement (``ING``) a later resource keys it by t, kept at
     ``pkt[pb + LP]``."""
@@ -117,13 +141,22 @@ def _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j, t, uid, weight, 
     fcfs = ING and j > 0
     if fcfs:
         ft.pkt[pb + LP] = t
+    if RV:
+        # the generic loop links a flow's waiting packets at j through their records (word LP - 1: the
+        # next one's seq), as drops at a queue's head (router/buffers.py) leave gaps in the seqs that
+        # reach a later resource; the lean loop (no drops) takes head, head + 1, ...
+        if cnt > 0:
+            tail = ft.qt[s * J + j]
+            ft.pkt[_rec(ft.ring, RV, RM + 1, RM, s, tail) * W + LP - 1] = seq
+        ft.qt[s * J + j] = seq
     if cnt == 0:
-        qs[qb + QS_HEAD] = seq  # the flow's waiting packets at j: head, head + 1, ... (no overtaking)
+        qs[qb + QS_HEAD] = seq  # the flow's waiting packets at j: head, then (no overtaking) its successors
         key = t if fcfs else sched_head(S, ft.pkt, opt, J, s, pb, cst, cb, j, weight)  # noqa: F821
         heap.push(hp, ri, RI_HEAP_N * J + j, j, key, uid, s)
 
 
-def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted, ING, LP):
+def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri, hp, service_end, counted, ING, LP,
+           RV):
     """The flow in row ``s`` admits its next packet at time t (router-level tag, first resource).
     ``counted``: the admission was pending (queued in phase 2, or delayed by rtt), so it moves
     from the flow's pending count to its in-flight count; a departure that admits at once
@@ -132,10 +165,11 @@ def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri
     slot_i, slot_f, pkt = ft.slot_i, ft.slot_f, ft.pkt
     seq = slot_i[s * N_ICOLS + I_NEXTSEQ]
     slot_i[s * N_ICOLS + I_NEXTSEQ] = seq + 1
-    pb = (s * (RM + 1) + (seq & RM)) * W
+    rec = _rec(ft.ring, RV, RM + 1, RM, s, seq)
+    pb = rec * W
     if TIMES:  # its arrival at the router (its delays: router/delays.py; a constant)
         pkt[pb + W - J - 1] = t
-    cb = _cost_base(PC, J, RM + 1, NFC, s, seq)
+    cb = _cost_base(PC, NFC, s, rec)
     uid = slot_i[s * N_ICOLS + I_UID]
     weight = slot_f[s * NFC + F_WEIGHT]
     row = 0
@@ -146,16 +180,7 @@ def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri
         # a packet size from the counter-based hash, or (n_sizes = 0) the packet trace's, which the
         # arrival left in the cost record; costs = per packet + per byte * size, with cost_law =
         # "exponential" times an exponential of mean 1 per resource (router/packets.py)
-        if sp.n_sizes[row] > 1:
-            u = packet_uniform(cost_key, uid, seq)
-            z = 0
-            while z < sp.n_sizes[row] - 1 and u >= sp.cdf[row, z]:
-                z += 1
-            size = sp.sizes[row, z]
-        elif sp.n_sizes[row] == 1:
-            size = sp.sizes[row, 0]
-        else:
-            size = cst[cb]
+        size = packet_size(sp, row, cost_key, uid, seq, cst[cb])
         dominant = 0.0
         for jj in range(J):
             c = sp.cost[row, jj] + sp.per_byte[row, jj] * size
@@ -180,9 +205,20 @@ def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri
     sched_admit(S, pkt, opt, J, s, pb, cst, cb, weight, dominant_service, t)  # noqa: F821
     if j0 == 0 or ING:  # the common first resource as a constant index (interleaved A/B: about 4 % on bmf-wfq);
         # under ingress placement every packet passes resource 0
-        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, 0, t, uid, weight, ft, ri, hp, service_end, ING, LP)
+        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, 0, t, uid, weight, ft, ri, hp, service_end, ING, LP, RV)
     else:
-        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end, ING, LP)
+        _enqueue(S, opt, J, RM, W, PC, NFC, s, seq, pb, cst, cb, j0, t, uid, weight, ft, ri, hp, service_end, ING, LP,
+                 RV)
+
+
+@jit(inline="always")
+def _stage_full(cst, cb, j, J, ri):
+    """Whether the stage buffer of the next resource the packet of cost record cb visits after j is
+    full (stage buffers, docs/middlebox.md)."""
+    nj = j + 1
+    while nj < J and cst[cb + nj] <= 0.0:
+        nj += 1
+    return nj < J and ri[RI_STAGE_N * J + nj] >= ri[RI_STAGE_CAP * J + nj]
 
 
 @jit(inline="always")
@@ -214,13 +250,71 @@ def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur, IN
     dcount[m + 2 + 2 * bcur] += 1
 
 
+def _drop_head(S, opt, J, RM, W, PC, NFC, s, j, t, ft, cst, ri, RV, LP):
+    """The head of row s's queue at j leaves unserved (buffer management, router/buffers.py): the
+    queue moves on and the scheduler's ``drop`` hook runs; the flow's heap entry is the caller's.
+    Returns the packets left waiting there and the dropped packet's record."""
+    qs = ft.qs
+    qb = (s * J + j) * QS_WIDTH
+    seq = qs[qb + QS_HEAD]
+    rec = _rec(ft.ring, RV, RM + 1, RM, s, seq)
+    nseq = _next_seq(ft.pkt, rec, W, LP, seq, RV)
+    qs[qb + QS_HEAD] = nseq
+    cnt = qs[qb + QS_COUNT] - 1
+    qs[qb + QS_COUNT] = cnt
+    ri[RI_DROPPED * J + j] += 1
+    weight = ft.slot_f[s * NFC + F_WEIGHT]
+    if cnt > 0:
+        recn = _rec(ft.ring, RV, RM + 1, RM, s, nseq)
+        sched_drop(S, ft.pkt, opt, J, s, rec * W, cst, _cost_base(PC, NFC, s, rec), j, weight,  # noqa: F821
+                   recn * W, _cost_base(PC, NFC, s, recn), t)
+    else:
+        sched_drop(S, ft.pkt, opt, J, s, rec * W, cst, _cost_base(PC, NFC, s, rec), j, weight, -1, -1, t)  # noqa: F821
+    return cnt, rec
+
+
+def _push_out(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, hp, ri, RV, bf, NBF, REC, rfb_on, rfb_log, rfb_n, LP):
+    """The shared pool pushes out the oldest packet waiting at row s's first resource (its counts
+    already moved: router.buffers.arrive); its flow's head there changes or leaves the heap.
+    Returns the relative fairness log's length."""
+    j = int(bf.fl[s * NBF + B_J0])
+    cnt, rec = _drop_head(S, opt, J, RM, W, PC, NFC, s, j, t, ft, cst, ri, RV, LP)
+    h = RI_HEAP_N * J + j
+    pos = heap.find(hp, ri[h], j, s)
+    if cnt > 0:
+        seq = ft.qs[(s * J + j) * QS_WIDTH + QS_HEAD]
+        recn = _rec(ft.ring, RV, RM + 1, RM, s, seq)
+        key = sched_head(S, ft.pkt, opt, J, s, recn * W, cst, _cost_base(PC, NFC, s, recn), j,  # noqa: F821
+                         ft.slot_f[s * NFC + F_WEIGHT])
+        heap.rekey_at(hp, ri, h, j, pos, key, ft.slot_i[s * N_ICOLS + I_UID], s)
+    else:
+        heap.remove_at(hp, ri, h, j, pos)
+    return _went_idle(bf, NBF, s, t, ft, REC, rfb_on, rfb_log, rfb_n)
+
+
+@jit(inline="always")
+def _went_idle(bf, NBF, s, t, ft, REC, rfb_on, rfb_log, rfb_n):
+    """After a drop: when open-loop row s holds no packet any more, RED's empty spell starts and its
+    backlog ends (router/rfb.py).  Returns the relative fairness log's length."""
+    if ft.slot_i[s * N_ICOLS + I_INFLIGHT] + ft.slot_i[s * N_ICOLS + I_PENDING] == 0:
+        bf.fl[s * NBF + B_RED_IDLE] = t
+        if REC and rfb_on and ft.rfb_dom[s] > 0:
+            rfb_log[3 * rfb_n] = t
+            rfb_log[3 * rfb_n + 2] = ((ft.rfb_dom[s] >> RFB_SHIFT) << 2) | K_IDLE
+            rfb_n += 1
+    return rfb_n
+
+
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
-                busy_post, trace_cap, tr_n, tr, rec, rfb_on, rfb_log, rfb_n, ING, STAGED, LP):
+                busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_log, rfb_n, ING, STAGED, LP, RV, CODEL, bf):
     """Idle resource j starts its smallest head (phase 3); returns the trace length, the length
-    of the relative fairness log (router/rfb.py: with ``rec`` and ``rfb_on``, each service start is
+    of the relative fairness log (router/rfb.py: with ``REC`` and ``rfb_on``, each service start is
     written there, and counted when j is the flow's dominant resource) and what happened:
     ST_STARTED, ST_BLOCKED (with stage buffers, ``STAGED``: the head's next resource has no place)
-    or ST_NONE."""
+    or ST_NONE.  With CoDel (``CODEL``), the head of an open-loop flow's queue at its first resource
+    passes router.buffers.codel first: dropped heads leave unserved, and the flow's next head is
+    examined at once, as RFC 8289's dequeue does (the scheduler chose the queue; CoDel chooses which
+    of its packets leaves it); a queue emptied so leaves the heap and j chooses again."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
         return tr_n, rfb_n, ST_NONE
@@ -228,19 +322,52 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         return tr_n, rfb_n, ST_NONE
     qs, pkt = ft.qs, ft.pkt
     NR = RM + 1
-    top = hp[j, 1]
-    s = top & heap.SLOT_MASK
-    qb = (s * J + j) * QS_WIDTH
-    seq = qs[qb + QS_HEAD]
-    cb = _cost_base(PC, J, NR, NFC, s, seq)
+    while True:
+        if ri[RI_HEAP_N * J + j] == 0:  # (CoDel emptied every queue at j)
+            sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
+            return tr_n, rfb_n, ST_NONE
+        top = hp[j, 1]
+        s = top & heap.SLOT_MASK
+        qb = (s * J + j) * QS_WIDTH
+        seq = qs[qb + QS_HEAD]
+        rec = _rec(ft.ring, RV, NR, RM, s, seq)
+        cb = _cost_base(PC, NFC, s, rec)
+        if not CODEL or ft.slot_i[s * N_ICOLS + I_CLASS] != STATIC_OPEN:
+            break
+        NBF = bf.fl.shape[0] // (bf.drops.shape[0] // N_REASONS)
+        if j != int(bf.fl[s * NBF + B_J0]):
+            break
+        if STAGED and _stage_full(cst, cb, j, J, ri):
+            return tr_n, rfb_n, ST_BLOCKED  # (CoDel examines a head when j could take it)
+        phase = CD_DELIVER
+        while True:
+            phase = codel(bf, s, NBF, t, t - pkt[rec * W + W - J - 1], qs[qb + QS_COUNT] - 1, phase)
+            if phase == CD_DELIVER:
+                break
+            cnt, rec = _drop_head(S, opt, J, RM, W, PC, NFC, s, j, t, ft, cst, ri, RV, LP)
+            ft.slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
+            leave(bf, s, NBF, pkt[rec * W + W - J - 2], t,
+                  ft.slot_i[s * N_ICOLS + I_INFLIGHT] + ft.slot_i[s * N_ICOLS + I_PENDING])
+            if t >= warmup:
+                bf.drops[s * N_REASONS + D_CODEL] += 1
+            rfb_n = _went_idle(bf, NBF, s, t, ft, REC, rfb_on, rfb_log, rfb_n)
+            if cnt == 0:
+                codel_emptied(bf, s, NBF, phase)
+                heap.pop(hp, ri, RI_HEAP_N * J + j, j)
+                break
+            seq = qs[qb + QS_HEAD]
+            rec = _rec(ft.ring, RV, NR, RM, s, seq)
+            cb = _cost_base(PC, NFC, s, rec)
+        if phase == CD_DELIVER:
+            break
     if STAGED:
         # the stage buffer of its next resource nj: a place, or j stays idle (blocked)
+        if _stage_full(cst, cb, j, J, ri):
+            return tr_n, rfb_n, ST_BLOCKED
         nj = j + 1
         while nj < J and cst[cb + nj] <= 0.0:
             nj += 1
         if nj < J:
-            if ri[RI_STAGE_N * J + nj] >= ri[RI_STAGE_CAP * J + nj]:
-                return tr_n, rfb_n, ST_BLOCKED
             ri[RI_STAGE_N * J + nj] += 1
         if j > 0:
             # it leaves j's stage buffer if it came from an earlier resource (always, under ingress)
@@ -250,14 +377,16 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
                     came = True
             if came:
                 ri[RI_STAGE_N * J + j] -= 1
-    qs[qb + QS_HEAD] = seq + 1
+    nseq = _next_seq(pkt, rec, W, LP, seq, RV)
+    qs[qb + QS_HEAD] = nseq
     cnt = qs[qb + QS_COUNT] - 1
     qs[qb + QS_COUNT] = cnt
-    pb = (s * NR + (seq & RM)) * W
+    pb = rec * W
     weight = ft.slot_f[s * NFC + F_WEIGHT]
     if cnt > 0:
-        pbn = (s * NR + ((seq + 1) & RM)) * W
-        cbn = _cost_base(PC, J, NR, NFC, s, seq + 1)
+        recn = _rec(ft.ring, RV, NR, RM, s, nseq)
+        pbn = recn * W
+        cbn = _cost_base(PC, NFC, s, recn)
         sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, pbn, cbn, t)  # noqa: F821
         if ING and j > 0:
             key = pkt[pbn + LP]
@@ -277,7 +406,7 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     lo = t if t > warmup else warmup
     if hi > lo:
         busy_post[j] += hi - lo
-    if rec:
+    if REC:
         pkt[pb + W - J + j] = t  # the start of its service at j (its wait there: _record)
     if tr_n < trace_cap:
         tr.times[2 * tr_n] = t
@@ -286,7 +415,7 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         tr.ids[3 * tr_n + 1] = ft.slot_i[s * N_ICOLS + I_UID]
         tr.ids[3 * tr_n + 2] = seq
         tr_n += 1
-    if rec and rfb_on:
+    if REC and rfb_on:
         rd = ft.rfb_dom[s]
         rfb_log[3 * rfb_n] = t
         rfb_log[3 * rfb_n + 1] = end
@@ -295,16 +424,18 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     return tr_n, rfb_n, ST_STARTED
 
 
-def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC, TIMES_CONST, LP_CONST):
+def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC, TIMES_CONST, LP_CONST, ING_CONST,
+              STAGED_CONST):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
     NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time; CW_CONST the
     cost record's width, J or 2 J with the scheduler's increments; REC: the delays are recorded,
     else the loop has no code for them; TIMES_CONST: packet records keep their times,
     router.state.keeps_times; LP_CONST: the packet record's word for the key at a later resource
-    under ingress placement)."""
+    under ingress placement; ING_CONST, STAGED_CONST: the lean loop's placement and stage buffers (the
+    generic loop reads them at run time))."""
 
-    def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr):
+    def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf):
         """The event loop proper (see the module docstring for the event order).
 
         Arrays are never reassigned here, and the loop is compiled without numba's runtime,
@@ -327,8 +458,14 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         NFC = F_COST + CW_CONST
         TIMES = TIMES_CONST  # packet records keep their times (router.state.keeps_times)
         LP = LP_CONST
-        ING = False if LEAN else P.ingress == 1  # the scheduler at ingress only (docs/middlebox.md)
-        STAGED = False if LEAN else P.staged == 1  # stage buffers with back-pressure
+        ING = ING_CONST if LEAN else P.ingress == 1  # the scheduler at ingress only (docs/middlebox.md)
+        STAGED = STAGED_CONST if LEAN else P.staged == 1  # stage buffers with back-pressure
+        # the generic loop runs open-loop sources (never the lean one): rows' packet rings of their own
+        # (router.state.grow_ring), queues linked through the packet records, drops (router/buffers.py)
+        RV = not LEAN
+        CODEL = RV and bf.g[G_AQM] == AQM_CODEL  # CoDel at the open-loop flows' queues
+        NBF = bf.fl.shape[0] // (P.n_static if P.n_static > 0 else 1)
+        ring = ft.ring
         NR = RM + 1
         T = P.T
         warmup = P.warmup
@@ -390,6 +527,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 code = packets_ready(tn, pk.time, ci[C_PKT_CUR], ci[C_PKT_LAST])
                 if code != DONE:
                     break
+                if RV:
+                    code = ring_room(tn, pk.time, pk.flow, ci[C_PKT_CUR], slot_i, ring, ft.qs, ri, J, bf, ci)
+                    if code != DONE:
+                        break
             t = tn
 
             # ---- phase 1a: completing packets leave their servers (the finish hooks)
@@ -397,8 +538,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 if service_end[j] == t:
                     s = ri[RI_BUSY_SLOT * J + j]
                     seq = ri[RI_BUSY_SEQ * J + j]
-                    sched_finish(S, pkt, o, J, s, (s * NR + (seq & RM)) * W, cst,  # noqa: F821
-                                 _cost_base(PC, J, NR, NFC, s, seq), j, t)
+                    rec = _rec(ring, RV, NR, RM, s, seq)
+                    sched_finish(S, pkt, o, J, s, rec * W, cst, _cost_base(PC, NFC, s, rec), j, t)  # noqa: F821
 
             # ---- phase 1b: move each on, or let it leave (resource order); a resource whose
             #      service ends at t is idle from here on (service_end = inf, busy row -1; its
@@ -413,18 +554,21 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 s = ri[RI_BUSY_SLOT * J + j]
                 ri[RI_BUSY_SLOT * J + j] = -1
                 seq = ri[RI_BUSY_SEQ * J + j]
-                pb = (s * NR + (seq & RM)) * W
-                cb = _cost_base(PC, J, NR, NFC, s, seq)
+                rec = _rec(ring, RV, NR, RM, s, seq)
+                pb = rec * W
+                cb = _cost_base(PC, NFC, s, rec)
                 nj = j + 1
                 while nj < J and cst[cb + nj] <= 0.0:
                     nj += 1
                 if nj < J:
                     _enqueue(S, o, J, RM, W, PC, NFC, s, seq, pb, cst, cb, nj, t, slot_i[s * N_ICOLS + I_UID],
-                             slot_f[s * NFC + F_WEIGHT], ft, ri, hp, service_end, ING, LP)
+                             slot_f[s * NFC + F_WEIGHT], ft, ri, hp, service_end, ING, LP, RV)
                     continue
                 # departure from the router
                 pk_departed += 1
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur, not LEAN)
+                if RV and slot_i[s * N_ICOLS + I_CLASS] == STATIC_OPEN:  # its buffer's counts (router/buffers.py)
+                    leave(bf, s, NBF, pkt[pb + W - J - 2], t, slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING])
                 if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] == STATIC_OPEN \
                         and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
                     rfb_log[3 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
@@ -457,7 +601,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                                 later = True
                         if not later and now_n == 0:
                             _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end,
-                                   False, ING, LP)
+                                   False, ING, LP, RV)
                             pk_admitted += 1
                         else:
                             slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
@@ -500,7 +644,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ci[C_NFREE] = n_free
                 ci[C_ACTIVE] = n_active
                 ci[C_RFB_N] = rfb_n
-                now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap)
+                now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap, bf)
                 next_arr = cf[C_NEXT_ARR]
                 next_static = cf[C_NEXT_STATIC]
                 next_pkt = cf[C_NEXT_PKT]
@@ -526,8 +670,16 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 else:
                     break
                 _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True,
-                       ING, LP)
+                       ING, LP, RV)
                 pk_admitted += 1
+
+            # ---- the shared pool's push-outs decided at the arrivals above leave their queues, after
+            #      every admission at t (router/buffers.py)
+            if RV and ci[C_VICT_N] > 0:
+                for v in range(ci[C_VICT_N]):
+                    rfb_n = _push_out(S, o, J, RM, W, PC, NFC, bf.victims[v], t, ft, cst, hp, ri, RV, bf, NBF, REC,
+                                      rfb_on, rfb_log, rfb_n, LP)
+                ci[C_VICT_N] = 0
 
             # ---- phase 3: idle resources start their smallest head; with stage buffers, the
             #      resources left blocked try again after every pass that started something (one
@@ -540,7 +692,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                     if ri[RI_BUSY_SLOT * J + j] < 0 and (blocked >> j) & 1:
                         tr_n, rfb_n, st = _start_next(S, o, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri,
                                                       service_end, busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_log,
-                                                      rfb_n, ING, STAGED, LP)
+                                                      rfb_n, ING, STAGED, LP, RV, CODEL, bf)
                         if st == ST_BLOCKED:
                             still |= 1 << j
                         elif st == ST_STARTED:
@@ -583,7 +735,8 @@ def _sources_hash() -> str:
         h = hashlib.sha256()
         here = Path(__file__).parent
         files = sorted((here.parent / "fq").glob("*.py")) + [
-            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state", "delays", "rfb")]
+            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state", "delays", "rfb",
+                                       "buffers")]
         for f in files:
             h.update(f.name.encode())
             h.update(f.read_bytes())
@@ -598,30 +751,33 @@ _LOOPS: dict = {}
 CONST_RINGS = (32,)
 
 
-def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0, rec: bool = True):
+def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0, rec: bool = True,
+             ing: bool = False, staged: bool = False):
     """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
     options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
     trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow;
     the packet ring size ``nr`` compiled in when lean and in :data:`CONST_RINGS`, else read at
     run time; the delays recorded (``rec``), or no code for them (a run with
-    ``record_delays=False`` runs as fast as a loop that knows nothing of delays).  Built once per
-    process; numba caches the machine code on disk."""
+    ``record_delays=False`` runs as fast as a loop that knows nothing of delays); the lean loop's
+    placement under ingress (``ing``) and stage buffers (``staged``) compiled in (the generic loop
+    reads them at run time).  Built once per process; numba caches the machine code on disk."""
     lean = opt is not None
     nr_const = int(nr) if lean and nr in CONST_RINGS else 0
-    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const, bool(rec))
+    ing, staged = (bool(ing), bool(staged)) if lean else (False, False)
+    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const, bool(rec), ing, staged)
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
         g = dict(globals())
         g.update(sched_admit=mod.admit, sched_arrive=mod.arrive, sched_head=mod.head, sched_start=mod.start,
-                 sched_finish=mod.finish, sched_idle=mod.idle, sched_ready=mod.ready)
-        for name in ("_enqueue", "_admit", "_start_next"):
+                 sched_finish=mod.finish, sched_idle=mod.idle, sched_ready=mod.ready, sched_drop=hook(mod, "drop"))
+        for name in ("_enqueue", "_admit", "_start_next", "_drop_head", "_push_out"):
             g[name] = jit(inline="always")(_rebind(globals()[name], g))
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
         times = keeps_times(rec, lean)
-        raw = _make_raw(int(J), pkt_width(lay, int(J), times, lean), bool(pc), lean, const, tag, nr_const,
-                        cost_width(int(J), lay.increments), bool(rec), times, int(lay.pkt))
+        raw = _make_raw(int(J), pkt_width(lay, int(J), times, lean, ing), bool(pc), lean, const, tag, nr_const,
+                        cost_width(int(J), lay.increments), bool(rec), times, int(lay.pkt) + 1, ing, staged)
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn

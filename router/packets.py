@@ -42,3 +42,20 @@ def packet_uniform(cost_key, uid, seq):
     """Uniform in [0, 1) for packet ``seq`` of flow ``uid``: ``h(h(h(key ^ uid) + seq))``."""
     h = hash32(hash32(hash32(cost_key ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
     return h / 4294967296.0
+
+
+@jit(inline="always")
+def packet_size(sp, row, cost_key, uid, seq, trace_size):
+    """The size in bytes of packet ``seq`` of flow ``uid`` with Specs row ``row``: its profile's one
+    size, a draw from its size distribution (``packet_uniform`` against the row's cdf), or (a packet
+    trace: ``n_sizes = 0``) ``trace_size``."""
+    n = sp.n_sizes[row]
+    if n > 1:
+        u = packet_uniform(cost_key, uid, seq)
+        z = 0
+        while z < n - 1 and u >= sp.cdf[row, z]:
+            z += 1
+        return sp.sizes[row, z]
+    if n == 1:
+        return sp.sizes[row, 0]
+    return trace_size

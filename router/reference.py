@@ -72,6 +72,8 @@ from mrfq.flows.traffic import ArrivalStream, PacketStream, cost_key
 from mrfq.router.batches import batch_starts
 from mrfq.router.delays import PER_FLOW_MAX, bucket_py
 from mrfq.router.delays import layout as delay_layout
+from mrfq.router.reference_buffers import DELIVER, BufferManager
+from mrfq.router.state import REASONS
 from mrfq.router import rfb as _rfb
 
 M32 = 0xFFFFFFFF
@@ -151,9 +153,8 @@ class Profile:
         return cls(tuple(spec.cost), tuple(spec.per_byte), tuple(spec.packet_sizes.sizes), tuple(cdf),
                    spec.weight, exp)
 
-    def packet_costs(self, cost_key: int, uid: int, seq: int, size: float | None = None) -> tuple[float, ...]:
-        """``s_j = cost_j + per_byte_j * size``, the size drawn by the counter-based hash (or given: the
-        packet trace's); with exponential costs each positive ``s_j`` times its own exponential."""
+    def packet_size(self, cost_key: int, uid: int, seq: int, size: float | None = None) -> float:
+        """The size of packet seq: drawn by the counter-based hash, or given (the packet trace's)."""
         if not (size is not None and not self.sizes):
             size = self.sizes[0]
             if len(self.sizes) > 1:
@@ -162,6 +163,12 @@ class Profile:
                 while z < len(self.sizes) - 1 and u >= self.cdf[z]:
                     z += 1
                 size = self.sizes[z]
+        return size
+
+    def packet_costs(self, cost_key: int, uid: int, seq: int, size: float | None = None) -> tuple[float, ...]:
+        """``s_j = cost_j + per_byte_j * size``, the size drawn by the counter-based hash (or given: the
+        packet trace's); with exponential costs each positive ``s_j`` times its own exponential."""
+        size = self.packet_size(cost_key, uid, seq, size)
         s = [c + b * size for c, b in zip(self.cost, self.per_byte)]
         if self.exponential:
             s = [x * packet_exponential(cost_key, uid, seq, j) if x > 0.0 else x for j, x in enumerate(s)]
@@ -184,9 +191,8 @@ class Flow:
     pending: int = 0                # admissions waiting out the rtt
     departed_post: int = 0          # departures after warm-up
     done_at: float | None = None
-    buffer: int = 0                 # an open-loop source's buffer (0: a windowed flow)
+    open_loop: bool = False         # an open-loop source (else a windowed flow)
     offered: int = 0                # open-loop packet arrivals from warm-up on (t >= warmup)
-    drops: int = 0                  # of which dropped
     Q: list[int] = field(default_factory=list)      # packets at each resource, waiting or in service
     tag: dict = field(default_factory=dict)         # the scheduler's own per-flow values
 
@@ -206,6 +212,7 @@ class Packet:
     arrived: float = 0.0            # at the router (admission, or an open-loop arrival)
     joined: float = 0.0             # at the queue of the resource it is at
     staged: bool = False            # counted in the stage buffer of the resource it waits at
+    size: float = 0.0               # bytes
     waits: list = field(default_factory=list)  # (resource, wait there) of each service started
 
 
@@ -224,8 +231,9 @@ class ReferenceFlow:
     packets: int                    # departures after warm-up
     completion_time: float | None   # finite flows: last departure - start
     admitted: int                   # packets admitted over the whole run
-    drops: int = 0                  # open-loop packet arrivals from warm-up on dropped
+    drops: int = 0                  # open-loop packets from warm-up on dropped or pushed out
     offered: int = 0                # open-loop packet arrivals from warm-up on (t >= warmup)
+    drops_by_reason: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -295,7 +303,7 @@ class ReferenceRouter:
         spec = sc.static_spec()
         profiles = [Profile.of(f, J) for f in sc.flows]
         self.static = [Flow(i, names[i], profiles[s], s, None, sc.flows[s].start, sc.flows[s].packets, J,
-                            buffer=sc.flows[s].buffer if sc.flows[s].open_loop else 0)
+                            open_loop=sc.flows[s].open_loop)
                        for i, s in enumerate(spec.tolist())]
         # delays (router/delays.py): one row per static flow (or [[flow]] table), then per class
         n = len(self.static)
@@ -347,6 +355,9 @@ class ReferenceRouter:
         self.arrival_log: list[tuple[int, float, int, int]] = []   # (flow id, time, class, packets)
 
         self.cost_key = cost_key(sc.run.seed)
+        self.bm = BufferManager(sc, self.ingress)   # the open-loop flows' buffer management
+        self.bm.router = self
+        self.dropped = [0] * J                      # packets that left each resource's queue unserved
         for f in self.static:
             self.env.process(self._static_start(f))
         if sc.classes:
@@ -449,19 +460,23 @@ class ReferenceRouter:
             self.next_uid += 1
             self.class_arrived[k] += 1
             self._start_flow(f, t)
-        # ... then the open-loop packet arrivals (by flow id): admitted, or dropped when the buffer is full
+        # ... then the open-loop packet arrivals (by flow id): admitted, or dropped by the buffer management
+        victims: list[Flow] = []
         for uid, size in packets:
             f = self.static[uid]
-            if t >= self.warmup:
+            post = t >= self.warmup
+            if post:
                 f.offered += 1
             if f.to_admit > 0:
                 f.to_admit -= 1
-            if f.in_router < f.buffer:
+            z = f.profile.packet_size(self.cost_key, f.uid, f.next_seq, size)
+            if self.bm.arrive(f, z, t, post, lambda v: self._waiting_before(v, t), victims) is None:
                 if f.in_router == 0 and uid in self.rfb_index:
                     self.rfb.record(t, t, self.rfb_index[uid], _rfb.K_BACKLOG)
                 self._admit(f, t, size)
-            elif t >= self.warmup:
-                f.drops += 1
+        # the pool's push-outs leave their queues after the instant's admissions
+        for v in victims:
+            self._push_out(v, t)
         # phase 3: idle resources start the head of smallest (key, flow id), if the scheduler is ready
         # and the head's next stage buffer has room; blocked resources try again after a pass that
         # started something
@@ -490,9 +505,35 @@ class ReferenceRouter:
             return ""
         if not self.tags.ready(j, t):
             return ""
-        uid = min(self.head_key[j], key=lambda u: (self.head_key[j][u], u))
-        fifo = self.fifo[j][uid]
-        p = fifo[0]
+        while True:   # (again when CoDel empties the queue it took)
+            if not self.head_key[j]:
+                return self._idle(j, t)
+            uid = min(self.head_key[j], key=lambda u: (self.head_key[j][u], u))
+            fifo = self.fifo[j][uid]
+            p = fifo[0]
+            f = p.flow
+            if not (self.bm.policy == "codel" and f.open_loop and j == self.bm.flows[f.uid].j0):
+                break
+            nxt = p.route[p.hop + 1] if p.hop + 1 < len(p.route) else None
+            if nxt is not None and self.stage_n[nxt] >= self.stage_cap[nxt]:
+                return "blocked"
+            phase = DELIVER
+            while True:
+                phase = self.bm.codel(f, t, t - p.arrived, len(fifo) - 1, phase)
+                if phase == DELIVER:
+                    break
+                self._drop_head(p, j, t, rekey=False)
+                f.in_router -= 1
+                self.bm.leave(f, p.size, t)
+                if t >= self.warmup:
+                    self.bm.flows[f.uid].drops["codel"] += 1
+                self._went_idle(f, t)
+                if not fifo:
+                    self.bm.codel_emptied(f, phase)
+                    break
+                p = fifo[0]
+            if phase == DELIVER:
+                break
         nxt = p.route[p.hop + 1] if p.hop + 1 < len(p.route) else None
         if nxt is not None and self.stage_n[nxt] >= self.stage_cap[nxt]:
             return "blocked"
@@ -518,14 +559,49 @@ class ReferenceRouter:
         self.env.process(self._service(j, p))
         return "started"
 
+    def _idle(self, j: int, t: float) -> str:
+        self.tags.idle(j, t)
+        return ""
+
+    def _waiting_before(self, v: Flow, t: float) -> list[Packet]:
+        """Flow v's packets waiting at its first resource that arrived before t, oldest first."""
+        return [p for p in self.fifo[self.bm.flows[v.uid].j0].get(v.uid, []) if p.arrived < t]
+
+    def _drop_head(self, p: Packet, j: int, t: float, rekey: bool = True) -> None:
+        """p, the head of its flow's queue at j, leaves it unserved (the scheduler's drop hook); the
+        next head's key is taken now (``rekey``), or not (CoDel: the resource takes that head at once)."""
+        uid = p.flow.uid
+        fifo = self.fifo[j][uid]
+        fifo.pop(0)
+        p.flow.Q[j] -= 1
+        self.dropped[j] += 1
+        self.tags.drop(p, j, fifo[0] if fifo else None, t)
+        if not fifo:
+            del self.head_key[j][uid], self.fifo[j][uid]
+        elif rekey:
+            self.head_key[j][uid] = self._head(fifo[0], j)
+
+    def _push_out(self, v: Flow, t: float) -> None:
+        """The pool pushes out the oldest packet waiting at v's first resource (counted at the arrival)."""
+        j = self.bm.flows[v.uid].j0
+        self._drop_head(self.fifo[j][v.uid][0], j, t)
+        self._went_idle(v, t)
+
+    def _went_idle(self, f: Flow, t: float) -> None:
+        """After a drop: an open-loop flow with no packet left starts RED's empty spell, ends its backlog."""
+        if f.in_router == 0:
+            self.bm.flows[f.uid].red_idle = t
+            if f.uid in self.rfb_index:
+                self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_IDLE)
+
     # ---- packet and flow life cycle ------------------------------------------
     def _start_flow(self, f: Flow, t: float) -> None:
-        if f.klass is None and f.buffer == 0 and f.uid in self.rfb_index:  # a windowed static flow: backlogged
+        if f.klass is None and not f.open_loop and f.uid in self.rfb_index:  # a windowed static flow: backlogged
             self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_BACKLOG)
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         n0 = self.N if f.size == 0 or f.size >= self.N else f.size
-        if f.buffer > 0:
+        if f.open_loop:
             n0 = 0  # an open-loop source: its packets arrive by their own law
         for _ in range(n0):
             if f.to_admit > 0:
@@ -536,11 +612,12 @@ class ReferenceRouter:
         seq = f.next_seq
         f.next_seq += 1
         s = f.profile.packet_costs(self.cost_key, f.uid, seq, size)
+        z = f.profile.packet_size(self.cost_key, f.uid, seq, size)
         route = [j for j in range(self.J) if s[j] > 0.0 or (j == 0 and self.ingress)]
         if not [j for j in route if s[j] > 0.0]:
             raise ValueError(f"packet {seq} of flow {f.name!r} costs nothing at every resource "
                              f"(s = {list(s)}): the router model leaves such a packet undefined")
-        p = Packet(f, seq, s, route, arrived=t)
+        p = Packet(f, seq, s, route, arrived=t, size=z)
         f.in_router += 1
         self.tags.admit(p, t)
         self._enqueue(p, route[0], t)
@@ -577,7 +654,8 @@ class ReferenceRouter:
             self.dsum[row, b] += t - p.arrived
             self.dcnt[row, b] += 1.0
         self.departures.append((float(t), float(t - p.arrived), f.uid, p.seq))
-        if f.buffer > 0:  # an open-loop source admits nothing when a packet leaves
+        if f.open_loop:  # an open-loop source admits nothing when a packet leaves
+            self.bm.leave(f, p.size, t)
             if f.in_router == 0 and f.klass is None and f.uid in self.rfb_index:
                 self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_IDLE)
             if f.to_admit == 0 and f.in_router == 0:
@@ -618,12 +696,13 @@ class ReferenceRouter:
         # conservation (STYLE practice 7): admitted = served + waiting + in service
         for j in range(self.J):
             inside = sum(len(q) for q in self.fifo[j].values()) + (self.serving[j] is not None)
-            assert self.admitted[j] == self.served[j] + inside, f"resource {j}: conservation broken"
+            assert self.admitted[j] == self.served[j] + inside + self.dropped[j], f"resource {j}: conservation broken"
         span = t_end - self.warmup
         flows = [ReferenceFlow(
             name=f.name, rate=f.departed_post / span if span > 0 else math.nan, packets=f.departed_post,
             completion_time=None if f.done_at is None else f.done_at - f.arrived, admitted=f.next_seq - 1,
-            drops=f.drops, offered=f.offered)
+            drops=sum(self.bm.flows[f.uid].drops.values()) if f.open_loop else 0, offered=f.offered,
+            drops_by_reason=dict(self.bm.flows[f.uid].drops) if f.open_loop else dict.fromkeys(REASONS, 0))
             for f in self.static]
         return ReferenceResult(
             t_end=float(t_end), services=self.services, served=tuple(self.served), admitted=tuple(self.admitted),

@@ -88,8 +88,10 @@ N_V = 5
 
 
 def slack(J: int, n_static: int) -> int:
-    """Records one instant may add: a service start per resource, a start and an end per static flow."""
-    return J + 2 * n_static + 1
+    """Records one instant may add: a service start per resource, and per static flow the starts and
+    ends of its backlog (an open-loop flow's can end at a departure and at a drop, and start again
+    at an arrival, in one instant)."""
+    return J + 4 * n_static + 1
 
 
 def _offsets(n: int, J: int):

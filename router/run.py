@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mrfq.flows.errors import MrfqError
-from mrfq.flows.scenario import Scenario
-from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, cost_key
+from mrfq.flows.scenario import RING0, Scenario
+from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, aqm_key, cost_key
 from mrfq.fq.registry import at_ingress, resolve
 from mrfq.router import delays as _delays, rfb as _rfb
-from mrfq.router.state import Specs, Traffic
+from mrfq.router.state import (
+    AQM_CODEL, AQM_FAIRDROP, AQM_NONE, AQM_RED, POOL_LONGEST, POOL_TAIL, REASONS, Buffers, Specs, Traffic, make_buffers,
+)
 
 
 class ConservationError(RuntimeError):
@@ -43,8 +45,10 @@ class FlowResult:
     rate: float            # packets per time unit after warm-up
     packets: int           # packets that left the router after warm-up
     completion_time: float | None  # finite flows: time from start to last departure
-    drops: int = 0         # open-loop flows: packet arrivals from warm-up on (t >= warmup) dropped (buffer full)
+    drops: int = 0         # open-loop flows: packets from warm-up on (t >= warmup) dropped or pushed out
     offered: int = 0       # open-loop flows: packet arrivals from warm-up on (0 for a windowed flow)
+    #: the drops by reason (router.state.REASONS: tail, pool, push_out, red, codel, fairdrop; docs/buffers.md)
+    drops_by_reason: dict = field(default_factory=dict)
 
 
 class FlowResults(Sequence):
@@ -53,13 +57,17 @@ class FlowResults(Sequence):
     ``completion_time`` (nan: not completed) are the columns themselves."""
 
     def __init__(self, scenario: Scenario, rate: np.ndarray, packets: np.ndarray, completion_time: np.ndarray,
-                 drops: np.ndarray | None = None, offered: np.ndarray | None = None):
+                 drops: np.ndarray | None = None, offered: np.ndarray | None = None,
+                 drops_by_reason: np.ndarray | None = None):
         self._sc = scenario
         self._spec, self._index = scenario.static_ids()
         self.rate, self.packets, self.completion_time = rate, packets, completion_time
         z = np.zeros(len(rate), np.int64)
         self.drops = drops if drops is not None else z
         self.offered = offered if offered is not None else z
+        #: [flows, len(REASONS)] drops by reason (router.state.REASONS)
+        self.drops_by_reason = drops_by_reason if drops_by_reason is not None else np.zeros((len(rate), len(REASONS)),
+                                                                                            np.int64)
 
     def __len__(self) -> int:
         return len(self.rate)
@@ -77,7 +85,8 @@ class FlowResults(Sequence):
         ct = float(self.completion_time[i])
         return FlowResult(name=self.name(i), rate=float(self.rate[i]), packets=int(self.packets[i]),
                           completion_time=None if math.isnan(ct) else ct, drops=int(self.drops[i]),
-                          offered=int(self.offered[i]))
+                          offered=int(self.offered[i]),
+                          drops_by_reason=dict(zip(REASONS, (int(x) for x in self.drops_by_reason[i]))))
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (FlowResults, list)) else NotImplemented
@@ -349,7 +358,8 @@ class RunResult:
             "duration": self.t_end,
             "warmup": self.scenario.run.warmup,
             "flows": [{"name": f.name, "rate": f.rate, "packets": f.packets,
-                       "completion_time": nan(f.completion_time), "drops": f.drops,
+                       "completion_time": nan(f.completion_time),
+                       "drops": {"total": f.drops, "by_reason": f.drops_by_reason},
                        "drop_fraction": f.drops / f.offered if f.offered else None} for f in self.flows],
             "classes": [{"name": c.name, "completed": c.completed, "arrived": c.arrived,
                          "mean_flows": nan(c.mean_flows), "throughput": nan(c.throughput)} for c in self.classes],
@@ -361,6 +371,49 @@ class RunResult:
             "wall_seconds": self.wall_seconds,
             "rfb": self.rfb.to_json() if self.rfb is not None else None,
         }
+
+
+def first_resource(cost, per_byte, J: int, ingress: bool) -> int:
+    """Where a flow's queue is (docs/buffers.md): resource 0 under ingress placement, else the first
+    resource its packets cost time at."""
+    if ingress:
+        return 0
+    pb = per_byte or (0.0,) * J
+    return next(j for j in range(J) if cost[j] > 0.0 or pb[j] > 0.0)
+
+
+def buffer_setup(sc: Scenario, ingress: bool) -> Buffers:
+    """The open-loop flows' buffer management for the engine (router/buffers.py) from the scenario:
+    per static flow its limits (packets, bytes), its first resource and RED's packet time (the
+    router's ``packet_time``, else the flow's largest mean per-packet time); the shared pool; the AQM
+    with its own key (flows.traffic.aqm_key)."""
+    J, nF = sc.n_resources, sc.n_static
+    spec = sc.static_spec()
+    a = sc.router.aqm_params()
+    tables = sc.flows
+    lim = np.array([math.inf if f.buffer is None else float(f.buffer) for f in tables])[spec]
+    lim_bytes = np.array([math.inf if f.buffer_bytes is None else f.buffer_bytes for f in tables])[spec]
+    j0 = np.array([first_resource(f.cost, f.per_byte, J, ingress) for f in tables], dtype=np.float64)[spec]
+    pt = np.array([a.get("packet_time") or max(f.mean_cost()) for f in tables])[spec]
+    r = sc.router
+    pool = (math.inf if r.shared_buffer is None else float(r.shared_buffer),
+            math.inf if r.shared_buffer_bytes is None else float(r.shared_buffer_bytes),
+            POOL_LONGEST if r.shared_buffer_policy == "longest" else POOL_TAIL)
+    pol = a.get("policy")
+    if pol == "red":
+        aqm = (AQM_RED, aqm_key(sc.run.seed), (a["min_th"], a["max_th"], a["max_p"], a["weight"], float(a["gentle"])))
+    elif pol == "codel":
+        aqm = (AQM_CODEL, aqm_key(sc.run.seed), (a["target"], a["interval"], float(a["maxpacket"])))
+    elif pol == "fairdrop":
+        aqm = (AQM_FAIRDROP, aqm_key(sc.run.seed), (a["theta"],))
+    else:
+        aqm = (AQM_NONE, 0, ())
+    weight = np.array([f.weight for f in tables])[spec]
+    threshold = None
+    if pol == "fairdrop":  # threshold packets of the flow's mean work at each resource
+        threshold = a["threshold"] * np.array([f.mean_cost() for f in tables], dtype=np.float64).reshape(-1, J)[spec]
+    return make_buffers(nF, J, lim=lim, lim_bytes=lim_bytes, j0=j0, red_pt=pt, pool=pool, aqm=aqm, fd_weight=weight,
+                        fd_threshold=threshold)
 
 
 def _spec_arrays(specs, J):
@@ -442,7 +495,9 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
                       else np.arange(nF, dtype=np.int64)) if nF else np.zeros(1, np.int64),  # by (start, id)
         static_spec=static_spec if nF else np.zeros(1, np.int64),
         class_spec=np.arange(len(sc.flows), len(sc.flows) + max(K, 1), dtype=np.int64),
-        table_buffer=np.array([f.buffer if f.open_loop else 0 for f in sc.flows] or [0], dtype=np.int64),
+        # an open-loop flow's first packet ring (router.state.grow_ring doubles it as needed); 0: windowed
+        table_buffer=np.array([min(f.buffer or RING0, RING0) if f.open_loop else 0 for f in sc.flows] or [0],
+                              dtype=np.int64),
         hist_row=np.zeros(1, np.int64),
     )
     per_flow = nF <= _delays.PER_FLOW_MAX
@@ -474,7 +529,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from),
         packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,
         record_delays=record_delays, record_fairness=record_fairness, share_window=float(share_window),
-        ingress=at_ingress(sc.router, info.module, specs), stage_caps=sc.router.stage_caps(J))
+        ingress=at_ingress(sc.router, info.module, specs), stage_caps=sc.router.stage_caps(J),
+        buffers=buffer_setup(sc, at_ingress(sc.router, info.module, specs)) if open_loop else None)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -484,20 +540,21 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     busy_post = out.busy_post
 
     for j in range(J):
-        if admitted_j[j] != served_j[j] + in_sys_j[j]:
+        if admitted_j[j] != served_j[j] + in_sys_j[j] + out.dropped[j]:
             raise ConservationError(
                 f"resource {sc.resources[j]!r}: admitted {admitted_j[j]} != served {served_j[j]} "
-                f"+ in system {in_sys_j[j]}")
-    if out.packets_admitted != out.packets_departed + out.in_router:
+                f"+ in system {in_sys_j[j]} + dropped unserved {out.dropped[j]}")
+    if out.packets_admitted != out.packets_departed + out.in_router + int(out.dropped.sum()):
         raise ConservationError(f"router: admitted {out.packets_admitted} != departed {out.packets_departed} "
-                                f"+ inside {out.in_router}")
+                                f"+ inside {out.in_router} + dropped inside {int(out.dropped.sum())}")
     if int(served_j.sum()) != services:
         raise ConservationError(f"services {services} != sum of per-resource services {served_j.sum()}")
 
     span = float(t_end) - warmup
     dep = st_dep_post[:nF].astype(np.int64)
     flows = FlowResults(sc, dep / span if span > 0 else np.full(nF, math.nan), dep,
-                        st_done_t[:nF] - table_start[static_spec], out.drops[:nF], out.offered[:nF])
+                        st_done_t[:nF] - table_start[static_spec], out.drops[:nF], out.offered[:nF],
+                        out.drops_by_reason[:nF])
     hs = hist_rows[0]
     nrow = hs + K
     dh = DelayHistograms(rows=list(row_names) + [c.name for c in sc.classes], per_flow=per_flow, n_static_rows=hs,

@@ -16,8 +16,10 @@ consecutive, ``head, head + 1, ..., head + count - 1``.  No queue-length
 counter is kept either: ``Q_ij`` (waiting or in service) is the count plus one
 when j serves that flow's packet.
 
-Packet records ``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR > N`` and ``NR >=``
-every open-loop flow's buffer, a power of two) hold the scheduler's own
+Packet records ``pkt[(s * NR + (seq & RM)) * W + m]`` (``NR > N``, a power of two; an
+open-loop flow's ring doubles, moved to the end of the array, when its packets in the router
+would not fit: :func:`grow_ring`, so memory follows the packets held, not the buffer's limit;
+``FlowTable.ring`` holds each row's first record and mask) hold the scheduler's own
 per-packet slots (``m < layout.pkt``), then the engine's ``J + 1`` times
 (``W = layout.pkt + pkt_times(J)``): the packet's arrival at the router
 (``pb + W - J - 1``) and the start of its service at each resource j
@@ -59,10 +61,13 @@ def pkt_times(J: int, kept: bool = True) -> int:
     return J + 1 if kept else 0
 
 
-def pkt_width(lay: Layout, J: int, times: bool, lean: bool) -> int:
-    """A packet record's words: the scheduler's own slots, then (generic loop) the key at a later
-    resource under ingress placement (router/loop.py: ``LP = layout.pkt``), then its times."""
-    return int(lay.pkt) + (0 if lean else 1) + pkt_times(J, times)
+def pkt_width(lay: Layout, J: int, times: bool, lean: bool, ingress: bool = False) -> int:
+    """A packet record's words: the scheduler's own slots, then (generic loop) the seq of the packet
+    behind it in its flow's queue (``LP - 1``), the key at a later resource under ingress placement
+    (router/loop.py: ``LP = layout.pkt + 1``) and the packet's size in bytes (``LP + 1``: an open-loop
+    packet's, for the byte counts of router/buffers.py), then its times; the lean loop has none of the
+    three unless it runs under ingress placement (the key word)."""
+    return int(lay.pkt) + (0 if lean and not ingress else 3) + pkt_times(J, times)
 
 
 def keeps_times(record_delays: bool, lean: bool) -> bool:
@@ -85,13 +90,14 @@ QS_WIDTH = 2
 N_CF = 5
 (C_SERVICES, C_NFREE, C_ADM_HEAD, C_ADM_N, C_ST_PTR, C_PK_ADM, C_PK_DEP, C_NEXT_UID, C_ACTIVE,
  C_MAX_ACTIVE, C_TR_N, C_STOPPED, C_BATCH, C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_PKT_CUR, C_PKT_LAST,
- C_DEP_N, C_RFB_N) = range(20)
-N_CI = 20
+ C_DEP_N, C_RFB_N, C_VICT_N, C_GROW_ROW) = range(22)
+N_CI = 22
 # the int64 per-resource words of Resources.ri, J of each: ri[RI_* * J + j]; the row (-1 once idle)
 # and seq of the packet served last at j (in service while service_end[j] < inf)
 # and the stage buffers (router/loop.py): the cap in front of j, and what they hold now
-(RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N, RI_STAGE_CAP, RI_STAGE_N) = range(7)
-N_RI = 7
+# and the packets dropped from j's queue unserved (router/buffers.py)
+(RI_BUSY_SLOT, RI_BUSY_SEQ, RI_SERVED, RI_ADMITTED, RI_HEAP_N, RI_STAGE_CAP, RI_STAGE_N, RI_DROPPED) = range(8)
+N_RI = 8
 #: what an idle resource did in phase 3 (router.loop._start_next)
 ST_NONE, ST_STARTED, ST_BLOCKED = range(3)
 #: the stage cap of an unbounded buffer
@@ -99,6 +105,47 @@ STAGE_UNBOUNDED = 1 << 62
 # an entry of the admissions due now: row << ADM_BITS | count (count <= the window <= 4096)
 ADM_BITS = 13
 ADM_MASK = (1 << ADM_BITS) - 1
+
+
+# buffer management of the open-loop flows' queues (router/buffers.py): per static flow, floats
+# Buffers.fl[s * NBF + B_*]: its limits (packets, bytes; inf: none), the bytes it holds, its first
+# resource (where its queue is), a lower bound of its oldest packet's seq in the router (for the
+# ring check), its arrivals so far (the AQM's random draws are keyed by them), RED's state (average
+# queue, count, the instant the queue went empty or -1) and its packet time, CoDel's (first_above_time, drop_next,
+# count, lastcount, dropping), FairDrop's (the instant its virtual queues were last drained, then
+# its weight, then per resource its virtual queue and threshold)
+(B_LIM, B_LIM_BYTES, B_BYTES, B_J0, B_LO, B_ARRIVALS, B_RED_AVG, B_RED_COUNT, B_RED_IDLE, B_RED_PT,
+ B_CD_FIRST_ABOVE, B_CD_DROP_NEXT, B_CD_COUNT, B_CD_LASTCOUNT, B_CD_DROPPING, B_FD_W) = range(16)
+B_FD_VQ = 16  # FairDrop: the flow's virtual queue at each resource (J words), then its threshold there (J)
+
+
+def buffer_width(J: int) -> int:
+    """Floats per static flow in Buffers.fl."""
+    return B_FD_VQ + 2 * J
+
+
+#: why a packet was dropped (Buffers.drops[s * N_REASONS + D_*]): its flow's limit (packets or
+#: bytes), the shared pool full (tail drop), pushed out of the pool by a longer queue's..., RED,
+#: CoDel, FairDrop
+(D_TAIL, D_POOL, D_PUSH_OUT, D_RED, D_CODEL, D_FAIRDROP) = range(6)
+N_REASONS = 6
+REASONS = ("tail", "pool", "push_out", "red", "codel", "fairdrop")
+# Buffers.g: the shared pool's packets and bytes, its caps (inf: none) and policy, the AQM and its
+# parameters (router/buffers.py)
+(G_POOL_N, G_POOL_BYTES, G_POOL_CAP, G_POOL_BYTES_CAP, G_POOL_POLICY, G_AQM, G_AQM_KEY, G_FD_T) = range(8)
+G_P = 8  # the AQM's parameters from here
+N_G = 16
+POOL_TAIL, POOL_LONGEST = 0, 1
+AQM_NONE, AQM_RED, AQM_CODEL, AQM_FAIRDROP = range(4)
+
+
+class Buffers(NamedTuple):
+    """Buffer management of the open-loop flows (router/buffers.py)."""
+
+    fl: np.ndarray       # [n_static * NBF] float64 per-flow limits and state (B_*)
+    drops: np.ndarray    # [n_static * N_REASONS] int64 drops from warm-up on, by reason (D_*)
+    g: np.ndarray        # [N_G] float64 the pool and the AQM (G_*)
+    victims: np.ndarray  # [n_static + 4096] int64 rows whose oldest waiting packet the pool pushes out at this instant
 
 
 class Params(NamedTuple):
@@ -176,8 +223,12 @@ class FlowTable(NamedTuple):
     slot_i: np.ndarray   # [C * N_ICOLS] int64
     slot_f: np.ndarray   # [C * NFC] float64
     qs: np.ndarray       # [C * J * QS_WIDTH] int64 queue records
-    pkt: np.ndarray      # [C * NR * W] float64 packet records (the scheduler's tags)
-    cst: np.ndarray      # [C * NR * CW] float64 per-packet cost records (Params.pc = 1), else [1] unused
+    qt: np.ndarray       # [C * J] int64 the seq of the last packet waiting at each (row, resource) (generic loop)
+    pkt: np.ndarray      # [records * W] float64 packet records (the scheduler's tags)
+    cst: np.ndarray      # [records * CW] float64 per-packet cost records (Params.pc = 1), else [1] unused
+    ring: np.ndarray     # [2 C] int64: each row's packet ring, its first record and its mask (size - 1): packet
+    #                      seq of row s is record ring[2 s] + (seq & ring[2 s + 1]) (s NR + (seq & RM) until an
+    #                      open-loop flow's ring grows: router.state.grow_ring)
     free: np.ndarray     # [C] free rows (a stack)
     rfb_dom: np.ndarray  # [C] int64: 1 + the dominant resource of a static flow whose services the loop logs
     #                      (router/rfb.py), else 0
@@ -272,9 +323,11 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
         slot_i=np.zeros(C * N_ICOLS, np.int64),
         slot_f=np.zeros(C * n_fcols(J, lay.increments), np.float64),
         qs=np.zeros(C * J * QS_WIDTH, np.int64),
+        qt=np.zeros(C * J, np.int64),
         pkt=np.zeros(max(C * NR * W, 1), np.float64),
         cst=np.zeros(C * NR * cost_width(J, lay.increments) if pc else 1, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
+        ring=uniform_rings(C, NR),
         rfb_dom=np.zeros(C, np.int64),
         hrow=np.zeros(C, np.int64),
     )
@@ -317,10 +370,17 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     first-out: old ones first).  Returns the new capacity and tuples."""
     C2 = 2 * C
     n_free = int(carry.ci[C_NFREE])
+    # the new rows' rings after every record in use (an open-loop flow's grown ring may lie past C NR)
+    W = ft.pkt.shape[0] // max(_records(ft), 1)
+    used = _records(ft)
+    ring = _grown(ft.ring, 2 * C2)
+    ring[2 * C::2] = used + np.arange(C2 - C, dtype=np.int64) * NR
+    ring[2 * C + 1::2] = NR - 1
+    more = (C2 - C) * NR
     ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, ft.slot_f.shape[0] * 2),
-                    qs=_grown(ft.qs, ft.qs.shape[0] * 2), pkt=_grown(ft.pkt, ft.pkt.shape[0] * 2),
-                    cst=_grown(ft.cst, ft.cst.shape[0] * 2) if ft.cst.shape[0] > 1 else ft.cst,
-                    free=np.zeros(C2, np.int64), rfb_dom=_grown(ft.rfb_dom, C2), hrow=_grown(ft.hrow, C2))
+                    qs=_grown(ft.qs, ft.qs.shape[0] * 2), qt=_grown(ft.qt, ft.qt.shape[0] * 2), pkt=_grown(ft.pkt, (used + more) * W),
+                    cst=_grown(ft.cst, ft.cst.shape[0] // used * (used + more)) if ft.cst.shape[0] > 1 else ft.cst,
+                    ring=ring, free=np.zeros(C2, np.int64), rfb_dom=_grown(ft.rfb_dom, C2), hrow=_grown(ft.hrow, C2))
     ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)
     ft2.free[C2 - C: C2 - C + n_free] = ft.free[:n_free]
     carry.ci[C_NFREE] = C2 - C + n_free
@@ -334,3 +394,67 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     aq2.due_s[:n] = aq.due_s[order]
     carry.ci[C_ADM_HEAD] = 0
     return C2, ft2, S2, rs2, aq2
+
+
+def uniform_rings(C: int, NR: int) -> np.ndarray:
+    """Rings of NR records for C rows, row s at record s NR (FlowTable.ring)."""
+    ring = np.empty(2 * C, np.int64)
+    ring[0::2] = np.arange(C, dtype=np.int64) * NR
+    ring[1::2] = NR - 1
+    return ring
+
+
+def _records(ft: FlowTable) -> int:
+    """Packet records the arrays hold: the end of the last row's ring."""
+    ends = ft.ring[0::2] + ft.ring[1::2] + 1
+    return int(ends.max()) if ends.shape[0] else 0
+
+
+def grow_ring(ft: FlowTable, W: int, CW: int, s: int) -> FlowTable:
+    """Row s's packet ring, twice as large, at the end of the arrays.  The live records of a ring of
+    NR have distinct seqs modulo NR (the loop asks before they would not), so the old ring laid
+    twice in a row puts every one of them at ``seq & (2 NR - 1)`` (and keeps a constant-cost flow's
+    cost record in every slot, as :func:`router.flowtable.flow_starts` wrote it)."""
+    base, NR = int(ft.ring[2 * s]), int(ft.ring[2 * s + 1]) + 1
+    used = _records(ft)
+    pkt = _grown(ft.pkt, (used + 2 * NR) * W)
+    old = ft.pkt[base * W:(base + NR) * W]
+    pkt[used * W:(used + NR) * W] = old
+    pkt[(used + NR) * W:(used + 2 * NR) * W] = old
+    cst = ft.cst
+    if cst.shape[0] > 1:
+        cst = _grown(ft.cst, (used + 2 * NR) * CW)
+        oc = ft.cst[base * CW:(base + NR) * CW]
+        cst[used * CW:(used + NR) * CW] = oc
+        cst[(used + NR) * CW:(used + 2 * NR) * CW] = oc
+    ring = ft.ring.copy()
+    ring[2 * s] = used
+    ring[2 * s + 1] = 2 * NR - 1
+    return ft._replace(pkt=pkt, cst=cst, ring=ring)
+
+
+def make_buffers(n_static: int, J: int, lim=None, lim_bytes=None, j0=None, red_pt=None,
+                 pool: tuple = (INF, INF, POOL_TAIL), aqm: tuple = (AQM_NONE, 0, ()), fd_weight=None,
+                 fd_threshold=None) -> Buffers:
+    """Buffers for ``n_static`` static flows: per flow its limits in packets and bytes (inf: none),
+    its first resource and RED's packet time (arrays or None: none, 0, 0); the pool's
+    ``(packets, bytes, policy)`` and the AQM's ``(code, key, parameters)`` (router/buffers.py)."""
+    n = max(n_static, 1)
+    NBF = buffer_width(J)
+    fl = np.zeros(n * NBF)
+    fl[B_LIM::NBF] = INF if lim is None else lim
+    fl[B_LIM_BYTES::NBF] = INF if lim_bytes is None else lim_bytes
+    fl[B_J0::NBF] = 0 if j0 is None else j0
+    fl[B_RED_PT::NBF] = 0.0 if red_pt is None else red_pt
+    fl[B_LO::NBF] = 1.0
+    fl[B_RED_IDLE::NBF] = -1.0
+    fl[B_RED_COUNT::NBF] = -1.0  # (Floyd & Jacobson's initial count)
+    fl[B_FD_W::NBF] = 1.0 if fd_weight is None else fd_weight
+    if fd_threshold is not None:  # [n, J]: FairDrop's threshold of each flow at each resource
+        for r in range(J):
+            fl[B_FD_VQ + J + r::NBF] = fd_threshold[:, r]
+    g = np.zeros(N_G)
+    g[G_POOL_CAP], g[G_POOL_BYTES_CAP], g[G_POOL_POLICY] = pool
+    g[G_AQM], g[G_AQM_KEY] = aqm[0], aqm[1]
+    g[G_P:G_P + len(aqm[2])] = aqm[2]
+    return Buffers(fl=fl, drops=np.zeros(n * N_REASONS, np.int64), g=g, victims=np.zeros(n + 4096, np.int64))

@@ -53,7 +53,8 @@ BAD = [
     (VOIP + 'arrival = {rate = 1.0}\n', "flow[1].arrival.law: missing; choose one of poisson, cbr, onoff, trace"),
     (VOIP + 'arrival = {law = "cbr", rate = 1.0, on = 2.0}\n', "flow[1].arrival: unknown key 'on'"),
     (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = 0\n', "flow[1].buffer = 0: out of range"),
-    (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = 5000\n', "flow[1].buffer = 5000: out of range"),
+    (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = 2000000\n', "flow[1].buffer = 2000000: out of range"),
+    (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = "all"\n', "flow[1].buffer = 'all': must be a whole number"),
     (VOIP + 'buffer = 10\n', "flow[1].buffer: only for an open-loop flow"),
     (VOIP + 'arrival = "poisson"\n', "flow[1].arrival = 'poisson': must be a table"),
     (VOIP + 'arrival = {law = "trace"}\n', "flow[1].arrival.law = 'trace': the scenario has no [traffic] packet_trace"),
@@ -305,8 +306,8 @@ def test_json_delay_and_drops(capsys, tmp_path):
         x = e["delay"]
         assert x["ci"][0] < x["mean"] < x["ci"][1] and x["p50"] <= x["p90"] <= x["p99"] <= x["p999"] <= x["max"]
     g, v = d["flows"]
-    assert g["drops"] == 0 and g["drop_fraction"] is None
-    assert v["drops"] > 0 and 0 < v["drop_fraction"] < 1
+    assert g["drops"]["total"] == 0 and g["drop_fraction"] is None
+    assert v["drops"]["total"] == v["drops"]["by_reason"]["tail"] > 0 and 0 < v["drop_fraction"] < 1
     rows = out_csv.read_text().splitlines()
     assert rows[0] == "row,kind,measure,lower,upper,count"
     kinds = {tuple(r.split(",")[:3]) for r in rows[1:]}
@@ -316,7 +317,7 @@ def test_json_delay_and_drops(capsys, tmp_path):
     code, out, err = run_cli(capsys, "run", str(p))
     assert code == 0 and "p999" in out and "drops" in out
     line = [s for s in out.splitlines() if s.startswith("v ")][-1]   # the delay table's
-    assert f"{v['drops']:,} (" in line
+    assert f"{v['drops']['total']:,} (" in line
 
 
 def test_delays_path_checked_before_running(capsys, tmp_path):
@@ -361,7 +362,7 @@ def mean_ci(d):
 
     r = simulate(flows.from_dict(d))
     (f,) = run_json(r)["flows"]
-    assert f["drops"] == 0
+    assert f["drops"]["total"] == 0
     return f["delay"]
 
 

@@ -79,7 +79,8 @@ def test_isolation_finding_light_flow_p99_under_drfq_far_below_fifo():
     for r in card.rows:
         assert r["rate_over_share"] == pytest.approx(1.0, abs=0.05), r
     assert light["drfq"]["share"] == pytest.approx(0.177778)
-    assert light["drfq"]["drops"] == 0
+    assert light["drfq"]["drops"] == {"total": 0, "by_reason": dict.fromkeys(
+        ("tail", "pool", "push_out", "red", "codel", "fairdrop"), 0)}
 
 
 def test_wakeup_intervals_memoryless_vs_dovetailing():
@@ -207,4 +208,4 @@ def test_a_counted_table_is_one_row_with_per_flow_rate_and_share():
     # b is capped at its demand 0.2 (a tenth of the CPU); the three a flows share the rest: 0.9 / 3 each
     assert rows["b"]["share"] == pytest.approx(0.2) and rows["a.*"]["share"] == pytest.approx(0.3)
     assert rows["a.*"]["rate"] == pytest.approx(0.3, rel=0.02) and rows["b"]["rate"] == pytest.approx(0.2, rel=0.02)
-    assert rows["b"]["source"] == "cbr" and rows["a.*"]["drops"] is None and rows["b"]["drops"] == 0
+    assert rows["b"]["source"] == "cbr" and rows["a.*"]["drops"] is None and rows["b"]["drops"]["total"] == 0
