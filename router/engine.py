@@ -233,11 +233,13 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                                   _rfb.windows(T, share_window))
         P = P._replace(rfb_on=1, rfb_lim=_rfb.BUF)
     ft, S, rs, aq, acc, tr, carry = allocate(J, C, NR, W, lay, n_static, K, B, trace_cap,
-                                             batch_starts(warmup, T, B), rtt, pc, HR, NB, rfb_state)
+                                             batch_starts(warmup, T, B), rtt, pc, HR, NB, rfb_state, linked=not lean)
     bf = buffers
-    if bf is None:
+    if bf is None and packets is not None:
         lim = traffic.table_buffer[traffic.static_spec[:n_static]].astype(np.float64) if n_static else None
         bf = make_buffers(n_static, J, lim=lim)
+    elif bf is None:  # no open-loop flow: nothing to manage (a placeholder the loop never reads)
+        bf = make_buffers(0, J)
     if stage_caps is not None:
         if len(stage_caps) != J - 1:
             raise MrfqError(f"stage_caps: {len(stage_caps)} entries, must be {J - 1} (one per resource after the first)")

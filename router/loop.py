@@ -464,7 +464,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         # (router.state.grow_ring), queues linked through the packet records, drops (router/buffers.py)
         RV = not LEAN
         CODEL = RV and bf.g[G_AQM] == AQM_CODEL  # CoDel at the open-loop flows' queues
-        NBF = bf.fl.shape[0] // (P.n_static if P.n_static > 0 else 1)
+        NBF = bf.fl.shape[0] // (bf.drops.shape[0] // N_REASONS)  # floats per static flow (router.state.buffer_width)
         ring = ft.ring
         NR = RM + 1
         T = P.T

@@ -315,7 +315,7 @@ def _due_size(C: int, NR: int, J: int, rtt: float) -> int:
 
 
 def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int, B: int, trace_cap: int,
-             b_start: np.ndarray, rtt: float, pc: int, HR: int = 1, NB: int = 1, rfb=None):
+             b_start: np.ndarray, rtt: float, pc: int, HR: int = 1, NB: int = 1, rfb=None, linked: bool = True):
     """Every array of a run with room for C flows (rows ``n_static..C-1`` free); per-packet
     costs only when ``pc`` (the scenario has packet sizes); ``rfb``: the relative fairness log and
     state (router.rfb.allocate), or None."""
@@ -323,7 +323,7 @@ def allocate(J: int, C: int, NR: int, W: int, lay: Layout, n_static: int, K: int
         slot_i=np.zeros(C * N_ICOLS, np.int64),
         slot_f=np.zeros(C * n_fcols(J, lay.increments), np.float64),
         qs=np.zeros(C * J * QS_WIDTH, np.int64),
-        qt=np.zeros(C * J, np.int64),
+        qt=np.zeros(C * J if linked else 1, np.int64),  # (only the generic loop links its queues)
         pkt=np.zeros(max(C * NR * W, 1), np.float64),
         cst=np.zeros(C * NR * cost_width(J, lay.increments) if pc else 1, np.float64),
         free=np.concatenate([np.arange(C - 1, n_static - 1, -1, dtype=np.int64), np.zeros(n_static, np.int64)]),
@@ -378,7 +378,7 @@ def grow(C: int, J: int, NR: int, ft: FlowTable, S: SchedState, rs: Resources, a
     ring[2 * C + 1::2] = NR - 1
     more = (C2 - C) * NR
     ft2 = FlowTable(slot_i=_grown(ft.slot_i, C2 * N_ICOLS), slot_f=_grown(ft.slot_f, ft.slot_f.shape[0] * 2),
-                    qs=_grown(ft.qs, ft.qs.shape[0] * 2), qt=_grown(ft.qt, ft.qt.shape[0] * 2), pkt=_grown(ft.pkt, (used + more) * W),
+                    qs=_grown(ft.qs, ft.qs.shape[0] * 2), qt=_grown(ft.qt, ft.qt.shape[0] * 2) if ft.qt.shape[0] > 1 else ft.qt, pkt=_grown(ft.pkt, (used + more) * W),
                     cst=_grown(ft.cst, ft.cst.shape[0] // used * (used + more)) if ft.cst.shape[0] > 1 else ft.cst,
                     ring=ring, free=np.zeros(C2, np.int64), rfb_dom=_grown(ft.rfb_dom, C2), hrow=_grown(ft.hrow, C2))
     ft2.free[: C2 - C] = np.arange(C2 - 1, C - 1, -1)

@@ -166,13 +166,14 @@ def test_state_bytes_per_static_flow():
     id arrays of Traffic (16): 480 bytes; plus, for the delays, each packet record's J + 1 = 3 times
     (its arrival, then its join time or wait at each resource: 32 slots x 24 bytes), the row's
     histogram offset (8, and 8 in Traffic.hist_row), the open-loop arrival and drop counts (16) and,
-    for the relative fairness bound, the flow's dominant resource (8): 1288 bytes.  Both runs have more than router.delays.PER_FLOW_MAX static flows, so their
+    for the relative fairness bound, the flow's dominant resource (8), and its packet ring's place
+    (first record and mask, 16: an open-loop flow's ring grows, router.state.grow_ring): 1304 bytes.  Both runs have more than router.delays.PER_FLOW_MAX static flows, so their
     histograms are per [[flow]] table, the same size.  The C yardstick holds 704 (its 192-byte
     flow, 32 ring entries of 16) and records no delays."""
     from mrfq.router.run import simulate
 
     small, large = (simulate(_counted(n, services=100)).state_bytes for n in (205, 705))
-    assert (large - small) / 1000 == 480 + 32 * 24 + 8 + 8 + 16 + 8
+    assert (large - small) / 1000 == 480 + 32 * 24 + 8 + 8 + 16 + 8 + 16
 
 
 def _yardstick_source():
