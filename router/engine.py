@@ -373,7 +373,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     else:
         static_admitted = np.zeros(1, np.int64)
     state_bytes = sum(a.nbytes for group in (ft, S, rs, aq, acc, tr, carry, arr, pk, traffic, bf) for a in group)
-    by_reason = bf.drops.reshape(-1, N_REASONS)[:n_static].copy()
+    by_reason = np.zeros((n_static, N_REASONS), np.int64)  # (without open-loop flows the buffers hold one row)
+    kept = bf.drops.reshape(-1, N_REASONS)[:n_static]
+    by_reason[:kept.shape[0]] = kept
     dep_n = int(ci[C_DEP_N])
     dep_times = tr.dep_times.reshape(-1, 2)[:dep_n]
     dep_ids = tr.dep_ids.reshape(-1, 2)[:dep_n]
