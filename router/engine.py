@@ -238,7 +238,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     if bf is None and packets is not None:
         lim = traffic.table_buffer[traffic.static_spec[:n_static]].astype(np.float64) if n_static else None
         bf = make_buffers(n_static, J, lim=lim)
-    elif bf is None:  # no open-loop flow: nothing to manage (a placeholder the loop never reads)
+    elif bf is None:  # no open-loop flow: one row of buffer state, which the loop never reads
         bf = make_buffers(0, J)
     if stage_caps is not None:
         if len(stage_caps) != J - 1:
