@@ -280,7 +280,7 @@ def run(scenario, *, scheduler: str | None = None, seed: int | None = None, dura
     through the numba engine, as ``mrfq run`` does; the keywords override the scenario's own
     settings; ``share_window`` also gives each static flow's dominant share per window of that
     width (:attr:`RunReport.shares`, as ``mrfq run --share-series``).  The first call of a
-    scheduler compiles its event loop (seconds; cached on disk).
+    scheduler compiles its event loop (half a minute to a minute on two cores; kept on disk).
 
     Static backlogged flows get their long-run rates (packets per time unit after warm-up):
 
@@ -597,7 +597,8 @@ def cluster_simulate(scenario, *, allocator: str | None = None, seed: int | None
     """Run the task-level cluster simulator, as ``mrfq cluster sim``: one row per user with its
     time-averaged ``dominant_share`` and running ``tasks`` after warm-up, the jobs it completed
     and their mean completion time ``mean_jct``.  ``raw`` is the simulator's run (share time
-    series, utilisation, launches).
+    series, utilisation, launches).  The first call in a fresh environment compiles the task
+    simulator with numba (a few minutes on two cores, once: the machine code is kept on disk).
 
     >>> rows = cluster_simulate("drf-nsdi", allocator="drf")
     >>> [(r["user"], round(r["tasks"], 2)) for r in rows]

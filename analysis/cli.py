@@ -27,6 +27,7 @@ import os
 import sys
 import traceback
 
+from mrfq.flows import notice
 from mrfq.flows.cli_args import Parser, glue_negative_values
 from mrfq.flows.errors import MrfqError
 
@@ -76,6 +77,28 @@ def _stamp_progs(parser) -> None:
                 _stamp_progs(sp)
 
 
+class TerminalNotice:
+    """The line that says a loop is being compiled (fq._jit.compiling), on a terminal only."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def start(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+    def done(self, seconds: float) -> None:
+        self.stream.write(f" {seconds:.0f} s\n")
+        self.stream.flush()
+
+
+def _on_terminal(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get("MRFQ_DEBUG", "") not in ("", "0")
@@ -89,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             raise MrfqError(f"missing command; usage: mrfq [--debug] COMMAND [ARGS], COMMAND one of "
                             f"{', '.join(_commands(parser))} (see mrfq --help)")
+        notice.notice = TerminalNotice(sys.stderr) if _on_terminal(sys.stderr) and not getattr(args, "json", False) else None
         return int(args.func(args) or 0)
     except MrfqError as e:
         print(f"mrfq: error: {_fit(_one_line(str(e)))}", file=sys.stderr)

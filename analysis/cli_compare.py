@@ -99,6 +99,9 @@ def cmd_compare(args) -> int:
         print(dumps_strict(res.to_json()))
     else:
         print(format_table(res))
+        if args.dask and res.points_run == 0 and res.points_reused > 0:
+            print(f"0 points run on the cluster: all {res.points_reused:,} were in {res.results_file}; use "
+                  "--results NEW.sqlite to recompute")
         if not args.results:
             print(f"results stored in {DEFAULT_RESULTS} (re-running the same sweep reuses them)")
         if args.plot:

@@ -8,6 +8,8 @@ simulation; the ``--trace`` CSV is written atomically (:mod:`flows.cli_args`).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from mrfq.analysis.delay_stats import summary, write_csv
@@ -185,6 +187,8 @@ def cmd_run(args) -> int:
     share_window = 0.0
     if args.share_series:
         share_window = args.share_window if args.share_window is not None else sc.run.duration / SHARE_WINDOWS
+    for line in sc.overload_warnings():
+        print(f"mrfq: warning: {line}", file=sys.stderr)
     try:
         r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0,
                      record_fairness=not args.no_rfb, share_window=share_window)

@@ -7,6 +7,7 @@ atomically (:mod:`flows.cli_args`).  The runs and the table are :mod:`analysis.s
 from __future__ import annotations
 
 import math
+import sys
 
 from mrfq.flows.cli_args import (
     add_pipeline_args,
@@ -77,6 +78,8 @@ def cmd_scorecard(args) -> int:
     if pipeline_changes(args):
         sc = sc.replace(**pipeline_changes(args))
     sc = sc.with_overrides(seed=args.seed, duration=args.duration, virtual_time=args.virtual_time)
+    for line in sc.overload_warnings():
+        print(f"mrfq: warning: {line}", file=sys.stderr)
     res = scorecard(sc, scheds, intervals=intervals)
     if args.plot:
         save_figure(plot_delay_cdfs(res.cdfs, title=f"{sc.name}: sojourn CDF per flow (seed {res.seed})"), args.plot,

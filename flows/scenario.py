@@ -127,6 +127,9 @@ MAX_BUFFER = 10**6                # flow.buffer: packets an open-loop flow holds
 DEFAULT_BUFFER = 1000             # flow.buffer when an open-loop flow gives none
 RING0 = 1024                      # an open-loop flow's packet ring at first (it doubles as its packets need:
 #                                   router.state.grow_ring), so memory follows the packets held, not the limit
+OVERLOAD_WARN = 100.0             # an open-loop flow offering this many times its busiest resource: a warning
+RING_RECORDS = 2**20              # the open-loop flows' first rings together (fewer records each with many flows)
+RING_MIN = 16                     # the smallest first ring
 MAX_BYTES = 1e15                  # flow.buffer_bytes, router.shared_buffer_bytes
 MAX_POOL = 10**9                  # router.shared_buffer (packets)
 POOL_POLICIES = ("tail", "longest")
@@ -358,11 +361,40 @@ class Scenario:
                    for t in _packet_times(s) + (trace_packet_times(self, i) if i < len(self.flows) else [])
                    for x in t if x > 0.0)
 
+    def overload_warnings(self) -> list[str]:
+        """One line per open-loop [[flow]] table whose flows each offer at least OVERLOAD_WARN times what
+        their busiest resource can serve (arrival rate x mean cost there): nearly all of its packets are
+        dropped, and the run spends its time on drops."""
+        out = []
+        for i, f in enumerate(self.flows):
+            if not f.open_loop or f.arrival.law == "trace":
+                continue
+            cost = f.mean_cost()
+            j = max(range(len(cost)), key=lambda k: cost[k])
+            offered = f.arrival.mean_rate * cost[j]
+            if offered >= OVERLOAD_WARN:
+                out.append(f"flow[{i}] {f.name!r}: offers {offered:.3g} times what {self.resources[j]!r} can serve "
+                           f"(arrival rate {f.arrival.mean_rate:g} x cost {cost[j]:g}); nearly every packet is "
+                           "dropped, and the run spends its time on the drops")
+        return out
+
+    @property
+    def first_ring(self) -> int:
+        """The packet ring an open-loop flow starts with, at most (its ``buffer`` when smaller): RING0, or
+        with many open-loop flows the power of two that keeps their first rings within RING_RECORDS
+        records together (at least RING_MIN; each ring doubles as its packets need)."""
+        n_open = sum(f.count for f in self.flows if f.open_loop)
+        ring = RING0
+        while ring > RING_MIN and ring * n_open > RING_RECORDS:
+            ring //= 2
+        return ring
+
     @property
     def max_buffer(self) -> int:
         """The largest packet ring an open-loop flow starts with (0: none): its ``buffer``, at most
-        RING0 (the ring grows with the packets held)."""
-        return max([min(f.buffer or RING0, RING0) for f in self.flows if f.open_loop] or [0])
+        :attr:`first_ring` (the ring grows with the packets held)."""
+        r0 = self.first_ring
+        return max([min(f.buffer or r0, r0) for f in self.flows if f.open_loop] or [0])
 
     @property
     def geometric_sizes(self) -> bool:
@@ -774,8 +806,6 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         raise _err(f"router.shared_buffer_policy = {_q(pool_policy)}: choose 'tail' (a full pool drops the arrival) "
                    "or 'longest' (it pushes out the oldest waiting packet of the flow holding the most)")
     aqm = _aqm(r.get("aqm"))
-    if sched == "fq-single" and fqr is None:
-        fqr = res[0] if schedule_at == "ingress" else res[-1]
     idle_reset = r.get("idle_reset", False)
     if not isinstance(idle_reset, bool):
         raise _err(f"router.idle_reset = {_q(idle_reset)}: must be true or false")

@@ -345,6 +345,12 @@ def arrivals_until(scenario, seed: int | None, T: float) -> tuple[np.ndarray, np
 ARRIVAL_LAWS = ("poisson", "cbr", "onoff", "trace")
 #: packets a source generates per block (any value gives the same arrivals)
 PACKET_BLOCK = 1024
+#: a source's first block (:class:`_Source`)
+FIRST_BLOCK = 16
+#: arrivals per open-loop source that each move of the merge's horizon brings in on average
+#: (:meth:`PacketStream._extend`: the merge visits every source at each move, so n sources cost O(n) per
+#: move and the moves must bring in O(n) arrivals)
+PER_SOURCE_STEP = 16
 
 
 @dataclass(frozen=True)
@@ -391,8 +397,12 @@ def packet_seeds(seed: int, flow_id: int) -> tuple[np.random.Generator, np.rando
     """(gap generator, period generator) of static flow ``flow_id``'s packet source: children 0 and 1
     of child ``flow_id`` of child 2 of ``SeedSequence(seed)`` (the spawn tree of the module docstring;
     a flow's packets do not depend on the other flows, the scheduler or the chunking)."""
-    return tuple(np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(2, int(flow_id), c))))
-                 for c in (0, 1))
+    return packet_seed(seed, flow_id, 0), packet_seed(seed, flow_id, 1)
+
+
+def packet_seed(seed: int, flow_id: int, c: int) -> np.random.Generator:
+    """Child ``c`` of :func:`packet_seeds`."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(2, int(flow_id), int(c)))))
 
 
 class _Source:
@@ -401,7 +411,10 @@ class _Source:
     def __init__(self, law: PacketLaw, start: float, packets: int, seed: int, flow_id: int):
         self.law = law
         self.left = packets if packets > 0 else -1   # packets still to generate (-1: forever)
-        self.g_gap, self.g_period = packet_seeds(seed, flow_id)
+        self.seed, self.flow_id = int(seed), int(flow_id)
+        self._gap = self._period = None   # packet_seeds(seed, flow_id), each made at its first draw (a cbr
+        #                                   source draws nothing, a Poisson one no periods; building generators
+        #                                   dominated the set-up of many sources)
         self.start = float(start)
         self.k = 0                  # cbr: packets generated
         self.u = 0.0                # onoff: on-time elapsed at the last arrival (Poisson in on-time)
@@ -409,13 +422,29 @@ class _Source:
         self.shift = self.start     # onoff: real time = on-time + shift (start plus the off periods so far)
         self.t = self.start         # poisson: the last arrival (the start before the first)
         self.pending = np.zeros(0)  # generated, not yet handed out (all >= the last horizon)
+        self.block = FIRST_BLOCK    # the next block's size: it doubles up to PACKET_BLOCK (draws are sequential,
+        #                             so the arrivals do not depend on the block sizes; a slow source among many
+        #                             holds few arrivals ahead)
         if law.law == "onoff":
             self.on_end = float(self.g_period.exponential(law.on))
 
+    @property
+    def g_gap(self) -> np.random.Generator:
+        if self._gap is None:
+            self._gap = packet_seed(self.seed, self.flow_id, 0)
+        return self._gap
+
+    @property
+    def g_period(self) -> np.random.Generator:
+        if self._period is None:
+            self._period = packet_seed(self.seed, self.flow_id, 1)
+        return self._period
+
     def _block(self) -> np.ndarray:
-        n = PACKET_BLOCK if self.left < 0 else min(PACKET_BLOCK, self.left)
+        n = self.block if self.left < 0 else min(self.block, self.left)
         if n == 0:
             return np.zeros(0)
+        self.block = min(2 * self.block, PACKET_BLOCK)
         law = self.law
         if law.law == "cbr":
             out = self.start + np.arange(self.k, self.k + n, dtype=np.float64) / law.rate
@@ -602,12 +631,13 @@ class PacketStream:
     def _extend(self, n: int) -> None:
         """Move the horizon until the buffer holds at least ``n`` arrivals or every source has ended."""
         while len(self.buf_t) < n and not self._done():
-            if self.sources and not all(s.done for _, s in self.sources):
-                H = self.H + max(n - len(self.buf_t), PACKET_BLOCK) / self.rate
+            live = [(fid, s) for fid, s in self.sources if not s.done]
+            if live:
+                H = self.H + max(n - len(self.buf_t), PACKET_BLOCK, PER_SOURCE_STEP * len(live)) / self.rate
             else:
                 H = math.inf
             ts, fs, zs = [self.buf_t], [self.buf_f], [self.buf_z]
-            for fid, s in self.sources:
+            for fid, s in live:
                 a = s.until(H)
                 ts.append(a)
                 fs.append(np.full(len(a), fid, np.int64))

@@ -166,7 +166,8 @@ def check_module(mod) -> None:
 
 def one_resource(router, resources, what: str) -> int:
     """The index of the resource a single-resource scheduler (``fq-single``, ``drr``) schedules:
-    ``router.fq_resource``, by default the last resource, or the first under
+    ``router.fq_resource``, by default the last resource (fq.registry.resolve names the last one some
+    flow uses), or the first under
     ``router.schedule_at = "ingress"``, where only the first resource's queue is ordered by a
     scheduler (another resource is refused: its scheduler would never order anything)."""
     ingress = getattr(router, "schedule_at", "every") == "ingress"

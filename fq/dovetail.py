@@ -13,9 +13,20 @@ and the packet's scheduling key at every resource is ``max_j S_ij^k``.
 begun service at j.  A flow that under-uses a resource in one packet gets
 credit for it in later packets.
 
-(choice) A resource the packet skips (``s_ij^k = 0``) takes no part: it adds
-no tag, leaves ``F_ij`` unchanged and does not enter the max, so that a flow is
-never held back by the virtual time of a resource it does not use.
+A resource the packet skips (``s_ij^k = 0``) adds no tag and leaves ``F_ij``
+unchanged.  Option ``router.skipped`` (choice) says whether it enters the key:
+
+* ``"virtual-time"`` (default): it enters with its virtual time ``V_j(A)``, the
+  start tag a vanishing cost there would get (``S_ij = max(V_j, F_ij)``, and with
+  ``s_ij -> 0`` every earlier ``S_ij`` was a ``V_j`` no larger than today's).  A
+  flow that skips a resource then cannot run ahead of it in virtual time: with
+  a = (1, 0), b = (0, 1), c = (0.5, 1) the rates are weighted DRF's 0.75 / 0.5 / 0.5.
+* ``"ignore"``: it takes no part, so a flow is never held back by the virtual
+  time of a resource it does not use.  In the case above a's and b's keys then
+  follow only their own resource, the virtual time of the CPU (a's) runs ahead
+  of the link's, and c's key, the larger of its two start tags, falls ever
+  further behind b's at the link: c starved (0.16 packets per time unit over
+  3,000 time units, 0.059 over 20,000, against DRF's 0.5).
 
 Option ``router.idle_reset`` (classic SFQ): when j goes idle, ``V_j`` jumps to
 the largest finish tag *at j* (``F_ij``) of the packets served at j.
@@ -28,13 +39,16 @@ from __future__ import annotations
 
 from mrfq.flows.errors import ScenarioError
 from mrfq.fq._jit import jit
-from mrfq.fq.contract import Layout, Option, ReferenceTags
+from mrfq.fq.contract import Layout, Option, ReferenceTags, option_value
 
 NAME = "drfq-dovetail"
 SUMMARY = "dovetailing DRFQ, per-resource tags"
 REFERENCE = "[DRFQ] sec. 4"
 OBJECTIVE = "drf"
-OPTIONS = (Option("idle_reset", False, "V_j jumps to the largest finish tag served at j when j goes idle"),)
+OPTIONS = (Option("idle_reset", False, "V_j jumps to the largest finish tag served at j when j goes idle"),
+           Option("skipped", "virtual-time", "a resource the packet skips enters its key with its virtual time "
+                                            "('virtual-time') or takes no part ('ignore')", examples=("ignore",)))
+SKIPPED = ("virtual-time", "ignore")
 
 R_V, R_MAXFIN = 0, 1
 
@@ -44,25 +58,33 @@ def layout(J):
 
 
 def encode(router, resources):
+    """``opt = (idle_reset, skipped is "ignore")``."""
     if not isinstance(router.idle_reset, bool):
         raise ScenarioError(f"router.idle_reset = {router.idle_reset!r}: must be true or false")
-    return (1.0 if router.idle_reset else 0.0,)
+    skipped = option_value(router, "skipped", "virtual-time")
+    if skipped not in SKIPPED:
+        raise ScenarioError(f"router.skipped = {skipped!r}: must be 'virtual-time' (a resource the packet skips "
+                            "enters its key with its virtual time) or 'ignore'")
+    return (1.0 if router.idle_reset else 0.0, 1.0 if skipped == "ignore" else 0.0)
 
 
 @jit(inline="always")
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
-    """Per-resource start tags ``S_ij``; the key is their max over the visited resources."""
+    """Per-resource start tags ``S_ij``; the key is their max over the visited resources, and over
+    the skipped ones' virtual times ``V_j(A)`` unless ``skipped = "ignore"``."""
     key = 0.0
     for j in range(J):
         s = cst[cb + j]
+        start_tag = S.res[2 * j + R_V]
         if s > 0.0:
-            start_tag = S.res[2 * j + R_V]
             if S.flow_res[slot * J + j] > start_tag:
                 start_tag = S.flow_res[slot * J + j]
             S.flow_res[slot * J + j] = start_tag + s / weight
             pkt[pb + j] = start_tag
             if start_tag > key:
                 key = start_tag
+        elif opt[1] == 0.0 and start_tag > key:
+            key = start_tag
     pkt[pb + J] = key
 
 
@@ -112,6 +134,7 @@ class Reference(ReferenceTags):
         super().__init__(J, opt, router)
         self.Vj = [0.0] * J
         self.idle_reset = opt[0] != 0.0
+        self.skipped_enter = opt[1] == 0.0
         self.max_finish_started = [0.0] * J
 
     def admit(self, p, t):
@@ -121,7 +144,10 @@ class Reference(ReferenceTags):
             S[j] = max(self.Vj[j], Fj[j])
             Fin[j] = S[j] + p.s[j] / p.flow.profile.weight
             Fj[j] = Fin[j]
-        p.tag.update(S=S, Fin=Fin, key=max(S.values()))
+        key = max(S.values())
+        if self.skipped_enter:
+            key = max([key] + [self.Vj[j] for j in range(self.J) if j not in S])
+        p.tag.update(S=S, Fin=Fin, key=key)
 
     def start(self, p, j, next_p, t):
         self.Vj[j] = max(self.Vj[j], p.tag["S"][j])
@@ -132,7 +158,7 @@ class Reference(ReferenceTags):
             self.Vj[j] = self.max_finish_started[j]
 
 
-def twin_admit(state: dict, flow: int, s, weight: float) -> float:
+def twin_admit(state: dict, flow: int, s, weight: float, skipped: str = "virtual-time") -> float:
     """Plain-Python tag rule for hand-computed examples: ``state = {"V": [V_j], "F": {(flow, j): F_ij}}``."""
     key = 0.0
     for j, sj in enumerate(s):
@@ -140,4 +166,6 @@ def twin_admit(state: dict, flow: int, s, weight: float) -> float:
             st = max(state["V"][j], state["F"].get((flow, j), 0.0))
             state["F"][(flow, j)] = st + sj / weight
             key = max(key, st)
+        elif skipped == "virtual-time":
+            key = max(key, state["V"][j])
     return key

@@ -2,7 +2,7 @@
 
 [DRR] M. Shreedhar, G. Varghese, *Efficient fair queueing using deficit round
 robin*, SIGCOMM 1995, §3 (the algorithm), here on one resource of the router
-(option ``router.fq_resource``, default the last one, as for ``fq-single``);
+(option ``router.fq_resource``, default the last one some flow uses, as for ``fq-single``);
 every other resource is FIFO (key = arrival time there, :mod:`fq.fifo`).
 
 The rules at the DRR resource ``j``, packet costs ``s_ij`` in time units:

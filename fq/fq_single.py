@@ -1,7 +1,7 @@
 """Fair queueing on one resource, FIFO elsewhere (a baseline: docs/schedulers.md, 'fq-single').
 
 At the fair-queued resource (option ``router.fq_resource``, default the last
-one) the tag rule is BMF-WFQ's (:mod:`fq.sfq`, [BR] eq. 7); at every other
+one some flow uses: fq.registry.resolve) the tag rule is BMF-WFQ's (:mod:`fq.sfq`, [BR] eq. 7); at every other
 resource the key is the arrival time there, as in :mod:`fq.fifo`.  Options
 ``router.idle_reset`` and ``router.increment`` apply at the fair-queued resource.
 """

@@ -9,6 +9,8 @@ hook or a wrong signature fails at import, never silently at run time.
 
 from __future__ import annotations
 
+import dataclasses
+
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
@@ -81,8 +83,20 @@ def at_ingress(router, module, specs) -> bool:
     return any(s.cost[0] == 0.0 and not (s.per_byte is not None and s.per_byte[0] > 0.0) for s in specs)
 
 
-def resolve(router, resources, *, foreign: str = "refuse") -> tuple[SchedulerInfo, tuple[float, ...]]:
+def used_resources(specs, J: int) -> tuple[bool, ...]:
+    """Per resource: some flow or class ``specs`` costs something there (a cost or a per-byte cost)."""
+    return tuple(any(s.cost[j] > 0.0 or (s.per_byte is not None and s.per_byte[j] > 0.0) for s in specs)
+                 for j in range(J))
+
+
+def resolve(router, resources, *, used: tuple | None = None,
+            foreign: str = "refuse") -> tuple[SchedulerInfo, tuple[float, ...]]:
     """The scheduler of a validated ``RouterConfig`` and its options encoded as ``opt``.
+
+    ``used`` (:func:`used_resources`, per resource) sets the default of ``router.fq_resource`` (the
+    resource ``fq-single`` and ``drr`` schedule): the last resource some flow uses, so that a resource
+    nobody uses, appended after the others, changes nothing (without ``used``: the last resource).
+    Under ``schedule_at = "ingress"`` the default stays the first resource.
 
     Options no scheduler declares were refused when the scenario was read.  An option
     set in ``router.options`` that *this* scheduler does not declare is refused
@@ -98,6 +112,11 @@ def resolve(router, resources, *, foreign: str = "refuse") -> tuple[SchedulerInf
         if key not in own and foreign == "refuse":
             raise ScenarioError(f"router.{key}: not an option of scheduler {quote(info.name)} "
                                 f"(its options: {', '.join(sorted(own)) or 'none'})")
+    if (used is not None and any(used) and router.fq_resource is None
+            and getattr(router, "schedule_at", "every") != "ingress"):
+        last = max(j for j, u in enumerate(used) if u)
+        if last != len(resources) - 1:
+            router = dataclasses.replace(router, fq_resource=resources[last])
     opt = tuple(float(x) for x in info.module.encode(router, tuple(resources)))
     inside = ("router.aqm = {policy = \"codel\"}" if dict(getattr(router, "aqm", None) or ()).get("policy") == "codel"
               else "router.shared_buffer_policy = \"longest\"" if getattr(router, "shared_buffer_policy", "tail") == "longest"

@@ -100,7 +100,7 @@ class Workload:
     name: str
     scheduler: str  # mrfq name
     c_sched: str    # yardstick name
-    mode: str       # static | dynamic | rtt (mrfq only)
+    mode: str       # static | dynamic | rtt, open (mrfq only)
     flows: int = 3
     isolated: bool = False  # time each mrfq repetition in its own process (peak RSS of the run)
 
@@ -117,7 +117,10 @@ WORKLOADS = [
     Workload("1e5 static, drfq", "drfq", "drfq", "static", 100_000, isolated=True),
     Workload("1e6 static, drfq", "drfq", "drfq", "static", 1_000_000, isolated=True),
     Workload("rtt, ~1e5 in system, drfq", "drfq", "", "rtt", RTT_TARGET_FLOWS, isolated=True),
+    Workload("1e5 open-loop sources, drfq", "drfq", "", "open", 100_000, isolated=True),
 ]
+#: the open-loop row's load on its busiest resource (Poisson sources, the mix of VECTORS)
+OPEN_LOAD = 0.8
 
 
 def rtt_for(target_flows: int, load: float = 0.8, window: int = 30, mean_packets: float = RTT_MEAN_PACKETS) -> float:
@@ -242,6 +245,15 @@ def scenario_for(w: Workload, services: int) -> flows.Scenario:
         d["traffic"] = {"trace": str(c_arrival_trace(services))}
         d["router"]["window"] = C_WINDOW
         d["class"] = [{"name": f"c{k}", "cost": list(v)} for k, v in enumerate(VECTORS)]
+    elif w.mode == "open":
+        # w.flows Poisson packet sources of the three vectors, each with its own stream (whole run timed:
+        # the sources' set-up and merge are the cost this row is about), the busiest resource at OPEN_LOAD
+        counts = [(w.flows + 2 - k) // 3 for k in range(3)]
+        busiest = max(sum(n * VECTORS[k][j] for k, n in enumerate(counts)) for j in range(2))
+        d["flow"] = [{"name": f"f{k}", "cost": list(VECTORS[k]), "count": n,
+                      "arrival": {"law": "poisson", "rate": OPEN_LOAD / busiest}} for k, n in enumerate(counts) if n]
+        d["run"]["flow_order"] = "round-robin"
+        d["run"]["duration"] = 1e9
     else:  # window-limited flows with a round-trip time; a sojourn is ~1.5 rtt: measure after 2 rtt
         rtt = rtt_for(w.flows)
         d["router"]["rtt"] = rtt

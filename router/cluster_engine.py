@@ -44,6 +44,7 @@ import time as _time
 import numpy as np
 
 from mrfq.flows.cluster import ClusterScenario, backlog_streams, draw_jobs
+from mrfq.flows.notice import compiling
 from mrfq.fq._jit import jit
 from mrfq.fq.cluster import kernels as K
 from mrfq.fq.cluster import registry
@@ -601,18 +602,19 @@ def simulate_compiled(sc: ClusterScenario, opts: dict, *, trace: list | None = N
     work = np.zeros(max(R, 8))
     wall0 = _time.perf_counter()
     while True:
-        code = _run(ireg, freg, T, sc.run.warmup, alg, stop_mode, record,
-                    state.capacity, free, total, state.demand, charge, thresh, aa, kref, state.weight, kslots,
-                    dem_frac, charge_frac, tmax, tmin, L, stack, lbs, work,
-                    a["nt"], a["pending"], a["key"], a["blocked_at"], backlogged, dmean, dexpo, bbuf, bpos,
-                    a["nrun"], a["dirty"], a["dmark"], a["order"], a["opos"], a["chg"], a["cmark"], ev_time, ev_kind, ev_arg,
-                    jobs.time, jobs.user, jobs.tasks, jobs.first, jobs.task_duration, ujobs, uptr,
-                    a["qhead"], a["qtask"], a["left"], *heap,
-                    edges, a["share_tot"], a["share_bin"], a["tasks_tot"], a["use_tot"], a["use_bin"],
-                    a["share_now"], a["tasks_now"], a["use_now"],
-                    a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"],
-                    cand_h, cand_s, a["cand_n"], a["cand_th"], a["cand_ts"], a["cand_pos"], cachable, log, a["live"],
-                    q0, xord, xout, ov, xbuf, xfmax, xqmn, xqmx, xsmin, xpos_of, *tr)
+        with compiling("the task simulator", hasattr(_run, "signatures") and not _run.signatures):
+            code = _run(ireg, freg, T, sc.run.warmup, alg, stop_mode, record,
+                        state.capacity, free, total, state.demand, charge, thresh, aa, kref, state.weight, kslots,
+                        dem_frac, charge_frac, tmax, tmin, L, stack, lbs, work,
+                        a["nt"], a["pending"], a["key"], a["blocked_at"], backlogged, dmean, dexpo, bbuf, bpos,
+                        a["nrun"], a["dirty"], a["dmark"], a["order"], a["opos"], a["chg"], a["cmark"], ev_time, ev_kind, ev_arg,
+                        jobs.time, jobs.user, jobs.tasks, jobs.first, jobs.task_duration, ujobs, uptr,
+                        a["qhead"], a["qtask"], a["left"], *heap,
+                        edges, a["share_tot"], a["share_bin"], a["tasks_tot"], a["use_tot"], a["use_bin"],
+                        a["share_now"], a["tasks_now"], a["use_now"],
+                        a["done_user"], a["done_arr"], a["done_fin"], a["done_tasks"], a["launched"],
+                        cand_h, cand_s, a["cand_n"], a["cand_th"], a["cand_ts"], a["cand_pos"], cachable, log, a["live"],
+                        q0, xord, xout, ov, xbuf, xfmax, xqmn, xqmx, xsmin, xpos_of, *tr)
         if code == DONE:
             break
         if code == NEED_DRAWS:

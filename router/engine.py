@@ -39,6 +39,7 @@ import numpy as np
 
 from mrfq.flows.errors import MrfqError
 from mrfq.flows.scenario import MAX_TIME
+from mrfq.flows.notice import compiling
 from mrfq.router import heap
 from mrfq.router.batches import add_area_py, batch_starts
 from mrfq.router import delays, rfb as _rfb
@@ -140,8 +141,9 @@ def _type_key(a):
 _SIGNATURES: dict = {}
 
 
-def _compile_seconds(fn, args) -> float:
-    """Compile (or load from numba's cache) ``fn`` for these argument types; seconds spent."""
+def _compile_seconds(fn, args, what: str = "the event loop") -> float:
+    """Compile (or load from numba's cache) ``fn`` for these argument types; seconds spent (a long
+    first compilation says so on a terminal: fq._jit.compiling)."""
     if not hasattr(fn, "typeof_pyval"):  # NUMBA_DISABLE_JIT=1: a plain function
         return 0.0
     key = (fn, _type_key(args))
@@ -151,7 +153,8 @@ def _compile_seconds(fn, args) -> float:
     if sig in fn.overloads:
         return 0.0
     t0 = time.perf_counter()
-    fn.compile(sig)
+    with compiling(what):
+        fn.compile(sig)
     return time.perf_counter() - t0
 
 
@@ -282,7 +285,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         if max_services > 0 and max_services < stop_at:
             stop_at = int(max_services)
         args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf)
-        compile_seconds += _compile_seconds(loop, args)
+        compile_seconds += _compile_seconds(loop, args, f"the {sched.name} loop for {J} resource{'s' if J != 1 else ''}")
         if not timing and done >= timed_from:
             timing, loop_s0 = True, done
         c0, w0 = time.process_time(), time.perf_counter()

@@ -67,7 +67,7 @@ import numpy as np
 import simpy
 
 from mrfq.flows.scenario import MAX_TIME, Scenario
-from mrfq.fq.registry import at_ingress, resolve
+from mrfq.fq.registry import at_ingress, resolve, used_resources
 from mrfq.flows.traffic import ArrivalStream, PacketStream, cost_key
 from mrfq.router.batches import batch_starts
 from mrfq.router.delays import PER_FLOW_MAX, bucket_py
@@ -218,7 +218,7 @@ class Packet:
 
 def make_tags(sc: Scenario, router: "ReferenceRouter"):
     """The scheduler's plain-Python twin (its module's ``Reference``, fq/contract.py), from the registry."""
-    info, opt = resolve(sc.router, sc.resources)
+    info, opt = resolve(sc.router, sc.resources, used=used_resources(list(sc.flows) + list(sc.classes), sc.n_resources))
     return info.module.Reference(sc.n_resources, opt, router)
 
 

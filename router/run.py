@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mrfq.flows.errors import MrfqError
-from mrfq.flows.scenario import RING0, Scenario
+from mrfq.flows.scenario import Scenario
 from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, aqm_key, cost_key
-from mrfq.fq.registry import at_ingress, resolve
+from mrfq.fq.registry import at_ingress, resolve, used_resources
 from mrfq.router import delays as _delays, rfb as _rfb
 from mrfq.router.state import (
     AQM_CODEL, AQM_FAIRDROP, AQM_NONE, AQM_RED, POOL_LONGEST, POOL_TAIL, REASONS, Buffers, Specs, Traffic, make_buffers,
@@ -480,13 +480,15 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     N = sc.router.window
     # under a scheduler override, the options of the scenario's own scheduler do not apply
     overridden = scheduler is not None and scheduler != scenario.router.scheduler
-    info, opt = resolve(sc.router, sc.resources, foreign="ignore" if overridden else "refuse")
     specs = list(sc.flows) + list(sc.classes)
+    info, opt = resolve(sc.router, sc.resources, used=used_resources(specs, J),
+                        foreign="ignore" if overridden else "refuse")
     nF = sc.n_static
     K = len(sc.classes)
     # per [[flow]] table, and the table of each static flow: at 10^6 flows of three counted tables
     # two arrays of 10^6 (ids by start, table by id), not four
     static_spec = sc.static_spec()
+    ring0 = sc.first_ring
     table_start = np.array([f.start for f in sc.flows] or [0.0], dtype=np.float64)
     traffic = Traffic(
         table_start=table_start,
@@ -496,7 +498,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         static_spec=static_spec if nF else np.zeros(1, np.int64),
         class_spec=np.arange(len(sc.flows), len(sc.flows) + max(K, 1), dtype=np.int64),
         # an open-loop flow's first packet ring (router.state.grow_ring doubles it as needed); 0: windowed
-        table_buffer=np.array([min(f.buffer or RING0, RING0) if f.open_loop else 0 for f in sc.flows] or [0],
+        table_buffer=np.array([min(f.buffer or ring0, ring0) if f.open_loop else 0 for f in sc.flows] or [0],
                               dtype=np.int64),
         hist_row=np.zeros(1, np.int64),
     )

@@ -17,6 +17,7 @@ drawing new ones, which is how new counter-examples are found (pin them with ``@
 import importlib.abc
 import os
 import sys
+import tempfile
 
 import pytest
 from hypothesis import settings
@@ -40,6 +41,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 SCALE = float(os.environ.get("MRFQ_TEST_SCALE", "0.3"))
 JIT_DISABLED = os.environ.get("NUMBA_DISABLE_JIT", "0") == "1"
+
+# The compiled pass runs bounds-checked (set before numba is imported; subprocesses inherit it).  The
+# engine is compiled without numba's negative-index wraparound (fq._jit.no_wraparound), which is only
+# sound if no index in its kernels is ever negative: with bounds checks on, a negative or too large
+# index anywhere a test reaches fails as an IndexError instead of reading another record.  numba's
+# cache does not tell bounds-checked machine code from the other, so the suite keeps its own cache
+# (a "boundscheck" folder under NUMBA_CACHE_DIR, else under the temporary folder): a user's later
+# runs never load the slower, checked code.
+if not JIT_DISABLED:
+    os.environ.setdefault("NUMBA_BOUNDSCHECK", "1")
+    _cache = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(tempfile.gettempdir(), f"mrfq-tests-{getattr(os, 'getuid', lambda: 0)()}")
+    if os.path.basename(_cache) != "boundscheck":
+        os.environ["NUMBA_CACHE_DIR"] = os.path.join(_cache, "boundscheck")
 
 
 # pytest-xdist (``-n auto``) runs a worker per core: the Markov solve's parallel kernels

@@ -23,12 +23,15 @@ from mrfq.router.run import simulate
 REASONS = ("tail", "pool", "push_out", "red", "codel", "fairdrop")
 
 
+# The one-resource cases below append a resource nobody uses ("spare"), which changes nothing
+# (tests/test_metamorphic.py), so that they run on the two-resource loop variants the other tests
+# compile (a compilation costs far more than these runs).
 def _one(**router):
     """A flow ``a`` at twice the link's rate beside a light ``b`` (CBR, one resource, FIFO)."""
-    return {"resources": ["link"], "router": {"scheduler": "fifo", **router},
+    return {"resources": ["link", "spare"], "router": {"scheduler": "fifo", **router},
             "run": {"duration": 4.6, "seed": 1},
-            "flow": [{"name": "a", "cost": [1.0], "arrival": {"law": "cbr", "rate": 2.0}},
-                     {"name": "b", "cost": [1.0], "arrival": {"law": "cbr", "rate": 0.25}}]}
+            "flow": [{"name": "a", "cost": [1.0, 0.0], "arrival": {"law": "cbr", "rate": 2.0}},
+                     {"name": "b", "cost": [1.0, 0.0], "arrival": {"law": "cbr", "rate": 0.25}}]}
 
 
 def test_longest_queue_drop_by_hand():
@@ -59,8 +62,8 @@ def test_byte_limit_by_hand():
     """A flow limited to 3000 bytes with 1500-byte packets holds two: of CBR arrivals at 0, 0.5, 1,
     ... served 1 time unit each, the one at 0.5 waits, the one at 1 finds 0.5's packet and the one
     departing at 1 gone (departures first): accepted; every other one is dropped (tail)."""
-    d = {"resources": ["link"], "router": {"scheduler": "fifo"}, "run": {"duration": 10.2, "seed": 1},
-         "flow": [{"name": "a", "cost": [0.0], "per_byte": [1 / 1500], "packet_sizes": [1500],
+    d = {"resources": ["link", "spare"], "router": {"scheduler": "fifo"}, "run": {"duration": 10.2, "seed": 1},
+         "flow": [{"name": "a", "cost": [0.0, 0.0], "per_byte": [1 / 1500, 0.0], "packet_sizes": [1500],
                    "packet_size_probs": [1.0], "arrival": {"law": "cbr", "rate": 2.0}, "buffer_bytes": 3000}]}
     e = simulate(flows.from_dict(d))
     (a,) = e.flows
@@ -69,9 +72,9 @@ def test_byte_limit_by_hand():
 
 def _cbr_overload(aqm, rate, duration, warmup, cost=1.0):
     return flows.from_dict({
-        "resources": ["link"], "router": {"scheduler": "fifo", "aqm": aqm},
+        "resources": ["link", "spare"], "router": {"scheduler": "fifo", "aqm": aqm},
         "run": {"duration": duration, "warmup": warmup, "seed": 1},
-        "flow": [{"name": "a", "cost": [cost], "arrival": {"law": "cbr", "rate": rate}, "buffer": "unbounded"}]})
+        "flow": [{"name": "a", "cost": [cost, 0.0], "arrival": {"law": "cbr", "rate": rate}, "buffer": "unbounded"}]})
 
 
 def test_codel_drops_at_its_control_law():
@@ -123,9 +126,9 @@ def test_fairdrop_keeps_each_flow_its_max_min_share():
     example): the shadow's water level is 0.45, so each keeps min(load, 0.45): 0.45, 0.45 and 0.1, the
     light flow losing nothing; and the engine equals the reference on the first packets."""
     sc = flows.from_dict({
-        "resources": ["link"], "router": {"scheduler": "fifo", "aqm": {"policy": "fairdrop"}},
+        "resources": ["link", "spare"], "router": {"scheduler": "fifo", "aqm": {"policy": "fairdrop"}},
         "run": {"duration": 20000.0, "warmup": 2000.0, "seed": 1},
-        "flow": [{"name": n, "cost": [1.0], "arrival": {"law": "cbr", "rate": r}, "buffer": 100}
+        "flow": [{"name": n, "cost": [1.0, 0.0], "arrival": {"law": "cbr", "rate": r}, "buffer": 100}
                  for n, r in (("a", 1.0), ("b", 0.6), ("c", 0.1))]})
     e = simulate(sc)
     assert [f.rate for f in e.flows] == pytest.approx([0.45, 0.45, 0.1], abs=1e-3)

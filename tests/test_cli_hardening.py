@@ -414,8 +414,9 @@ def test_flow_table_past_its_memory_cap_is_refused_before_allocation(monkeypatch
     import mrfq.router.engine as engine
     from mrfq.router.run import simulate
 
-    sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 400.0, "max_flows": 300},
-                          "class": [{"cost": [1.0], "rate": 0.5, "mean_packets": 10}]})  # load 5
+    # two resources: the loop variant most tests compile (a compilation costs more than the run)
+    sc = flows.from_dict({"resources": ["cpu", "link"], "run": {"duration": 400.0, "max_flows": 300},
+                          "class": [{"cost": [1.0, 0.5], "rate": 0.5, "mean_packets": 10}]})  # load 5
     assert simulate(sc).max_active_flows > 128
     monkeypatch.setattr(engine, "MAX_TABLE_BYTES", 50_000)
     with pytest.raises(MrfqError, match=r"flow table: 128 flows at once would need .* GiB, more than the "

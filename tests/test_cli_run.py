@@ -187,3 +187,49 @@ def test_load_scaling_hits_the_target():
     loads = sc.class_resource_loads()
     assert max(loads) == pytest.approx(0.6)
     assert loads[0] < loads[1] / 2  # resource 1 carries less than half of resource 2's load
+
+
+@pytest.mark.nojit
+def test_a_long_compilation_says_so(monkeypatch):
+    """A call that may compile says what it compiles once it has run NOTICE_AFTER seconds, and how
+    long it took; a quick one (a load from numba's cache) or one with nothing to compile says nothing."""
+    import time
+
+    from mrfq.flows import notice
+
+    seen = []
+
+    class Seen:
+        def start(self, text):
+            seen.append(text)
+
+        def done(self, seconds):
+            seen.append(seconds)
+
+    monkeypatch.setattr(notice, "notice", Seen())
+    monkeypatch.setattr(notice, "NOTICE_AFTER", 0.05)
+    with notice.compiling("the drfq loop for 2 resources"):
+        time.sleep(0.3)
+    assert seen[0] == "compiling the drfq loop for 2 resources (first run only: numba keeps it on disk)..."
+    assert seen[1] >= 0.3 and len(seen) == 2
+    seen.clear()
+    with notice.compiling("the drfq loop for 2 resources"):
+        pass
+    with notice.compiling("the task simulator", needed=False):
+        time.sleep(0.2)
+    assert seen == []
+
+
+@pytest.mark.nojit
+def test_the_compilation_notice_is_for_a_terminal_only(monkeypatch, capsys):
+    from mrfq.analysis.cli import TerminalNotice
+    from mrfq.flows import notice
+
+    assert main(["alloc", "--cost", "1,0.5"]) == 0
+    assert notice.notice is None                     # stderr is no terminal here
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["alloc", "--cost", "1,0.5"]) == 0
+    assert isinstance(notice.notice, TerminalNotice)
+    assert main(["alloc", "--cost", "1,0.5", "--json"]) == 0
+    assert notice.notice is None                     # never with --json
+    capsys.readouterr()

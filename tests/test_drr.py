@@ -82,9 +82,10 @@ def test_drr_long_run_rates_quantum_covers_packets():
     got = [f.rate for f in simulate(sc).flows]
     assert got == pytest.approx([0.5, 1.0], rel=2e-3)
     # weights scale the quantum: w = (1, 3) on one resource gives rates in proportion 1 : 3
-    sc = flows.from_dict({"resources": ["link"], "router": {"scheduler": "drr", "window": 10, "quantum": 1.0},
+    # (a resource nobody uses appended: the two-resource loop other tests compile; it changes nothing)
+    sc = flows.from_dict({"resources": ["link", "spare"], "router": {"scheduler": "drr", "window": 10, "quantum": 1.0},
                           "run": {"duration": 20000.0, "warmup": 500.0},
-                          "flow": [{"cost": [1.0], "weight": 1.0}, {"cost": [1.0], "weight": 3.0}]})
+                          "flow": [{"cost": [1.0, 0.0], "weight": 1.0}, {"cost": [1.0, 0.0], "weight": 3.0}]})
     got = [f.rate for f in simulate(sc).flows]
     assert got == pytest.approx([0.25, 0.75], rel=5e-3)
 
@@ -99,7 +100,7 @@ def test_drr_quantum_below_packet_cost_is_not_drr():
 
 
 @settings(deadline=None, max_examples=max(5, int(20 * SCALE)))
-@given(sc=scenarios(scheduler="drr"), quantum=st.sampled_from((0.25, 0.5, 1.0, 1.5, 3.0)))
+@given(sc=scenarios(J=2, scheduler="drr"), quantum=st.sampled_from((0.25, 0.5, 1.0, 1.5, 3.0)))
 def test_engine_equals_reference_with_drr_options(sc, quantum):
     check_engine_equals_reference(sc.replace(**{"router.scheduler": "drr", "router.quantum": quantum}))
 
@@ -134,3 +135,27 @@ def test_drr_bad_resource_and_foreign_option():
     with pytest.raises(ScenarioError, match=r"router.progress: not an option of scheduler 'drr'"):
         simulate(two_flows(progress=2))
     assert np.isfinite(simulate(two_flows(quantum=2)).flows[0].rate)   # an integer quantum is fine
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("scheduler", ["drr", "fq-single"])
+def test_an_unused_resource_appended_changes_nothing(scheduler):
+    """``router.fq_resource`` defaults to the last resource some flow uses: appending a resource nobody
+    uses (``nic``) leaves the service trace as it was (the SimPy reference; the engine equals it).
+    Defaulting to the last resource, both fair-queued nothing and served the link first come, first
+    served."""
+    from mrfq.router.reference import simulate_reference
+
+    def scenario(extra):
+        return flows.from_dict({
+            "resources": ["cpu", "link"] + extra, "router": {"scheduler": scheduler, "window": 4},
+            "run": {"duration": 120.0, "seed": 3},
+            "flow": [{"name": "a", "cost": [0.25, 1.0] + [0.0] * len(extra)},
+                     {"name": "b", "cost": [0.5, 0.5] + [0.0] * len(extra), "weight": 2.0},
+                     {"name": "c", "cost": [0.125, 0.75] + [0.0] * len(extra)}]})
+
+    base = simulate_reference(scenario([]), trace=5000)
+    wider = simulate_reference(scenario(["nic"]), trace=5000)
+    assert wider.trace == base.trace and len(base.trace) > 100
+    explicit = simulate_reference(scenario(["nic"]).replace(**{"router.fq_resource": "nic"}), trace=5000)
+    assert explicit.trace != base.trace

@@ -55,21 +55,34 @@ def test_lean_loop_equals_generic_on_presets(preset, scheduler):
     assert_lean_equals_generic(sc)
 
 
+# The random scenarios run at J = 2 and the default window (30: the packet ring of 32 records compiled
+# into the lean loop, router.loop.CONST_RINGS), on the lean variants the presets above compile; the
+# ring read at run time (any other window) with drfq below.  A compilation costs more than the runs.
 @pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
 @settings(deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios(J=2, options=False), scheduler=st.sampled_from(SCHEDULER_NAMES))  # J = 2: two compiled loops per scheduler
+@given(sc=scenarios(J=2, options=False), scheduler=st.sampled_from(SCHEDULER_NAMES))
 def test_lean_loop_equals_generic(sc, scheduler):
-    assert_lean_equals_generic(sc.replace(**{"router.scheduler": scheduler, **DEFAULTS}))
+    assert_lean_equals_generic(sc.replace(**{"router.scheduler": scheduler, "router.window": 30, **DEFAULTS}))
+
+
+@pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
+@settings(deadline=None, max_examples=10, suppress_health_check=[HealthCheck.too_slow])
+@given(sc=scenarios(J=2, scheduler="drfq", options=False))
+def test_lean_loop_with_its_ring_read_at_run_time_equals_generic(sc):
+    """Windows 1..4: packet rings of 2 to 8 records, their size read at run time."""
+    assert_lean_equals_generic(sc.replace(**DEFAULTS))
 
 
 @pytest.mark.skipif(JIT_DISABLED, reason="one plain-Python loop without the JIT")
 @settings(deadline=None, max_examples=15, suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios(J=2))  # every registered scheduler, with its own options
-def test_costs_per_flow_equal_costs_per_packet(sc):
+@given(sc=scenarios(J=2, options=False), scheduler=st.sampled_from(SCHEDULER_NAMES))
+def test_costs_per_flow_equal_costs_per_packet(sc, scheduler):
     """Constant-cost flows keep their costs once per flow (router/state.py); the per-packet
-    layout, which scenarios with packet sizes take, must give the very same outputs."""
+    layout, which scenarios with packet sizes take, must give the very same outputs (the lean loops;
+    the generic ones, with each scheduler's options drawn, against the reference: tests/test_reference.py)."""
     from mrfq.router.run import simulate
 
+    sc = sc.replace(**{"router.scheduler": scheduler, "router.window": 30, **DEFAULTS})
     per_packet = simulate(sc, packet_costs=True)
     default = simulate(sc)
     assert outputs(per_packet) == outputs(default)

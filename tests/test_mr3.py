@@ -156,7 +156,7 @@ def test_progress_one_round_leaves_the_bottleneck_idle():
 
 
 @settings(deadline=None, max_examples=max(5, int(25 * SCALE)))
-@given(sc=scenarios(scheduler="mr3"), progress=st.integers(0, 3))
+@given(sc=st.sampled_from((2, 2, 3)).flatmap(lambda J: scenarios(J=J, scheduler="mr3")), progress=st.integers(0, 3))
 def test_engine_equals_reference_with_mr3_options(sc, progress):
     check_engine_equals_reference(sc.replace(**{"router.scheduler": "mr3", "router.progress": progress}))
 

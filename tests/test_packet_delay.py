@@ -24,6 +24,7 @@ from mrfq.analysis.cli import main
 from mrfq.analysis.delay_stats import quantile
 from conftest import scaled
 from mrfq.fq.registry import SCHEDULERS
+from mrfq.flows import traffic
 from mrfq.flows.traffic import PacketStream
 from mrfq.router import delays
 from mrfq.router.reference import simulate_reference, trace_tuples
@@ -123,6 +124,38 @@ def test_packet_stream_does_not_depend_on_chunking(n):
     got = [np.concatenate([p[i] for p in parts]) for i in range(3)]
     k = len(whole[0])
     assert all(np.array_equal(a[:k], b) for a, b in zip(got, whole))
+
+
+@pytest.mark.parametrize("first, step", [(1, 1), (1024, 1), (3, 1000)])
+def test_packet_stream_does_not_depend_on_block_sizes(monkeypatch, first, step):
+    """A source's blocks (they double from FIRST_BLOCK) and the merge's horizon moves
+    (PER_SOURCE_STEP arrivals per source) decide only how the work is split, never the arrivals."""
+    whole = PacketStream(open_loop()).until(800.0)
+    monkeypatch.setattr(traffic, "FIRST_BLOCK", first)
+    monkeypatch.setattr(traffic, "PER_SOURCE_STEP", step)
+    got = PacketStream(open_loop()).until(800.0)
+    assert all(np.array_equal(a, b) for a, b in zip(got, whole))
+
+
+def test_many_sources_are_visited_a_bounded_number_of_times(monkeypatch):
+    """The merge visits every open-loop source at each move of its horizon; the moves bring in about
+    PER_SOURCE_STEP arrivals per source, so n sources cost O(arrivals), not O(n x arrivals)."""
+    n = 2000
+    sc = flows.from_dict({"resources": ["cpu"], "run": {"duration": 100.0},
+                          "flow": [{"name": "p", "count": n, "cost": [0.1], "arrival": {"law": "poisson", "rate": 0.005}}]})
+    calls = [0]
+    until = traffic._Source.until
+
+    def counted(self, H):
+        calls[0] += 1
+        return until(self, H)
+
+    monkeypatch.setattr(traffic._Source, "until", counted)
+    s = PacketStream(sc)
+    got = sum(len(s.take(4096)[0]) for _ in range(100))   # 409,600 arrivals, about 205 per source
+    assert got == 409_600
+    moves = got / (traffic.PER_SOURCE_STEP * n)
+    assert calls[0] <= n * (moves + 3), (calls[0], n, moves)
 
 
 def test_packet_stream_laws():
@@ -337,21 +370,23 @@ def test_recording_off_changes_nothing_else():
 def test_many_static_flows_get_one_row_per_table():
     from mrfq.router.run import simulate
 
-    sc = flows.from_dict({"resources": ["r"], "run": {"duration": 30.0, "warmup": 1.0}, "router": {"window": 1},
-                          "flow": [{"name": "a", "cost": [1.0], "count": delays.PER_FLOW_MAX},
-                                   {"name": "b", "cost": [0.5]}]})
+    sc = flows.from_dict({"resources": ["r", "spare"], "run": {"duration": 30.0, "warmup": 1.0}, "router": {"window": 1},
+                          "flow": [{"name": "a", "cost": [1.0, 0.0], "count": delays.PER_FLOW_MAX},
+                                   {"name": "b", "cost": [0.5, 0.0]}]})
     r = simulate(sc)
     assert r.delays.rows == ["a.*", "b"] and not r.delays.per_flow
-    assert int(r.delays.hist[:, 1].sum()) == sum(f.packets for f in r.flows)
+    assert int(r.delays.hist[:, -1].sum()) == sum(f.packets for f in r.flows)   # the sojourns
 
 
 # ---------------------------------------------------------------------------
 # queueing theory
 def md1(scheduler: str, law: dict, per_byte=None) -> dict:
-    f = {"name": "p", "cost": [1.0], "arrival": law, "buffer": 4096}
+    f = {"name": "p", "cost": [1.0, 0.0], "arrival": law, "buffer": 4096}
     if per_byte is not None:
-        f.update(cost=[0.0], per_byte=[per_byte[0]], packet_sizes=per_byte[1], packet_size_probs=per_byte[2])
-    return {"resources": ["r"], "router": {"scheduler": scheduler},
+        f.update(cost=[0.0, 0.0], per_byte=[per_byte[0], 0.0], packet_sizes=per_byte[1], packet_size_probs=per_byte[2])
+    # one resource used; "spare", which nobody uses, changes nothing (tests/test_metamorphic.py) and puts the
+    # runs on the two-resource loop variants the other tests compile
+    return {"resources": ["r", "spare"], "router": {"scheduler": scheduler},
             "run": {"duration": scaled(400_000.0, 40_000.0), "warmup": 1000.0, "batches": 20, "seed": 3},
             "flow": [f]}
 
@@ -451,3 +486,17 @@ def test_json_interval_is_null_when_one_batch_holds_every_departure(capsys, tmp_
     assert code == 0, err
     v = json.loads(out)["flows"][0]
     assert v["packets"] == 5 and v["delay"]["mean"] > 0 and v["delay"]["ci"] == [None, None]
+
+
+@pytest.mark.nojit
+def test_a_source_that_floods_its_bottleneck_gets_a_warning():
+    """An open-loop flow offering >= 100 times what its busiest resource serves: one line naming it
+    (mrfq run and mrfq scorecard print it on stderr); 99 times is no warning."""
+    def sc(rate):
+        return flows.from_dict({"resources": ["cpu", "link"], "run": {"duration": 20.0},
+                                "flow": [{"name": "flood", "cost": [0.01, 0.5], "arrival": {"law": "cbr", "rate": rate}},
+                                         {"name": "g", "cost": [0.5, 0.5]}]})
+    (line,) = sc(200.0).overload_warnings()
+    assert line == ("flow[0] 'flood': offers 100 times what 'link' can serve (arrival rate 200 x cost 0.5); nearly "
+                    "every packet is dropped, and the run spends its time on the drops")
+    assert sc(198.0).overload_warnings() == []

@@ -58,9 +58,11 @@ def test_negative_controls_do_not_realise_pf_bmf(scheduler, increment):
 
 
 def test_weights_scale_drf_shares():
-    # weighted DRF with a single resource: rates proportional to weights
-    sc = flows.from_dict({"resources": ["link"], "router": {"window": 10}, "run": {"duration": 20000.0, "warmup": 500.0},
-                          "flow": [{"cost": [1.0], "weight": 1.0}, {"cost": [1.0], "weight": 3.0}]})
+    # weighted DRF with a single resource used: rates proportional to weights (a resource nobody uses
+    # appended, which changes nothing, so that the runs take the two-resource loops other tests compile)
+    sc = flows.from_dict({"resources": ["link", "spare"], "router": {"window": 10},
+                          "run": {"duration": 20000.0, "warmup": 500.0},
+                          "flow": [{"cost": [1.0, 0.0], "weight": 1.0}, {"cost": [1.0, 0.0], "weight": 3.0}]})
     for s in ("drfq", "drfq-dovetail", "bmf-wfq", "pf-sfq"):
         got = [f.rate for f in simulate(sc, scheduler=s).flows]
         assert got == pytest.approx([0.25, 0.75], rel=5e-3), s
@@ -129,8 +131,8 @@ def _service_in(trace, flow, t1, t2):
 def test_sfq_fairness_bound(costs, weights, window, t1, length):
     """[SFQ] bound on one resource: |W_f/r_f - W_m/r_m| <= l_f/r_f + l_m/r_m for backlogged f, m."""
     n = len(costs)
-    sc = flows.from_dict({"resources": ["link"], "router": {"window": window}, "run": {"duration": 100.0},
-                          "flow": [{"cost": [c], "weight": weights[i]} for i, c in enumerate(costs)]})
+    sc = flows.from_dict({"resources": ["link", "spare"], "router": {"window": window}, "run": {"duration": 100.0},
+                          "flow": [{"cost": [c, 0.0], "weight": weights[i]} for i, c in enumerate(costs)]})
     r = simulate(sc, scheduler="bmf-wfq", trace=10000)
     t2 = t1 + length
     for f in range(n):
@@ -158,6 +160,26 @@ def test_idle_cpu_drfq_degrades_to_fifo_dovetail_keeps_drf():
     for s in ("drfq-dovetail", "bmf-wfq", "pf-sfq"):
         got = [f.rate for f in simulate(sc, scheduler=s).flows]
         assert got == pytest.approx([0.5, 1.0], rel=2e-3), s
+
+
+def test_dovetail_reaches_drf_when_flows_skip_resources():
+    """a = (1, 0), b = (0, 1), c = (0.5, 1): weighted DRF gives 0.75 / 0.5 / 0.5 (the link saturates
+    at dominant share 0.5 for b and c; a then fills the CPU).  Dovetailing DRFQ's default
+    (router.skipped = "virtual-time": a skipped resource enters the key with its virtual time) reaches
+    it; with "ignore" the CPU's virtual time runs ahead of the link's and c starves
+    (docs/schedulers.md, 'drfq-dovetail')."""
+    from mrfq.analysis.allocations import drf
+
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"scheduler": "drfq-dovetail", "window": 30},
+                          "run": {"duration": 20000.0, "warmup": 2000.0, "seed": 1},
+                          "flow": [{"name": "a", "cost": [1.0, 0.0]}, {"name": "b", "cost": [0.0, 1.0]},
+                                   {"name": "c", "cost": [0.5, 1.0]}]})
+    want = drf(np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 1.0]])).phi
+    assert want == pytest.approx([0.75, 0.5, 0.5])
+    got = [f.rate for f in simulate(sc).flows]
+    assert got == pytest.approx(want, rel=2e-3)
+    starved = [f.rate for f in simulate(sc.replace(**{"router.skipped": "ignore"}), specialise=False).flows]
+    assert starved[2] < 0.1 and sum(starved) > 1.5, starved
 
 
 @pytest.mark.slow

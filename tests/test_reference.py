@@ -161,6 +161,27 @@ LONG_RTT = flows.from_dict({
     "resources": ["r"], "router": {"scheduler": "drfq", "window": 3, "rtt": 30.0},
     "run": {"duration": 80.0},
     "flow": [{"name": f"f{i}", "cost": [0.25 * (1 + i % 3)], "start": 0.25 * (i % 4)} for i in range(30)]})
+#: LONG_RTT with a second resource (the admission ring still grows), so that every scheduler runs it on
+#: the two-resource loop variants
+LONG_RTT_2 = flows.from_dict({
+    "resources": ["r", "link"], "router": {"scheduler": "drfq", "window": 3, "rtt": 30.0},
+    "run": {"duration": 80.0},
+    "flow": [{"name": f"f{i}", "cost": [0.25 * (1 + i % 3), 0.125 * (1 + (i + 1) % 3)], "start": 0.25 * (i % 4)}
+             for i in range(30)]})
+
+#: Which loop variants the engine-vs-reference tests compile.  A generic loop variant is compiled per
+#: (J, scheduler, costs kept per flow or per packet) (router.loop.loop_for), and a compilation costs
+#: far more than the runs, so the property tests draw their scenarios per variant: every scheduler at
+#: J = 2 with both cost layouts (its hooks and the cost layout are different code), and drfq at J = 1
+#: (the first resource is the last) and J = 3 (a middle resource), both layouts, for the loop's own J
+#: structure.  J is a compile-time constant only: it sets the trip counts of the loops over resources
+#: and the strides of the flat arrays (``ri[RI_* * J + j]``, the packet and cost records, the
+#: histograms' J + 1 columns); no kernel in router/ or fq/ indexes with ``j - 1``, ``J - 1`` or a
+#: negative offset from J, and no branch tests J itself, only ``j < J``.  The suite runs
+#: bounds-checked (tests/conftest.py), so these runs also check every index they reach.  At full size
+#: (MRFQ_TEST_SCALE=1) the slow property test draws J and the scheduler at random as well.
+OTHER_J = (1, 3)
+J_SCHEDULER = "drfq"
 
 
 @st.composite
@@ -233,12 +254,21 @@ def scenarios(draw, J=None, scheduler=None, options=True):
 
 def check_engine_equals_reference(sc, packet_costs: tuple = (None,)) -> None:
     """The engine run once per entry of ``packet_costs`` (True: costs kept per packet even where
-    they are constant per flow, the per-packet loop variant; tests/bounds_engine.py) against one
-    reference run."""
+    they are constant per flow, the per-packet loop variant) against one reference run."""
     ref = simulate_reference(sc)
     assert len(ref.trace) < TRACE_CAP
     for pc in packet_costs:
         _check_engine_run(sc, ref, pc)
+
+
+def sized(sc) -> bool:
+    return any(x.packet_sizes is not None for x in (*sc.flows, *sc.classes))
+
+
+def check_both_cost_layouts(sc) -> None:
+    """The engine equals the reference with its costs kept per flow and per packet (a scenario with
+    packet sizes has only the latter)."""
+    check_engine_equals_reference(sc, (None,) if sized(sc) else (None, True))
 
 
 def _check_engine_run(sc, ref, packet_costs) -> None:
@@ -280,8 +310,11 @@ def test_engine_reproduces_hand_checked_traces():
 
 @pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
 def test_engine_equals_reference_with_many_admissions_waiting(scheduler):
-    """Up to 90 admissions waiting out a long rtt: the engine's admission ring (64) grows."""
-    check_engine_equals_reference(LONG_RTT.replace(**{"router.scheduler": scheduler}))
+    """Up to 90 admissions waiting out a long rtt: the engine's admission ring (64) grows; every
+    scheduler at two resources with both cost layouts, drfq also at one resource."""
+    check_both_cost_layouts(LONG_RTT_2.replace(**{"router.scheduler": scheduler}))
+    if scheduler == J_SCHEDULER:
+        check_both_cost_layouts(LONG_RTT)
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
@@ -306,13 +339,19 @@ def test_engine_equals_reference_with_max_services(max_services):
 # and the exclusion in scenarios()).
 DOVETAIL_IDLE = flows.from_dict({
     "resources": ["cpu", "link"],
-    "router": {"scheduler": "drfq-dovetail", "window": 2, "idle_reset": True},
+    "router": {"scheduler": "drfq-dovetail", "window": 2, "idle_reset": True, "skipped": "ignore"},
     "run": {"duration": 10.0},
     "flow": [{"name": "f1", "cost": [1.0, 0.25], "packets": 2},
              {"name": "f2", "cost": [0.0, 0.5], "packets": 2, "start": 2.0}]})
 DOVETAIL_IDLE_TRACE = [
     (0.0, 1.0, 0, F1, 1), (1.0, 2.0, 0, F1, 2), (1.0, 1.25, 1, F1, 1),
     (2.0, 2.5, 1, F2, 1), (2.5, 3.0, 1, F2, 2), (3.0, 3.25, 1, F1, 2)]
+#: the same with the default skipped = "virtual-time": f2 skips the cpu, so its keys are at least
+#: V_cpu = 1 (f1p2 began there with S_cpu = 1), and f1p2 (key max(1, 1/4) = 1, the lower flow id on
+#: a tie) is served first at 2
+DOVETAIL_IDLE_VT_TRACE = [
+    (0.0, 1.0, 0, F1, 1), (1.0, 2.0, 0, F1, 2), (1.0, 1.25, 1, F1, 1),
+    (2.0, 2.25, 1, F1, 2), (2.25, 2.75, 1, F2, 1), (2.75, 3.25, 1, F2, 2)]
 
 SKIPPING = {
     "resources": ["cpu", "link"], "router": {"scheduler": "drfq", "window": 2},
@@ -325,15 +364,20 @@ def test_dovetail_idle_reset_uses_finish_tag_at_j():
 
     f1 s = (1, 1/4), 2 packets: its link finish tags are 1/4 and 1/2 (cpu: 1 and 2).  The link goes
     idle at 1.25 after f1p1, so V_link = 1/4.  f2 s = (0, 1/2) starts at 2 with S_link = 1/4, 3/4:
-    f2p1 (key 1/4) beats f1p2 (key max(S_cpu, S_link) = max(1, 1/4) = 1) at t = 2.
+    f2p1 (key 1/4) beats f1p2 (key max(S_cpu, S_link) = max(1, 1/4) = 1) at t = 2 (with skipped =
+    "ignore": f2's key leaves out the cpu it skips; the default's trace below).
     """
     assert simulate_reference(DOVETAIL_IDLE).trace == DOVETAIL_IDLE_TRACE
+    vt = DOVETAIL_IDLE.replace(**{"router.skipped": "virtual-time"})
+    assert simulate_reference(vt).trace == DOVETAIL_IDLE_VT_TRACE
 
 
 def test_engine_dovetail_idle_reset():
     from mrfq.router.run import simulate
 
     assert trace_tuples(simulate(DOVETAIL_IDLE, trace=100).trace) == DOVETAIL_IDLE_TRACE
+    vt = DOVETAIL_IDLE.replace(**{"router.skipped": "virtual-time"})
+    assert trace_tuples(simulate(vt, trace=100).trace) == DOVETAIL_IDLE_VT_TRACE
 
 
 def test_packets_of_one_flow_must_visit_the_same_resources():
@@ -344,16 +388,28 @@ def test_packets_of_one_flow_must_visit_the_same_resources():
         flows.from_dict(SKIPPING)
 
 
-@settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios())
-def test_engine_equals_reference(sc):
-    check_engine_equals_reference(sc)
+@pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
+@settings(deadline=None, max_examples=5, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engine_equals_reference(scheduler, data):
+    """Random scenarios (the scheduler's own options drawn from their examples) at J = 2, with both
+    cost layouts."""
+    check_both_cost_layouts(data.draw(scenarios(J=2, scheduler=scheduler)))
+
+
+@pytest.mark.parametrize("J", OTHER_J)
+@settings(deadline=None, max_examples=5, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_engine_equals_reference_at_other_resource_counts(J, data):
+    check_both_cost_layouts(data.draw(scenarios(J=J, scheduler=J_SCHEDULER)))
 
 
 @pytest.mark.slow
-@settings(deadline=None, max_examples=max(1, int(400 * SCALE)), suppress_health_check=[HealthCheck.too_slow])
-@given(sc=scenarios())
+@settings(deadline=None, max_examples=max(1, int(200 * SCALE)), suppress_health_check=[HealthCheck.too_slow])
+@given(sc=scenarios(J=None if SCALE >= 1.0 else 2))
 def test_engine_equals_reference_slow(sc):
+    """More random scenarios, the scheduler drawn; J drawn too at full size (at reduced size J = 2,
+    the variants the tests above compiled)."""
     check_engine_equals_reference(sc)
 
 

@@ -108,10 +108,12 @@ def test_not_computed_and_why():
     alone = simulate(sc, record_fairness=False)
     assert alone.rfb.value is None and "record_fairness=False" in alone.rfb.reason
     assert alone.delays == on.delays and alone.services == on.services and on.rfb.value is not None
-    one = flows.from_dict({"resources": ["link"], "run": {"duration": 10.0}, "flow": [{"name": "a", "cost": [1.0]}]})
+    # one resource used ("spare", unused, changes nothing: the two-resource loops other tests compile)
+    one = flows.from_dict({"resources": ["link", "spare"], "run": {"duration": 10.0},
+                           "flow": [{"name": "a", "cost": [1.0, 0.0]}]})
     assert "needs a pair" in simulate(one).rfb.reason
-    many = flows.from_dict({"resources": ["link"], "run": {"duration": 5.0},
-                            "flow": [{"name": "a", "cost": [1.0], "count": rfb.RFB_MAX + 1}]})
+    many = flows.from_dict({"resources": ["link", "spare"], "run": {"duration": 5.0},
+                            "flow": [{"name": "a", "cost": [1.0, 0.0], "count": rfb.RFB_MAX + 1}]})
     r = simulate(many)
     assert r.rfb.value is not None and r.rfb.flows == rfb.RFB_SUBSET
     assert r.rfb.reason.startswith(f"over {rfb.RFB_SUBSET} of the {rfb.RFB_MAX + 1} static flows")

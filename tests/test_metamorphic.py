@@ -1,0 +1,101 @@
+"""Metamorphic checks, every registered scheduler: changes of units and of labels that must not
+change the schedule.
+
+On random static scenarios (two resources, windowed flows, costs and weights on a grid where
+ties happen, start times, finite flows, an rtt):
+
+* doubling every time (every cost, the rtt, the start times, the run's length, DRR's quantum)
+  doubles every service's start and end and changes nothing else;
+* doubling every weight (halving DRR's quantum, which counts per unit of weight) changes nothing;
+* appending a resource nobody uses changes nothing.
+
+Powers of two scale binary floating point exactly, so each is a whole-trace equality (the engine
+for the first two, on the loop variants tests/test_reference.py compiles; the SimPy reference,
+which the engine equals packet by packet, for the third, whose three resources would compile
+another loop variant per scheduler).  Reordering the ``[[flow]]`` tables is not in this list: the
+event order breaks ties by flow id (docs/schedulers.md, 'Event order and ties'), so it permutes
+the results only up to ties.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mrfq import flows
+from mrfq.router.reference import simulate_reference, trace_tuples
+from test_reference import SCHEDULER_NAMES
+
+COSTS = (0.0, 0.125, 0.25, 0.5, 1.0, 1.5)
+TRACE = 5000
+
+
+@st.composite
+def static_scenarios(draw, scheduler):
+    fl = []
+    for i in range(draw(st.integers(2, 4))):
+        cost = draw(st.lists(st.sampled_from(COSTS), min_size=2, max_size=2).filter(lambda c: max(c) > 0))
+        fl.append({"name": f"f{i}", "cost": cost, "weight": draw(st.sampled_from((0.5, 1.0, 2.0, 3.0))),
+                   "start": draw(st.sampled_from((0.0, 0.0, 0.5, 2.25))),
+                   "packets": draw(st.sampled_from((0, 0, 0, 4, 9)))})
+    router = {"scheduler": scheduler, "window": draw(st.integers(1, 5)),
+              "rtt": draw(st.sampled_from((0.0, 0.0, 0.375)))}
+    if scheduler == "drr":
+        router["quantum"] = draw(st.sampled_from((0.25, 1.0, 1.5)))
+    if scheduler == "mr3":
+        router["progress"] = draw(st.integers(0, 3))
+    return {"resources": ["cpu", "link"], "router": router,
+            "run": {"duration": 60.0, "warmup": 0.0, "seed": draw(st.integers(0, 1000))}, "flow": fl}
+
+
+def _engine_trace(d):
+    from mrfq.router.run import simulate
+
+    r = simulate(flows.from_dict(d), trace=TRACE)
+    assert r.trace.start.shape[0] < TRACE
+    return trace_tuples(r.trace)
+
+
+def _scaled_times(d, c):
+    d = {**d, "router": dict(d["router"]), "run": dict(d["run"]), "flow": [dict(f) for f in d["flow"]]}
+    for f in d["flow"]:
+        f["cost"] = [c * x for x in f["cost"]]
+        f["start"] = c * f["start"]
+    d["router"]["rtt"] = c * d["router"]["rtt"]
+    if "quantum" in d["router"]:
+        d["router"]["quantum"] = c * d["router"]["quantum"]
+    d["run"]["duration"] = c * d["run"]["duration"]
+    return d
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
+@settings(deadline=None, max_examples=4, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_doubling_every_time_doubles_every_service(scheduler, data):
+    d = data.draw(static_scenarios(scheduler))
+    base = _engine_trace(d)
+    assert base
+    assert _engine_trace(_scaled_times(d, 2.0)) == [(2 * a, 2 * b, j, u, k) for a, b, j, u, k in base]
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
+@settings(deadline=None, max_examples=4, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_doubling_every_weight_changes_nothing(scheduler, data):
+    d = data.draw(static_scenarios(scheduler))
+    w = {**d, "router": dict(d["router"]), "flow": [{**f, "weight": 2 * f["weight"]} for f in d["flow"]]}
+    if "quantum" in w["router"]:
+        w["router"]["quantum"] = d["router"]["quantum"] / 2
+    assert _engine_trace(w) == _engine_trace(d)
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
+@settings(deadline=None, max_examples=4, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_an_unused_resource_appended_changes_nothing(scheduler, data):
+    d = data.draw(static_scenarios(scheduler))
+    wider = {**d, "resources": d["resources"] + ["nic"], "flow": [{**f, "cost": f["cost"] + [0.0]} for f in d["flow"]]}
+    base = simulate_reference(flows.from_dict(d), trace=TRACE).trace
+    assert simulate_reference(flows.from_dict(wider), trace=TRACE).trace == base
