@@ -4,10 +4,11 @@
 tag ties and break exact trace equality between the engine and the SimPy
 reference) and the on-disk cache controlled by one environment variable:
 
-* ``MRFQ_NUMBA_CACHE=0`` disables caching (use it while editing kernels: numba
-  keys a cached function on its *own* source file only, so editing a kernel in
-  ``fq/`` leaves the engine's cached machine code in ``router/engine.py``
-  stale);
+* ``MRFQ_NUMBA_CACHE=0`` disables caching.  numba keys a cached function on its
+  *own* source file only; :func:`engine_cache` stamps every cached function of
+  ``fq/`` and ``router/`` with a hash of all their sources instead, so editing a
+  hook or a helper recompiles the loops that hold it (elsewhere, e.g. ``analysis/``,
+  numba's own rule applies);
 * ``NUMBA_CACHE_DIR`` moves the cache (CI points it at a job-local directory).
 * ``MRFQ_FAST_SCOPE_COPY=0`` compiles with numba's own copy of IR scopes instead of
   :func:`fast_scope_copy` (slower to compile, the same machine code).
@@ -19,7 +20,9 @@ results either way.
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 
 from numba import njit
 from numba.core import ir as _ir
@@ -54,9 +57,46 @@ def jit_no_refcount(fn):
         return jit(fn)
 
 
+def jit_internal(fn):
+    """:func:`jit_no_refcount` for a function called only from compiled code (never from
+    Python): compiled without the wrapper that would convert Python objects into its
+    arguments (``no_cpython_wrapper``), which for arguments that are named tuples of a dozen
+    arrays is a large part of a small function's compile time.  Called from Python (only
+    ``NUMBA_DISABLE_JIT=1`` does) it is the plain function."""
+    try:
+        return njit(cache=CACHE, fastmath=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)
+    except TypeError:  # pragma: no cover - numba without the flags
+        return jit(fn)
+
+
+def jit_inline(fn=None, *, python: bool = True):
+    """A helper of the event loop (router/loop.py): compiled once per signature, on its own and
+    cached, and inlined by LLVM into every caller (``forceinline``: LLVM's ``alwaysinline``), so
+    the loop's machine code is that of one function.
+
+    numba's own ``inline="always"`` inlines the helper's IR at every call site instead, so each
+    loop variant types, checks and lowers every copy again: compiling a loop variant took about
+    three times as long (``docs/performance.md``, 'Start-up').  Like the loop, a helper runs
+    without numba's runtime (no reference counting: it must not allocate) and without the
+    negative-index wraparound (:func:`no_wraparound`: it never indexes with a negative number).
+    ``python=False`` leaves out the wrapper that lets Python call it (less to compile, for a
+    helper whose arguments are the engine's named tuples and that only compiled code calls:
+    called from Python, such a function would crash the interpreter)."""
+    if fn is None:
+        return lambda f: jit_inline(f, python=python)
+    if _install_no_wrap():
+        _NO_WRAP_MARKERS.add(_mangled(f"{fn.__module__}.{fn.__qualname__}"))
+    try:
+        return njit(cache=CACHE, fastmath=False, forceinline=True, _nrt=False, no_cpython_wrapper=not python,
+                    no_cfunc_wrapper=True)(fn)
+    except TypeError:  # pragma: no cover - a numba without the flags
+        return njit(cache=CACHE, fastmath=False, inline="always")(fn)
+
+
 # ---------------------------------------------------------------------------
 # array indices without the negative-index wraparound
-_NO_WRAP_MODULES: set[str] = set()
+#: mangled name prefixes (a module's, or a function's) lowered without the wraparound
+_NO_WRAP_MARKERS: set[str] = set()
 
 
 def _mangled(module: str) -> str:
@@ -64,25 +104,10 @@ def _mangled(module: str) -> str:
     return "".join(f"{len(p)}{p}" for p in module.split("."))
 
 
-def no_wraparound(module: str) -> bool:
-    """Compile the functions defined in ``module`` without numba's negative-index wraparound.
-
-    numba turns every ``a[i]`` with a signed ``i`` into ``a[i + n if i < 0 else i]``
-    (an extra compare, add and select, plus the array's length kept live), and
-    offers no switch to turn it off (numba issue #3205; only unsigned indices
-    skip it, PR #929).  In the engine's event loop, whose computed indices
-    are never negative, the wraparound cost ~25 % of the time.  This wraps
-    numba's ``fix_integer_index`` so that, while lowering a function whose
-    mangled name belongs to ``module`` (inline="always" helpers are lowered
-    inside their caller), signed indices are used as they are.  Every other
-    function, numba's own overloads included, keeps the wraparound.
-
-    Only for modules whose kernels never index with a negative number: with
-    ``NUMBA_BOUNDSCHECK=1`` such an index raises IndexError instead of
-    wrapping, which is how the test suite checks it.  Returns False (and
-    changes nothing) if this numba has no such internal hook; the code is
-    then only slower.
-    """
+def _install_no_wrap() -> bool:
+    """Wrap numba's ``fix_integer_index`` (once) so that functions whose mangled name holds one
+    of :data:`_NO_WRAP_MARKERS` use signed indices as they are; False if this numba has no
+    such hook."""
     try:
         from numba.core import types
         from numba.np import arrayobj
@@ -95,15 +120,124 @@ def no_wraparound(module: str) -> bool:
         def fix_integer_index(context, builder, idxty, idx, size):
             if idxty.signed:
                 name = builder.function.name
-                for marker in _NO_WRAP_MODULES:
+                for marker in _NO_WRAP_MARKERS:
                     if marker in name:
                         return context.cast(builder, idx, idxty, types.intp)
             return original(context, builder, idxty, idx, size)
 
         fix_integer_index._mrfq_original = original
         arrayobj.fix_integer_index = fix_integer_index
-    _NO_WRAP_MODULES.add(_mangled(module))
     return True
+
+
+def no_wraparound(module: str) -> bool:
+    """Compile the functions defined in ``module`` without numba's negative-index wraparound.
+
+    numba turns every ``a[i]`` with a signed ``i`` into ``a[i + n if i < 0 else i]``
+    (an extra compare, add and select, plus the array's length kept live), and
+    offers no switch to turn it off (numba issue #3205; only unsigned indices
+    skip it, PR #929).  In the engine's event loop, whose computed indices
+    are never negative, the wraparound cost ~25 % of the time.  This wraps
+    numba's ``fix_integer_index`` so that, while lowering a function whose
+    mangled name belongs to ``module`` (or a :func:`jit_inline` helper), signed
+    indices are used as they are.  Every other function, numba's own overloads
+    included, keeps the wraparound.
+
+    Only for modules whose kernels never index with a negative number: with
+    ``NUMBA_BOUNDSCHECK=1`` such an index raises IndexError instead of
+    wrapping, which is how the test suite checks it.  Returns False (and
+    changes nothing) if this numba has no such internal hook; the code is
+    then only slower.
+    """
+    if not _install_no_wrap():  # pragma: no cover - a numba without the hook
+        return False
+    _NO_WRAP_MARKERS.add(_mangled(module))
+    return True
+
+
+# ---------------------------------------------------------------------------
+# the on-disk cache of the engine: stale when any of its sources changes
+_ROOT = Path(__file__).resolve().parent.parent  # the folder holding fq/ and router/ (mrfq/ once installed)
+_SOURCES_HASH: str | None = None
+
+
+def engine_sources_hash() -> str:
+    """A hash of every source of the engine's compiled code (``fq/`` and ``router/``)."""
+    global _SOURCES_HASH
+    if _SOURCES_HASH is None:
+        h = hashlib.sha256()
+        for d in ("fq", "router"):
+            for f in sorted((_ROOT / d).rglob("*.py")):
+                h.update(f.relative_to(_ROOT).as_posix().encode())
+                h.update(f.read_bytes())
+        _SOURCES_HASH = h.hexdigest()[:20]
+    return _SOURCES_HASH
+
+
+def _engine_file(py_file) -> bool:
+    try:
+        rel = Path(py_file).resolve().relative_to(_ROOT)
+    except (ValueError, OSError):
+        return False
+    return rel.parts[:1] in (("fq",), ("router",))
+
+
+def engine_cache() -> bool:
+    """Key the on-disk cache of every function in ``fq/`` and ``router/`` on all of their sources.
+
+    numba checks a cached function against its *own* file only, while its machine code holds
+    the helpers it calls from other files (the event loop holds the schedulers' hooks, the heap,
+    the buffers...): edit ``router/heap.py`` and every cached caller would run the old heap.
+    Here the cache's stamp of such a function is :func:`engine_sources_hash`, so any edit to the
+    engine recompiles what depends on it (where the cache lives does not change).  Returns False
+    (and changes nothing) if this numba's cache has no locator list."""
+    try:
+        from numba.core import caching
+    except ImportError:  # pragma: no cover
+        return False
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    if not isinstance(classes, list):  # pragma: no cover - a numba that changed its cache
+        return False
+    if any(getattr(c, "_mrfq", False) for c in classes):
+        return True
+
+    class _EngineSourcesLocator(caching._CacheLocator):
+        """Another locator's cache path, with :func:`engine_sources_hash` as the source stamp."""
+        _mrfq = True
+
+        def __init__(self, inner):
+            self._inner = inner
+
+        def ensure_cache_path(self):
+            return self._inner.ensure_cache_path()
+
+        def get_cache_path(self):
+            return self._inner.get_cache_path()
+
+        def get_source_stamp(self):
+            return ("mrfq-engine-sources", engine_sources_hash())
+
+        def get_disambiguator(self):
+            return self._inner.get_disambiguator()
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not _engine_file(py_file):
+                return None
+            for other in classes:
+                if other is cls:
+                    continue
+                inner = other.from_function(py_func, py_file)
+                if inner is not None:
+                    return cls(inner)
+            return None
+
+    classes.insert(0, _EngineSourcesLocator)
+    return True
+
+
+ENGINE_CACHE_INSTALLED = CACHE and engine_cache()
 
 
 # ---------------------------------------------------------------------------

@@ -37,7 +37,7 @@ the scenario has packet sizes (router/state.py).  A scheduler whose layout sets
 divides once per flow (per packet with packet sizes) instead of at every tag,
 with the same bits (a division's latency on every tag cost 4-9 % of a service); ``dominant_service`` (``max_j s_ij / w_i``) is kept the same way.
 
-Hooks: numba functions (``@jit(inline="always")``), all with exactly these
+Hooks: numba functions (``@jit_inline``, fq/_jit.py), all with exactly these
 parameters (checked by :func:`check_module` when the registry loads)::
 
     admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t)
@@ -84,7 +84,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from mrfq.flows.errors import ScenarioError
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ class ReferenceTags:
         pass
 
 
-@jit(inline="always")
+@jit_inline
 def drop(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """The default ``drop`` hook: a packet dropped unserved changes nothing in the scheduler's state."""
     return

@@ -38,7 +38,7 @@ the largest finish tag begun at j; per packet its ``S_ij`` (J slots) and key.
 from __future__ import annotations
 
 from mrfq.flows.errors import ScenarioError
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags, option_value
 
 NAME = "drfq-dovetail"
@@ -68,7 +68,7 @@ def encode(router, resources):
     return (1.0 if router.idle_reset else 0.0, 1.0 if skipped == "ignore" else 0.0)
 
 
-@jit(inline="always")
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     """Per-resource start tags ``S_ij``; the key is their max over the visited resources, and over
     the skipped ones' virtual times ``V_j(A)`` unless ``skipped = "ignore"``."""
@@ -88,18 +88,18 @@ def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     pkt[pb + J] = key
 
 
-@jit(inline="always")
+@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """Nothing: the key is fixed at admission."""
     return
 
 
-@jit(inline="always")
+@jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return pkt[pb + J]
 
 
-@jit(inline="always")
+@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """``V_j = max(V_j, S_ij)``; with idle_reset note the finish tag at j, ``S_ij + s_ij / w_i``."""
     s = pkt[pb + j]
@@ -111,18 +111,18 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
             S.res[2 * j + R_MAXFIN] = f
 
 
-@jit(inline="always")
+@jit_inline
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def idle(S, pkt, opt, J, j, t):
     if opt[0] != 0.0:
         S.res[2 * j + R_V] = S.res[2 * j + R_MAXFIN]
 
 
-@jit(inline="always")
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
     return True
 

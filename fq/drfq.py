@@ -29,7 +29,7 @@ finish tag begun; per packet its start tag.
 from __future__ import annotations
 
 from mrfq.flows.errors import ScenarioError
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags
 
 NAME = "drfq"
@@ -60,7 +60,7 @@ def encode(router, resources):
     return (1.0 if vt == "in-service" else 0.0,)
 
 
-@jit(inline="always")
+@jit_inline
 def _virtual_time(S, opt, J):
     """V: the largest start tag begun ("started"), or in service, else the largest finish tag begun."""
     if opt[0] == 0.0:
@@ -74,7 +74,7 @@ def _virtual_time(S, opt, J):
     return v
 
 
-@jit(inline="always")
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     """[BR] eq. (2): ``S = max(V, F_prev)``, ``F = S + max_j s_ij / w`` at router admission (the
     engine passes ``max_j s_ij / w`` as ``dominant_service``, divided once per flow)."""
@@ -86,18 +86,18 @@ def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     pkt[pb + P_START] = start_tag
 
 
-@jit(inline="always")
+@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """Nothing: the admission start tag is the key at every resource."""
     return
 
 
-@jit(inline="always")
+@jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return pkt[pb + P_START]
 
 
-@jit(inline="always")
+@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """``V_started = max(V_started, S)``; the in-service rule also notes the tag in service at j."""
     s = pkt[pb + P_START]
@@ -115,18 +115,18 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
             S.glob[G_MAXFIN] = f
 
 
-@jit(inline="always")
+@jit_inline
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     if opt[0] != 0.0:
         S.res[2 * j + R_BUSY] = 0.0
 
 
-@jit(inline="always")
+@jit_inline
 def idle(S, pkt, opt, J, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
     return True
 

@@ -53,7 +53,7 @@ import math
 from collections import deque
 
 from mrfq.flows.errors import ScenarioError
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags, one_resource, option_value
 
 NAME = "drr"
@@ -94,17 +94,17 @@ def encode(router, resources):
     return (float(jd), float(q))
 
 
-@jit(inline="always")
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     pkt[pb + P_ARRIVAL] = t
 
 
-@jit(inline="always")
+@jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     """DRR resource: the flow's turn token, a new one when it (re)joins the list; else the arrival time."""
     if j != opt[0]:
@@ -119,7 +119,7 @@ def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return token
 
 
-@jit(inline="always")
+@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """[DRR §3]: ``DC += Q w`` at a turn's first packet, ``DC -= s``; reset when the queue empties."""
     if j != opt[0]:
@@ -143,12 +143,12 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     S.flow[b + F_DEFICIT] = deficit
 
 
-@jit(inline="always")
+@jit_inline
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def drop(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """A head dropped unserved (buffer management): a queue it empties leaves the active list with
     its deficit reset, as when its last packet begins service; else nothing changes (a turn goes on
@@ -161,12 +161,12 @@ def drop(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     S.flow[b + F_LISTED] = 0.0
 
 
-@jit(inline="always")
+@jit_inline
 def idle(S, pkt, opt, J, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
     return True
 

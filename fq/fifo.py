@@ -7,7 +7,7 @@ per packet (the key).
 
 from __future__ import annotations
 
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, ReferenceTags
 
 NAME = "fifo"
@@ -25,38 +25,38 @@ def encode(router, resources):
     return ()
 
 
-@jit(inline="always")
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """Key = arrival time at resource j."""
     pkt[pb] = t
 
 
-@jit(inline="always")
+@jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return pkt[pb]
 
 
-@jit(inline="always")
+@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def idle(S, pkt, opt, J, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
     return True
 

@@ -9,7 +9,7 @@ resource the key is the arrival time there, as in :mod:`fq.fifo`.  Options
 from __future__ import annotations
 
 from mrfq.fq import sfq
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Option, one_resource
 
 NAME = "fq-single"
@@ -24,12 +24,12 @@ def encode(router, resources):
     return (float(one_resource(router, resources, "fq-single")),) + sfq.encode_sfq(router)
 
 
-@jit(inline="always")
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     if j == opt[0]:
         sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight, opt[2] != 0.0, False, True)
@@ -37,29 +37,29 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
         pkt[pb + sfq.P_START] = t
 
 
-@jit(inline="always")
+@jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return sfq.key(pkt, J, pb)
 
 
-@jit(inline="always")
+@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     if j == opt[0]:
         sfq.begin(S, pkt, J, pb, cst, cb, j, opt[1] != 0.0, weight, opt[2] != 0.0)
 
 
-@jit(inline="always")
+@jit_inline
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def idle(S, pkt, opt, J, j, t):
     if j == opt[0]:
         sfq.go_idle(S, j, opt[1] != 0.0)
 
 
-@jit(inline="always")
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
     return True
 

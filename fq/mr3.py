@@ -76,7 +76,7 @@ from __future__ import annotations
 from collections import Counter, deque
 
 from mrfq.flows.errors import ScenarioError
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags, option_value
 
 NAME = "mr3"
@@ -131,7 +131,7 @@ def encode(router, resources):
     return (float(lag),)
 
 
-@jit(inline="always")
+@jit_inline
 def _dominant(cst, J, cb):
     d = 0.0
     for j in range(J):
@@ -140,7 +140,7 @@ def _dominant(cst, J, cb):
     return d
 
 
-@jit(inline="always")
+@jit_inline
 def _last_resource(cst, J, cb):
     last = 0
     for j in range(J):
@@ -149,18 +149,18 @@ def _last_resource(cst, J, cb):
     return last
 
 
-@jit(inline="always")
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     """No round yet (the engine reuses packet records: clear the slot)."""
     pkt[pb + P_ROUND] = 0.0
 
 
-@jit(inline="always")
+@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     pkt[pb + P_ARRIVAL] = t
 
 
-@jit(inline="always")
+@jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     """Resource 0: the flow's turn token (rules 1, 3); later resources: the arrival time (rule 4)."""
     if j != 0:
@@ -174,7 +174,7 @@ def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return token
 
 
-@jit(inline="always")
+@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """Rules 2 and 3 at resource 0: a new turn (and maybe a new round), the balance, the excess."""
     if j != 0:
@@ -207,7 +207,7 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
             g[G_MAXEC_CUR] = excess
 
 
-@jit(inline="always")
+@jit_inline
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     """Rule 5: count a packet of round k that leaves its last resource."""
     r = pkt[pb + P_ROUND]
@@ -215,12 +215,12 @@ def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
         S.glob[G_DONE + int(r) % RING] += 1.0
 
 
-@jit(inline="always")
+@jit_inline
 def idle(S, pkt, opt, J, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
     """Rule 5: resource 0 may begin round k + 1 only when round k + 1 - L has left the router."""
     if j != 0 or opt[0] == 0.0:

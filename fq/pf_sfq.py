@@ -15,7 +15,7 @@ The tag rule, ``V_j`` and the options ``router.idle_reset`` /
 from __future__ import annotations
 
 from mrfq.fq import sfq
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 
 NAME = "pf-sfq"
 SUMMARY = "per-resource SFQ weighted by queue length"
@@ -29,38 +29,38 @@ def encode(router, resources):
     return sfq.encode_sfq(router)
 
 
-@jit(inline="always")
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[BR] eq. (5): ``F_ij = S + s_ij / (w_i Q_ij)``."""
     sfq.tag(S, pkt, J, slot, pb, cst, cb, j, weight * q_ij, opt[1] != 0.0, True, False)
 
 
-@jit(inline="always")
+@jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
     return sfq.key(pkt, J, pb)
 
 
-@jit(inline="always")
+@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     sfq.begin(S, pkt, J, pb, cst, cb, j, opt[0] != 0.0, -1.0, False)
 
 
-@jit(inline="always")
+@jit_inline
 def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     return
 
 
-@jit(inline="always")
+@jit_inline
 def idle(S, pkt, opt, J, j, t):
     sfq.go_idle(S, j, opt[0] != 0.0)
 
 
-@jit(inline="always")
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
     return True
 

@@ -24,7 +24,7 @@ packet its start and finish tags.
 from __future__ import annotations
 
 from mrfq.flows.errors import ScenarioError
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags
 
 INCREMENTS = ("cost", "packet")
@@ -60,7 +60,7 @@ def encode_sfq(router) -> tuple[float, float]:
     return (1.0 if router.idle_reset else 0.0, 1.0 if router.increment == "packet" else 0.0)
 
 
-@jit(inline="always")
+@jit_inline
 def tag(S, pkt, J, slot, pb, cst, cb, j, rate, per_packet, keep_finish, stored):
     """``S = max(V_j, F_ij)``, ``F_ij = S + s_ij / rate`` (``1 / rate`` per packet); the packet's
     finish tag is stored only with ``keep_finish`` (layout_queue_rate).  ``stored``: the rate is
@@ -81,12 +81,12 @@ def tag(S, pkt, J, slot, pb, cst, cb, j, rate, per_packet, keep_finish, stored):
         pkt[pb + P_FINISH] = finish_tag
 
 
-@jit(inline="always")
+@jit_inline
 def key(pkt, J, pb):
     return pkt[pb + P_START]
 
 
-@jit(inline="always")
+@jit_inline
 def begin(S, pkt, J, pb, cst, cb, j, idle_reset, weight, per_packet):
     """``V_j`` = the start tag of the packet that begins service at j.  With ``idle_reset`` the
     largest finish tag begun is noted: ``S + s_ij / w_i`` recomputed when ``weight > 0`` (rate
@@ -102,7 +102,7 @@ def begin(S, pkt, J, pb, cst, cb, j, idle_reset, weight, per_packet):
             S.res[2 * j + R_MAXFIN] = f
 
 
-@jit(inline="always")
+@jit_inline
 def go_idle(S, j, idle_reset):
     if idle_reset:
         S.res[2 * j + R_V] = S.res[2 * j + R_MAXFIN]

@@ -14,12 +14,12 @@ import math
 
 import numpy as np
 
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 
 INF = np.inf
 
 
-@jit(inline="always")
+@jit_inline
 def add_area(area, x, K, t0, t1, warmup, T, B):
     """Add x_k * |[t0, t1] ∩ batch b| to area[k, b] (batches split [warmup, T])."""
     if t1 <= warmup or t0 >= T or t1 <= t0:
@@ -42,7 +42,7 @@ def add_area(area, x, K, t0, t1, warmup, T, B):
         b += 1
 
 
-@jit(inline="always")
+@jit_inline
 def batch_index(t, warmup, T, B):
     """The batch of instant t, or -1 outside [warmup, T]."""
     if t < warmup or t > T:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.fq._jit import jit_inline, jit_internal, no_wraparound
 from mrfq.router.packets import hash32, M32
 from mrfq.router.state import (
     AQM_FAIRDROP, AQM_RED, B_ARRIVALS, B_FD_VQ, B_FD_W, D_FAIRDROP, G_FD_T, B_BYTES, B_CD_COUNT, B_CD_DROP_NEXT, B_CD_DROPPING, B_CD_FIRST_ABOVE,
@@ -45,7 +45,7 @@ ACCEPT = -1
 (C_TARGET, C_INTERVAL, C_MAXPACKET) = range(3)
 
 
-@jit(inline="always")
+@jit_inline
 def aqm_uniform(key, uid, n):
     """Uniform in [0, 1) for arrival n of flow uid (RED's draws): ``h(h(h(key ^ uid) + n))``
     with a salt of its own, so that no draw equals a packet size's."""
@@ -53,7 +53,7 @@ def aqm_uniform(key, uid, n):
     return h / 4294967296.0
 
 
-@jit(inline="always")
+@jit_inline
 def red_drops(fl, b, g, q, t, u):
     """RED's decision for an arrival that finds ``q`` packets of its flow in the router (Floyd &
     Jacobson 1993, Fig. 2; gentle RED above max_th, Floyd 2000): the average queue
@@ -97,7 +97,7 @@ def red_drops(fl, b, g, q, t, u):
 FD_THETA = 0
 
 
-@jit(inline="always")
+@jit_inline
 def fairdrop_drain(fl, g, NBF, n_static, J, slot_i, t):
     """Drain FairDrop's shadow system to t (Addanki, Linguaglossa, Roberts, Rossi 2018, as the authors'
     simulators do): at each resource the flows with a virtual queue share ``theta (t - t_last)`` of
@@ -129,14 +129,14 @@ def fairdrop_drain(fl, g, NBF, n_static, J, slot_i, t):
                         fl[v * NBF + B_FD_VQ + r] = 0.0
 
 
-@jit(inline="always")
+@jit_inline
 def _size_of(pkt, PW, J, ring, v, seq):
     """The size in bytes of packet seq of row v (word ``PW - J - 2`` of its record, PW wide:
     router.state.pkt_width)."""
     return pkt[(ring[2 * v] + (seq & ring[2 * v + 1])) * PW + PW - J - 2]
 
 
-@jit_no_refcount
+@jit_internal
 def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_vict, sp, row):
     """Open-loop packet of static flow s (``size`` bytes) arrives at t: ACCEPT (the flow's and the
     pool's counts take it) or the reason it is dropped (router.state.D_*, counted when ``post``).
@@ -216,7 +216,7 @@ def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_v
     return ACCEPT, n_vict
 
 
-@jit(inline="always")
+@jit_inline
 def leave(bf, s, NBF, size, t, held):
     """A packet of open-loop flow s (``size`` bytes) leaves the router, served or dropped at
     dequeue; ``held``: its flow's packets in the router now.  (A packet pushed out was counted
@@ -229,7 +229,7 @@ def leave(bf, s, NBF, size, t, held):
         fl[s * NBF + B_RED_IDLE] = t
 
 
-@jit(inline="always")
+@jit_inline
 def _dodequeue(fl, b, t, sojourn, behind, target, interval, maxpacket):
     """RFC 8289's dodequeue for a packet that waited ``sojourn`` with ``behind`` packets behind it:
     whether the sojourn has stayed at or above target (with more than ``maxpacket`` behind) for an
@@ -247,7 +247,7 @@ def _dodequeue(fl, b, t, sojourn, behind, target, interval, maxpacket):
 CD_DELIVER, CD_DROP, CD_ENTER = 0, 1, 2
 
 
-@jit(inline="always")
+@jit_inline
 def codel(bf, s, NBF, t, sojourn, behind, phase):
     """CoDel at dequeue (RFC 8289 §5.5-5.6, its Linux-derived pseudocode) for the head of open-loop
     flow s's queue at its first resource, which waited ``sojourn`` and leaves ``behind`` packets
@@ -294,7 +294,7 @@ def codel(bf, s, NBF, t, sojourn, behind, phase):
     return CD_DELIVER
 
 
-@jit(inline="always")
+@jit_inline
 def codel_emptied(bf, s, NBF, phase):
     """A drop emptied flow s's queue: the RFC's dodequeue finds no packet (first_above_time = 0;
     in the dropping state, it ends)."""

@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 from mrfq.router.heap import f2i
 
 #: mantissa bits kept in a bucket code: 2^SUB_BITS buckets per octave, relative width 2^-SUB_BITS
@@ -61,7 +61,7 @@ def layout(min_cost: float, T: float) -> tuple[int, int]:
     return base, (e_hi - e_lo) * (1 << SUB_BITS) + 1
 
 
-@jit(inline="always")
+@jit_inline
 def bucket(x, base, NB):
     """The bucket of a delay ``x >= 0`` (module docstring)."""
     i = (f2i(x) >> SHIFT) - base
@@ -86,7 +86,7 @@ def row_width(J: int, NB: int, B: int) -> int:
     return NB * (J + 1) + 1 + 2 * B
 
 
-@jit(inline="always")
+@jit_inline
 def row_offset(r, J, NB, B, base):
     """What the flow table keeps for a packet of row ``r`` (``FlowTable.hrow``): its block's offset
     less ``base (J + 1)``, so that a delay of bit code ``c = bits >> SHIFT`` at histogram j lands at

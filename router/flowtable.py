@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.fq._jit import jit_inline, jit_internal, no_wraparound
 from mrfq.router.batches import add_area
 from mrfq.router.buffers import ACCEPT
 from mrfq.router.buffers import arrive as buffer_arrive
@@ -41,7 +41,7 @@ DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
 DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS, GROW_RING = 0, 1, 2, 3, 4
 
 
-@jit(inline="always")
+@jit_inline
 def arrivals_ready(tn, arr_t, arr_cur, arr_last, n_free):
     """Before the loop handles instant ``tn`` with flow arrivals due: DONE when the chunk holds
     every arrival at ``tn`` (a later one, or the stream's end, is in sight) and the flow table
@@ -57,7 +57,7 @@ def arrivals_ready(tn, arr_t, arr_cur, arr_last, n_free):
     return DONE
 
 
-@jit(inline="always")
+@jit_inline
 def packets_ready(tn, pk_t, pk_cur, pk_last):
     """Before the loop handles instant ``tn`` with open-loop packet arrivals due: DONE when the
     chunk holds every packet arrival at ``tn``, else MORE_PACKETS (the host appends the next chunk)."""
@@ -70,7 +70,7 @@ def packets_ready(tn, pk_t, pk_cur, pk_last):
     return DONE
 
 
-@jit_no_refcount
+@jit_internal
 def ring_room(tn, pk_t, pk_f, pk_cur, slot_i, ring, qs, ri, J, bf, ci):
     """Before the loop handles instant ``tn`` with open-loop packet arrivals due: DONE when each
     arriving flow's packet ring can hold its packets in the router and all of those arriving now
@@ -104,7 +104,7 @@ def ring_room(tn, pk_t, pk_f, pk_cur, slot_i, ring, qs, ri, J, bf, ci):
     return DONE
 
 
-@jit(inline="always")
+@jit_inline
 def depart(s, t, warmup, slot_i, departed, b_start, bcur, open_loop):
     """A packet of the flow in row s leaves the router at t: departure counts.  Returns
     (code, batch index): DEP_NEXT when the window's next packet is due (the caller then
@@ -137,7 +137,7 @@ def depart(s, t, warmup, slot_i, departed, b_start, bcur, open_loop):
     return DEP_NONE, bcur
 
 
-@jit_no_refcount
+@jit_internal
 def flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur):
     """A class-k flow (row s) left at t: flow statistics; its row goes back to the free list.
 
@@ -156,7 +156,7 @@ def flow_done(s, k, t, P, ft, acc, t_last_area, n_free, bcur):
     ft.free[n_free] = s
 
 
-@jit_no_refcount
+@jit_internal
 def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap, bf):
     """Static flow starts (by flow id), then the flow arrivals at instant t (in stream order), then
     the open-loop packet arrivals at t (in stream order: by flow id), each admitted (queued in
@@ -281,7 +281,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
     # ---- open-loop packet arrivals at t, by flow id (packets_ready: the chunk holds all of them)
     next_pkt = cf[C_NEXT_PKT]
     if next_pkt == t:
-        n_vict = 0
+        n_vict = np.int64(0)  # not the literal 0: a literal argument would compile router.buffers.arrive twice
         cur = ci[C_PKT_CUR]
         n = pk.time.shape[0]
         last = -1

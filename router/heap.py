@@ -21,7 +21,7 @@ from numba import config, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from mrfq.fq._jit import jit, no_wraparound
+from mrfq.fq._jit import jit, jit_inline, no_wraparound
 
 SLOT_BITS = 24
 SLOT_MASK = (1 << SLOT_BITS) - 1
@@ -87,7 +87,7 @@ else:
         return types.int64(types.int64, types.int64, types.int64, types.int64), codegen
 
 
-@jit(inline="always")
+@jit_inline
 def _sift_up(hp, j, i, kb, u):
     """Entry (kb, u) goes in at word offset i or above (i = 2 x node): parents larger than it
     move down."""
@@ -104,7 +104,7 @@ def _sift_up(hp, j, i, kb, u):
     hp[j, i + 1] = u
 
 
-@jit(inline="always")
+@jit_inline
 def push(hp, hn, h, j, key, uid, slot):
     """Add flow head (key, uid, slot) to resource j's heap, of size ``hn[h]`` (sift up)."""
     n = hn[h]
@@ -112,7 +112,7 @@ def push(hp, hn, h, j, key, uid, slot):
     _sift_up(hp, j, 2 * n, f2i(key + 0.0), (uid << SLOT_BITS) | slot)  # + 0.0 turns a -0.0 into +0.0
 
 
-@jit(inline="always")
+@jit_inline
 def _walk_down(hp, n, j, kb, u, far):
     """The root of resource j's heap (size n >= 1) is vacant: walk the hole down to a leaf
     along the smaller children (branch-free), then sift (kb, u) up from there.  ``far`` (a
@@ -145,7 +145,7 @@ def _walk_down(hp, n, j, kb, u, far):
     _sift_up(hp, j, i, kb, u)
 
 
-@jit(inline="always")
+@jit_inline
 def _fill_root(hp, n, j, kb, u):
     """Fill the vacant root of resource j's heap (size n >= 1) with (kb, u): :func:`_walk_down`,
     which a heap of :data:`PREFETCH_FLOWS` or more takes in :func:`_fill_root_far`."""
@@ -165,13 +165,13 @@ def _fill_root_far(hp, n, j, kb, u):
     _walk_down(hp, n, j, kb, u, True)
 
 
-@jit(inline="always")
+@jit_inline
 def replace_top(hp, hn, h, j, key, uid, slot):
     """The top flow's next head (key, uid, slot) replaces it (heap size ``hn[h]``)."""
     _fill_root(hp, hn[h], j, f2i(key + 0.0), (uid << SLOT_BITS) | slot)
 
 
-@jit(inline="always")
+@jit_inline
 def _take_last(hp, hn, h, j):
     """Resource j's heap loses its last entry (a sentinel takes its place): (new size, key, uid)."""
     n = hn[h] - 1
@@ -183,7 +183,7 @@ def _take_last(hp, hn, h, j):
     return n, kb, u
 
 
-@jit(inline="always")
+@jit_inline
 def pop(hp, hn, h, j):
     """Remove the top of resource j's heap (size ``hn[h]``)."""
     n, kb, u = _take_last(hp, hn, h, j)
@@ -191,7 +191,7 @@ def pop(hp, hn, h, j):
         _fill_root(hp, n, j, kb, u)
 
 
-@jit(inline="always")
+@jit_inline
 def find(hp, n, j, slot):
     """The word offset of flow row ``slot``'s entry in resource j's heap (size n), or -1 (a linear
     scan: for the rare removal of a head other than the top, router/buffers.py)."""
@@ -201,7 +201,7 @@ def find(hp, n, j, slot):
     return -1
 
 
-@jit(inline="always")
+@jit_inline
 def _sift_down(hp, n, j, i, kb, u):
     """Entry (kb, u) goes in at word offset i or below (heap size n): smaller children move up."""
     c = 2 * i + 2
@@ -224,7 +224,7 @@ def _sift_down(hp, n, j, i, kb, u):
     hp[j, i + 1] = u
 
 
-@jit(inline="always")
+@jit_inline
 def _place(hp, n, j, i, kb, u):
     """Put (kb, u) at word offset i of a heap of size n, restoring the order up or down."""
     if i > 0:
@@ -235,7 +235,7 @@ def _place(hp, n, j, i, kb, u):
     _sift_down(hp, n, j, i, kb, u)
 
 
-@jit(inline="always")
+@jit_inline
 def remove_at(hp, hn, h, j, i):
     """Remove the entry at word offset i of resource j's heap (size ``hn[h]``)."""
     n, kb, u = _take_last(hp, hn, h, j)
@@ -243,7 +243,7 @@ def remove_at(hp, hn, h, j, i):
         _place(hp, n, j, i, kb, u)
 
 
-@jit(inline="always")
+@jit_inline
 def rekey_at(hp, hn, h, j, i, key, uid, slot):
     """The entry at word offset i of resource j's heap becomes (key, uid, slot)."""
     _place(hp, hn[h], j, i, f2i(key + 0.0), (uid << SLOT_BITS) | slot)

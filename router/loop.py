@@ -63,11 +63,10 @@ from __future__ import annotations
 
 import hashlib
 import types as _types
-from pathlib import Path
 
 import numpy as np
 
-from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.fq._jit import engine_sources_hash, jit_inline, jit_no_refcount, no_wraparound
 from mrfq.fq.contract import hook
 from mrfq.router import heap
 from mrfq.router.delays import SHIFT
@@ -95,7 +94,7 @@ NO_WRAPAROUND = no_wraparound(__name__)
 
 # ---------------------------------------------------------------------------
 # the pieces of the loop that call the scheduler's hooks (sched_*: globals bound per scheduler)
-@jit(inline="always")
+@jit_inline
 def _rec(ring, RV, NR, RM, s, seq):
     """The record of packet ``seq`` of row s: ``s NR + (seq & RM)``, or with rings of their own
     (``RV``, the generic loop: an open-loop flow's ring grows, router.state.grow_ring) from the
@@ -105,7 +104,7 @@ def _rec(ring, RV, NR, RM, s, seq):
     return s * NR + (seq & RM)
 
 
-@jit(inline="always")
+@jit_inline
 def _next_seq(pkt, rec, W, LP, seq, RV):
     """The seq of the packet behind the one of record rec in its flow's queue (read only while one
     waits there): linked in the generic loop (word LP - 1, router.loop._enqueue), seq + 1 in the lean."""
@@ -114,7 +113,7 @@ def _next_seq(pkt, rec, W, LP, seq, RV):
     return seq + 1
 
 
-@jit(inline="always")
+@jit_inline
 def _cost_base(PC, NFC, s, rec):
     """Where the packet of record ``rec`` of row s keeps its cost record: ``cst[cb + j]``, and
     ``cst[cb + J + j]`` with increments (router/state.py; the record is ``NFC - F_COST`` words, a
@@ -211,7 +210,7 @@ def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri
                  RV)
 
 
-@jit(inline="always")
+@jit_inline
 def _stage_full(cst, cb, j, J, ri):
     """Whether the stage buffer of the next resource the packet of cost record cb visits after j is
     full (stage buffers, docs/middlebox.md)."""
@@ -221,7 +220,7 @@ def _stage_full(cst, cb, j, J, ri):
     return nj < J and ri[RI_STAGE_N * J + nj] >= ri[RI_STAGE_CAP * J + nj]
 
 
-@jit(inline="always")
+@jit_inline
 def _record(dacc, dcount, dfloor, dstat, J, hb, pkt, ps, cst, cb, a, t, bcur, ING):
     """A packet that arrived at ``a`` leaves at ``t``: its wait at each resource it visited (the
     start of its service there, ``pkt[ps + j]``, minus the instant it joined the queue: ``a`` at the
@@ -292,7 +291,7 @@ def _push_out(S, opt, J, RM, W, PC, NFC, s, t, ft, cst, hp, ri, RV, bf, NBF, REC
     return _went_idle(bf, NBF, s, t, ft, REC, rfb_on, rfb_log, rfb_n)
 
 
-@jit(inline="always")
+@jit_inline
 def _went_idle(bf, NBF, s, t, ft, REC, rfb_on, rfb_log, rfb_n):
     """After a drop: when open-loop row s holds no packet any more, RED's empty spell starts and its
     backlog ends (router/rfb.py).  Returns the relative fairness log's length."""
@@ -544,7 +543,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             # ---- phase 1b: move each on, or let it leave (resource order); a resource whose
             #      service ends at t is idle from here on (service_end = inf, busy row -1; its
             #      busy seq stays, unread, until its next start)
-            now_n = 0
+            now_n = np.int64(0)  # not the literal 0: a literal argument would compile flow_starts twice
             for j in range(J):
                 if service_end[j] != t:
                     continue
@@ -724,24 +723,36 @@ def _rebind(fn, g: dict):
     return _types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
-_SOURCE_HASH: str | None = None
-
-
 def _sources_hash() -> str:
-    """A hash of every source the loop is built from (fq/ and the engine's modules): numba
-    checks only the loop's own file for staleness, so it goes into the cache key."""
-    global _SOURCE_HASH
-    if _SOURCE_HASH is None:
-        h = hashlib.sha256()
-        here = Path(__file__).parent
-        files = sorted((here.parent / "fq").glob("*.py")) + [
-            here / f"{m}.py" for m in ("loop", "heap", "flowtable", "packets", "batches", "state", "delays", "rfb",
-                                       "buffers")]
-        for f in files:
-            h.update(f.name.encode())
-            h.update(f.read_bytes())
-        _SOURCE_HASH = h.hexdigest()[:20]
-    return _SOURCE_HASH
+    """A hash of every source the loop is built from (fq/ and router/): part of the loop's cache
+    key, as numba would check only the loop's own file for staleness (fq._jit.engine_cache also
+    keys every cached engine function on it)."""
+    return engine_sources_hash()
+
+
+#: per scheduler: the loop's globals with its hooks bound (``sched_*``) and the helpers that call
+#: them, compiled for that scheduler (:func:`_bound`)
+_BOUND: dict = {}
+
+
+def _bound(info) -> dict:
+    """The loop's globals for scheduler ``info``: its hooks as ``sched_*`` and a copy of each
+    helper that calls them, named after the scheduler (``_enqueue__drfq``: numba's cache keeps a
+    function's machine code under its name), compiled on its own (fq._jit.jit_inline) and shared
+    by every loop variant of that scheduler."""
+    g = _BOUND.get(info.name)
+    if g is None:
+        mod = info.module
+        g = dict(globals())
+        g.update(sched_admit=mod.admit, sched_arrive=mod.arrive, sched_head=mod.head, sched_start=mod.start,
+                 sched_finish=mod.finish, sched_idle=mod.idle, sched_ready=mod.ready, sched_drop=hook(mod, "drop"))
+        suffix = "".join(c if c.isalnum() else "_" for c in info.name)
+        for name in ("_enqueue", "_admit", "_start_next", "_drop_head", "_push_out"):
+            f = _rebind(globals()[name], g)
+            f.__qualname__ = f"{name}__{suffix}"
+            g[name] = jit_inline(f, python=False)
+        _BOUND[info.name] = g
+    return g
 
 
 _LOOPS: dict = {}
@@ -768,11 +779,7 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
-        g = dict(globals())
-        g.update(sched_admit=mod.admit, sched_arrive=mod.arrive, sched_head=mod.head, sched_start=mod.start,
-                 sched_finish=mod.finish, sched_idle=mod.idle, sched_ready=mod.ready, sched_drop=hook(mod, "drop"))
-        for name in ("_enqueue", "_admit", "_start_next", "_drop_head", "_push_out"):
-            g[name] = jit(inline="always")(_rebind(globals()[name], g))
+        g = _bound(info)
         const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)

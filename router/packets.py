@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 
 M32 = 0xFFFFFFFF
 
 
-@jit(inline="always")
+@jit_inline
 def hash32(x):
     """A 32-bit integer mixer (xorshift-multiply); products stay below 2**63."""
     x = x & M32
@@ -28,7 +28,7 @@ def hash32(x):
     return x
 
 
-@jit(inline="always")
+@jit_inline
 def packet_exponential(cost_key, uid, seq, j):
     """Exponential of mean 1 for packet ``seq`` of flow ``uid`` at resource j (``cost_law =
     "exponential"``): ``-log(1 - u)`` with ``u = (h + 1/2) / 2**32`` and ``h`` the hash of
@@ -37,14 +37,14 @@ def packet_exponential(cost_key, uid, seq, j):
     return -math.log1p(-((h + 0.5) / 4294967296.0))
 
 
-@jit(inline="always")
+@jit_inline
 def packet_uniform(cost_key, uid, seq):
     """Uniform in [0, 1) for packet ``seq`` of flow ``uid``: ``h(h(h(key ^ uid) + seq))``."""
     h = hash32(hash32(hash32(cost_key ^ (uid & M32)) + (seq & M32)) + (uid >> 32))
     return h / 4294967296.0
 
 
-@jit(inline="always")
+@jit_inline
 def packet_size(sp, row, cost_key, uid, seq, trace_size):
     """The size in bytes of packet ``seq`` of flow ``uid`` with Specs row ``row``: its profile's one
     size, a draw from its size distribution (``packet_uniform`` against the row's cdf), or (a packet

@@ -47,7 +47,7 @@ import math
 
 import numpy as np
 
-from mrfq.fq._jit import jit, jit_no_refcount, no_wraparound
+from mrfq.fq._jit import jit_inline, jit_no_refcount, no_wraparound
 
 # indices here are never negative (see fq._jit.no_wraparound)
 NO_WRAPAROUND = no_wraparound(__name__)
@@ -126,14 +126,14 @@ def allocate(n: int, J: int, weights, warmup: float, dominant=None, window: floa
     return np.zeros(REC_W * cap), f, g, ser
 
 
-@jit(inline="always")
+@jit_inline
 def _x(f, m, j, t):
     """X_j(t) (branch-free: the smaller of t and E_j by a select)."""
     e = f[N_H + V_E * m + j]
     return f[N_H + j] + (t if t < e else e) * f[N_H + m + j]
 
 
-@jit(inline="always")
+@jit_inline
 def _row_knot(f, n, r, xi, t, ahead):
     """The row at ``r``: the largest of itself and ``xi - X_j(t)`` (``ahead``) or ``X_j(t) - xi``
     for every j (branch-free)."""
@@ -145,7 +145,7 @@ def _row_knot(f, n, r, xi, t, ahead):
         f[r + j] = d if d > a else a
 
 
-@jit(inline="always")
+@jit_inline
 def _end_knots(f, g, n, J, t):
     """The end knots of the pending services that ended by t: at the end of j's service, X_j - X_i
     may peak only where i is in service (at another resource; elsewhere X_i is constant and the
@@ -173,7 +173,7 @@ def _end_knots(f, g, n, J, t):
         g[N_G + q] += ok * (n - g[N_G + q])
 
 
-@jit(inline="always")
+@jit_inline
 def _open(f, n, J, i, t):
     """Flow i's joint periods with every flow start at t (those not backlogged start again when they are)."""
     m = n + 1
@@ -188,7 +188,7 @@ def _open(f, n, J, i, t):
         f[Q + i * m + j] = -d
 
 
-@jit(inline="always")
+@jit_inline
 def _close(f, g, n, J, i, t):
     """Flow i's joint periods with the backlogged flows end at t (a knot of both kinds for i): their
     values against the best."""
@@ -213,7 +213,7 @@ def _close(f, g, n, J, i, t):
     f[H_BEST] = best
 
 
-@jit(inline="always")
+@jit_inline
 def _samples(f, g, ser, n, t):
     """X of every flow at each multiple of the window up to t (the share series)."""
     m = n + 1
@@ -227,7 +227,7 @@ def _samples(f, g, ser, n, t):
         f[H_NEXTB] = (k + 1) * f[H_DB] if k + 1 < g[G_SCAP] else np.inf
 
 
-@jit(inline="always")
+@jit_inline
 def _warm(f, g, n, J, t):
     """At warm-up (the first record after it, or the run's end): every joint period starts."""
     if g[G_WARM] == 1 or t <= f[H_WARMUP]:
