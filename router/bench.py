@@ -1,8 +1,12 @@
 """Speed benchmark: the numba engine against the plain-C yardstick, on identical workloads.
 
 ``mrfq bench`` (or ``python scripts/bench.py``) runs each workload through
-mrfq and through ``../shared/bench/limit/mrfq_ref.c`` (compiled here with
-``gcc -O2``, the yardstick's own flags), after one untimed warm-up run of each.
+mrfq and through mrfq's own plain-C implementation of the same router model,
+``router/yardstick.c`` (shipped in the package, compiled here with the system C
+compiler, ``$CC``, ``gcc`` or ``cc``, and ``-std=c11 -O2``, once per source:
+:func:`build_c`; ``--c-source`` times another C file with the same command line
+instead), after one untimed warm-up run of each.  Without a C compiler the rows
+have mrfq's figures only.
 
 **Interleaved pairs.**  The timed runs alternate, mrfq then C, mrfq then C,
 ..., and the ratio mrfq / C (services per CPU second) is taken *per pair*: a
@@ -17,7 +21,11 @@ same way (reference and engine interleaved on one small workload).
 does (flow i has vector i mod 3, and flow ids break ties between equal tags).  The dynamic rows
 run mrfq on the C program's own flow arrivals (:func:`c_dynamic_arrivals`: its xoshiro256**
 draws, in its order, written as a ``[traffic] trace``), and both report the mean number of
-flows in the system (``mean_flows``, ``c_mean_flows``), which then agree.  On a Poisson
+flows in the system (``mean_flows``, ``c_mean_flows``), which then agree.  The two break ties
+their own ways (the C between equal tags by enqueue order, restarting each resource as soon as its
+service ends; mrfq by flow id, an instant's starts after all its completions): the static drfq
+rows serve the very same packets, the others as many per resource and, within a packet, per flow,
+single services differing (tests/test_bench.py).  On a Poisson
 stream of its own, mrfq held 10.1 (drfq) and 7.5 (bmf-wfq) flows on average over 2e7
 services against the C's 4.6 and 4.0: flows of 20000 packets make a run of 1000 flows, so
 the two seeds were two different workloads, and the larger heaps cost mrfq 20-40 % of its rate.
@@ -42,12 +50,12 @@ process after a 3-flow run).  The dynamic row with a round-trip time
 ``log(flows)`` is printed for the static rows.
 
 **The recording's own cost in C.**  With ``--c-delays`` each row also times the yardstick
-patched to record per packet what mrfq records by default (``router/yardstick_delays.patch``:
-its arrival and a service start per resource, and at its departure the wait at each resource and
-the sojourn into log-bucket histograms, the largest sojourn and batch sums; no relative
-fairness bound), interleaved with the others: the row adds that binary's rate, its own on/off
-(``c_on_off``: patched / unpatched, per pair) and ``ratio_delays`` (mrfq / patched C, per pair).
-The patched run must serve the same packets (the same ``sig``) and record every departure.
+compiled with ``-DMRFQ_RECORD_DELAYS``, which records per packet what mrfq records by default
+(its arrival and a service start per resource, and at its departure the wait at each resource and
+the sojourn into log-bucket histograms laid out as mrfq's, the largest sojourn and batch sums; no
+relative fairness bound), interleaved with the others: the row adds that binary's rate, its own
+on/off (``c_on_off``: recording / plain, per pair) and ``ratio_delays`` (mrfq / recording C, per
+pair).  The recording run must serve the same packets (the same ``sig``) and record every departure.
 
 It prints figures; it never fails on timing.  On a machine shared with other
 work the figures are indicative only.
@@ -155,7 +163,7 @@ def _rotl(x: int, k: int) -> int:
 
 class Xoshiro256ss:
     """xoshiro256** seeded through splitmix64, as the C yardstick draws its numbers
-    (``mrfq_ref.c``: ``splitmix64``, ``xo_next``, ``u01``)."""
+    (``router/yardstick.c``: ``splitmix64``, ``xoshiro256ss``, ``uniform``)."""
 
     def __init__(self, seed: int):
         s, sm = [], int(seed) & _M64
@@ -357,8 +365,8 @@ class MrfqSide:
 
 
 class CSide:
-    """Timed runs of the C yardstick on one workload (``delays``: the patched binary, whose every
-    run must record its departures)."""
+    """Timed runs of the C yardstick on one workload (``delays``: the binary built with
+    ``-DMRFQ_RECORD_DELAYS``, whose every run must record its departures)."""
 
     def __init__(self, binary: Path, w: Workload, services: int, delays: bool = False):
         self.args = [str(binary), "-s", w.c_sched, "-m", w.mode, "-n", str(int(services))]
@@ -381,7 +389,7 @@ class CSide:
         if p.returncode != 0 or "Msvc_per_cpu_s" not in kv or "sig" not in kv:
             why = f"exit code {p.returncode}" if p.returncode != 0 else "no summary line (Msvc_per_cpu_s=..., sig=...)"
             raise MrfqError(f"--c-source: {' '.join(self.args)}: {why}; "
-                            "give the yardstick's mrfq_ref.c")
+                            "give a C yardstick (mrfq's router/yardstick.c, or a program with its options and output)")
         return p.stdout, kv
 
     def warm(self) -> None:
@@ -392,7 +400,7 @@ class CSide:
         self.sig.append(kv["sig"])  # _run checked it is there
         if self.delays and int(kv.get("rec_sojourns", "0")) == 0:
             raise MrfqError(f"{' '.join(self.args)}: the yardstick with the delays recorded none "
-                            "(router/yardstick_delays.patch applied to another mrfq_ref.c?)")
+                            "(a --c-source that ignores -DMRFQ_RECORD_DELAYS?)")
         if "maxrss_kB" in kv:
             self.rss.append(int(float(kv["maxrss_kB"])))
         if "model_kB" in kv:  # the bytes its data structures hold (flow table, rings, queues)
@@ -407,8 +415,8 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
               binary_delays: Path | None = None) -> dict:
     """Interleaved timed runs: mrfq, mrfq with the delays not recorded (``off``), C, C recording the
     delays (``binary_delays``), mrfq, ...; the ratios mrfq / C and mrfq / (mrfq, delays off) per
-    repetition (the C yardstick records no delays), and with ``binary_delays`` the patched C's own
-    on/off and mrfq / patched C.  A static row runs at
+    repetition (the C yardstick records no delays), and with ``binary_delays`` the recording C's own
+    on/off and mrfq / recording C.  A static row runs at
     least ``MIN_SERVICES_PER_FLOW`` services per flow: with fewer, the timed loop (setup
     excluded) is a fraction of a second at 10^6 flows and each flow is served a few times,
     every one a cache miss (2e6 services at 10^6 flows gave 0.08 s of loop beside 1.6 s of setup)."""
@@ -480,33 +488,50 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
     return row
 
 
-#: the yardstick's patch that records the delays (``--c-delays``)
-DELAYS_PATCH = Path(__file__).with_name("yardstick_delays.patch")
+#: mrfq's own C yardstick (package data): the router model of the bench in plain C11
+YARDSTICK = Path(__file__).with_name("yardstick.c")
+#: its flags (``-O2``, as the figures in docs/performance.md were measured); ``--c-delays`` adds
+#: ``-DMRFQ_RECORD_DELAYS``, the tests ``-DMRFQ_TRACE``
+C_FLAGS = ("-std=c11", "-O2")
 
 
-def build_c(source: Path, delays: bool = False) -> Path | None:
-    """The yardstick compiled with its own flags (``gcc -O2``); with ``delays``, patched by
-    :data:`DELAYS_PATCH` (``patch -p1``) and compiled with ``-DMRFQ_REC``.  None without a compiler
-    (or ``patch``) or the source; a failed patch or compilation raises CalledProcessError."""
-    cc = shutil.which(os.environ.get("CC", "gcc")) or shutil.which("cc")
-    if cc is None or not source.exists() or (delays and shutil.which("patch") is None):
+def c_compiler() -> str | None:
+    """The system C compiler: ``$CC`` if set (a program name or path), else ``gcc``, else ``cc``, found on
+    PATH; None if there is none."""
+    cc = os.environ.get("CC", "").strip()
+    return (shutil.which(cc) if cc else None) or shutil.which("gcc") or shutil.which("cc")
+
+
+def build_c(source: Path, delays: bool = False, *, trace: bool = False) -> Path | None:
+    """``source`` (a C yardstick, by default :data:`YARDSTICK`) compiled with :data:`C_FLAGS`; with
+    ``delays`` also ``-DMRFQ_RECORD_DELAYS``, with ``trace`` ``-DMRFQ_TRACE``.  The binary is kept
+    in a folder of this user's under the temporary directory, named by a hash of the source, the
+    compiler and the flags, and reused while they are the same.  None without a compiler or the
+    source; a failed compilation raises CalledProcessError (its ``stderr`` says why)."""
+    cc = c_compiler()
+    if cc is None or not source.is_file():
         return None
-    key = hashlib.sha256(source.read_bytes() + (DELAYS_PATCH.read_bytes() if delays else b"")).hexdigest()[:16]
-    out = Path(tempfile.gettempdir()) / f"mrfq_ref{'_delays' if delays else ''}_{os.getuid()}_{key}"
-    if out.exists():  # built from these very sources
+    flags = [*C_FLAGS, *(["-DMRFQ_RECORD_DELAYS"] if delays else []), *(["-DMRFQ_TRACE"] if trace else [])]
+    key = hashlib.sha256(b"\0".join([source.read_bytes(), os.fsencode(cc), *map(str.encode, flags)])).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"mrfq_bench_{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    out = folder / f"{source.stem}{'_delays' if delays else ''}{'_trace' if trace else ''}_{key}"
+    if out.exists():  # built from this very source with these flags
         return out
-    with tempfile.TemporaryDirectory() as d:
-        src = source
-        if delays:
-            src = Path(d) / "mrfq_ref.c"
-            shutil.copyfile(source, src)
-            subprocess.run(["patch", "-s", "-p1", "--no-backup-if-mismatch", "-d", d, "-i", str(DELAYS_PATCH)],
-                           check=True, capture_output=True)
-        tmp = Path(d) / "bin"  # compiled aside, then moved: a failed build leaves no stale binary
-        subprocess.run([cc, "-std=c11", "-O2", *(["-DMRFQ_REC"] if delays else []), "-o", str(tmp), str(src), "-lm"],
-                       check=True, capture_output=True)
-        shutil.move(str(tmp), out)
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")  # compiled aside, then renamed: no half-written binary
+    try:
+        subprocess.run([cc, *flags, "-o", str(tmp), str(source), "-lm"], check=True, capture_output=True)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return out
+
+
+def _one_line(text: bytes | str | None, n: int = 200) -> str:
+    """A compiler's complaint on one line (its first ``n`` characters)."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    return " ".join((text or "").split())[:n]
 
 
 def time_reference(services: int, reps: int = 3) -> dict:
@@ -577,10 +602,10 @@ def add_arguments(ap) -> None:
     ap.add_argument("--reps", type=int_type("--reps", lo=1, hi=MAX_BENCH_REPS), metavar="N",
                     help=f"timed repetitions per workload, in [1, {MAX_BENCH_REPS}] (default 5; quick 3)")
     ap.add_argument("--c-source", default=None, metavar="FILE",
-                    help="path of mrfq_ref.c (default ../shared/bench/limit)")
+                    help="C yardstick to compile and time (default: mrfq's own router/yardstick.c)")
     ap.add_argument("--c-delays", action="store_true",
-                    help="also time the yardstick patched to record the same per-packet delays "
-                         "(router/yardstick_delays.patch; needs `patch`)")
+                    help="also time the yardstick compiled with -DMRFQ_RECORD_DELAYS, recording the same "
+                         "per-packet delays as mrfq")
     ap.add_argument("--only", metavar="TEXT", help="run only workloads whose name contains this text")
     ap.add_argument("--no-extras", action="store_true", help="skip the SimPy, first-call and memory rows")
     ap.add_argument("--max-flows", type=int_type("--max-flows", lo=1, hi=MAX_BENCH_FLOWS), default=None,
@@ -652,29 +677,35 @@ def run(args) -> int:
                         f"{MAX_BENCH_SERVICES:.0e}] and --reps in [1, {MAX_BENCH_REPS}]")
     max_flows = args.max_flows if args.max_flows is not None else (100_000 if args.quick else None)
     workloads = selected_workloads(args.only, max_flows, quick_default=args.max_flows is None)
-    root = Path(__file__).resolve().parent.parent
     if args.c_source is not None and not Path(args.c_source).is_file():
         what = "not a regular file" if Path(args.c_source).exists() else "no such file"
-        raise MrfqError(f"--c-source {shorten(args.c_source)}: {what} (the yardstick's mrfq_ref.c)")
-    src = Path(args.c_source) if args.c_source else root.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
+        raise MrfqError(f"--c-source {shorten(args.c_source)}: {what} "
+                        "(a C yardstick such as mrfq's router/yardstick.c)")
+    src = Path(args.c_source) if args.c_source else YARDSTICK
     binary = None
     c_note = ""
     try:
         binary = build_c(src)
         if binary is None:
-            c_note = ("C yardstick skipped: no C compiler found" if src.exists()
+            c_note = ("C yardstick skipped: no C compiler found (gcc or cc on PATH, or $CC)" if src.is_file()
                       else f"C yardstick skipped: {src} not found (give --c-source)")
     except subprocess.CalledProcessError as e:
-        c_note = f"C yardstick skipped: compiling {src} failed ({e.stderr.decode()[:200]})"
+        c_note = f"C yardstick skipped: compiling {src} failed ({_one_line(e.stderr)})"
+    except OSError as e:  # the compiler would not start
+        c_note = f"C yardstick skipped: compiling {src} failed ({e})"
     binary_delays = None
     if args.c_delays and binary is not None:
         try:
             binary_delays = build_c(src, delays=True)
-            if binary_delays is None:
-                c_note = "C with the delays skipped: no `patch` program found"
+            probe = subprocess.run([str(binary_delays), "-n", "1000"], capture_output=True, text=True, timeout=60)
+            if "rec_sojourns=" not in probe.stdout:  # a --c-source without the recording
+                binary_delays = None
+                c_note = f"C with the delays skipped: {src} records no delays under -DMRFQ_RECORD_DELAYS"
         except subprocess.CalledProcessError as e:
-            c_note = (f"C with the delays skipped: {DELAYS_PATCH.name} does not apply to {src} or does not compile "
-                      f"({e.stderr.decode()[:200]})")
+            c_note = (f"C with the delays skipped: {src} does not compile with -DMRFQ_RECORD_DELAYS "
+                      f"({_one_line(e.stderr)})")
+        except (OSError, subprocess.TimeoutExpired) as e:
+            c_note = f"C with the delays skipped: {e}"
     rows = []
     for w in workloads:
         row = run_pairs(w, services, reps, binary, binary_delays=binary_delays)

@@ -9,7 +9,7 @@ services) removes the import, the cache load and the setup.  numba compiles for 
 valgrind emulates (``NUMBA_CPU_NAME``/``NUMBA_CPU_FEATURES`` as llvmlite sees them under
 valgrind) into its own cache, filled by a native run first: else every valgrind run would
 compile the loop again.  ``PYTHONHASHSEED=0``.  With ``--c`` the C yardstick
-(``../shared/bench/limit/mrfq_ref.c``, gcc -O2) is counted the same way.  Slow (about a
+(``router/yardstick.c`` of the checkout, gcc -std=c11 -O2) is counted the same way.  Slow (about a
 minute per run); it never fails on counts.  Workloads: s3 (3 static drfq), s3sfq (bmf-wfq),
 s30 (30 static drfq), dyn (dynamic load 0.8 drfq), dynsfq.
 
@@ -132,8 +132,8 @@ def main() -> None:
                NUMBA_CPU_FEATURES=feats, NUMBA_CACHE_DIR=os.environ.get("ICOUNT_CACHE", "/tmp/nbcache_icount"))
     c_bin = None
     if "--c" in sys.argv:
-        c_bin = Path(tempfile.mkdtemp()) / "mrfq_ref"
-        src = tree.parent / "shared/bench/limit/mrfq_ref.c"
+        c_bin = Path(tempfile.mkdtemp()) / "yardstick"
+        src = tree / "router" / "yardstick.c"
         subprocess.run(["gcc", "-std=c11", "-O2", "-o", str(c_bin), str(src), "-lm"], check=True)
     for wl in wls:
         name, c_args = NAMES[wl]

@@ -515,7 +515,8 @@ def test_paths_that_are_not_regular_files_are_refused(capsys, tmp_path):
     p = tmp_path / "s.toml"
     p.write_text(TRACE_SCENARIO, encoding="utf-8")
     refused(capsys, ["run", str(p)], f"traffic.trace = '{tmp_path / 't.csv'}': a directory, not a regular file")
-    refused(capsys, ["bench", "--c-source", str(tmp_path)], ": not a regular file (the yardstick's mrfq_ref.c)")
+    refused(capsys, ["bench", "--c-source", str(tmp_path)], ": not a regular file (a C yardstick such as mrfq's "
+                                                            "router/yardstick.c)")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")

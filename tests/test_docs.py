@@ -162,7 +162,7 @@ def test_the_product_speaks_of_the_software_only():
     found = []
     for path in ROOT.rglob("*"):
         rel = path.relative_to(ROOT)
-        if (path.suffix not in (".py", ".md", ".toml") or rel.parts[0].startswith(".")
+        if (path.suffix not in (".py", ".md", ".toml", ".c") or rel.parts[0].startswith(".")
                 or "_build" in rel.parts or path.name == "CHANGELOG.md" or path == Path(__file__).resolve()):
             continue
         for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
@@ -187,7 +187,7 @@ def test_the_product_cites_its_pages_and_papers_not_a_working_note():
     paths = [p for t in tops for p in (ROOT / t).rglob("*")] + [p for p in ROOT.iterdir() if p.is_file()]
     for path in paths:
         rel = path.relative_to(ROOT)
-        if (path.suffix not in (".py", ".md", ".toml", ".txt", ".rst") or rel.parts[0].startswith(".")
+        if (path.suffix not in (".py", ".md", ".toml", ".txt", ".rst", ".c") or rel.parts[0].startswith(".")
                 or "_build" in rel.parts or path == Path(__file__).resolve()):
             continue
         for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
