@@ -28,7 +28,7 @@ import sys
 import traceback
 
 from mrfq.flows import notice
-from mrfq.flows.cli_args import Parser, glue_negative_values
+from mrfq.flows.cli_args import Parser, glue_negative_values, on_terminal
 from mrfq.flows.errors import MrfqError
 
 #: longest error line printed (values and name lists are shortened where the message is built;
@@ -92,13 +92,6 @@ class TerminalNotice:
         self.stream.flush()
 
 
-def _on_terminal(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get("MRFQ_DEBUG", "") not in ("", "0")
@@ -112,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             raise MrfqError(f"missing command; usage: mrfq [--debug] COMMAND [ARGS], COMMAND one of "
                             f"{', '.join(_commands(parser))} (see mrfq --help)")
-        notice.notice = TerminalNotice(sys.stderr) if _on_terminal(sys.stderr) and not getattr(args, "json", False) else None
+        notice.notice = TerminalNotice(sys.stderr) if on_terminal(sys.stderr) and not getattr(args, "json", False) else None
         return int(args.func(args) or 0)
     except MrfqError as e:
         print(f"mrfq: error: {_fit(_one_line(str(e)))}", file=sys.stderr)

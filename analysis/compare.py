@@ -49,7 +49,8 @@ Statistics (documented on the "Packet vs fluid" page of the documentation):
   the coarse control is engaged the rule chooses between doubling and more
   level-0 replications by the cheaper plan in packet services (see
   ``check`` in :func:`compare`); a simulated Markov value's own half-width
-  is left out of the rule (replications cannot shrink it).
+  is left out of the rule (replications cannot shrink it).  The progress
+  bar follows the rule's rounds (:class:`SweepProgress`).
 * **Size laws**: the Markov model assumes geometric flow sizes ([BR] §4).
   With another law (``size = {law = "pareto", ...}``) the packet gamma is
   still reported against the geometric Markov value of the same mean, but the
@@ -164,6 +165,24 @@ class Row:
     insensitivity_guaranteed: bool = True   # False: non-geometric sizes, the Markov value assumes geometric
     coarse_replications: int = 0            # level-0 replications of the coarse-packet control (0: not used)
 
+    @staticmethod
+    def from_json(d: dict) -> "Row":
+        """The row :meth:`to_json` gave (a stored table, ``mrfq results``); a null number is NaN again."""
+        def num(v):
+            return math.nan if v is None else float(v)
+
+        def pair(v):
+            return (num(v[0]), num(v[1]))
+
+        return Row(scheduler=d["scheduler"], load=float(d["load"]), cls=d["class"], gamma_packet=num(d["gamma_packet"]),
+                   ci=pair(d["ci"]), gamma_fluid=None if d["gamma_fluid"] is None else float(d["gamma_fluid"]),
+                   rel_error=None if d["rel_error"] is None else float(d["rel_error"]), inside=d["inside"],
+                   replications=int(d["replications"]), completed=int(d["completed"]),
+                   gamma_raw=num(d.get("gamma_raw")), ci_raw=pair(d.get("ci_raw") or (None, None)),
+                   estimator=d.get("estimator", "ratio"),
+                   insensitivity_guaranteed=bool(d.get("insensitivity_guaranteed", True)),
+                   coarse_replications=int(d.get("coarse_replications", 0)))
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["class"] = d.pop("cls")
@@ -194,6 +213,65 @@ class CompareResult:
                 "wall_seconds": self.wall_seconds, "points_run": self.points_run,
                 "points_reused": self.points_reused, "services": self.services,
                 "results_file": self.results_file}
+
+
+class SweepProgress:
+    """The sweep's progress bar, one phase of the stopping rule at a time ("Packet vs fluid" page of the
+    documentation, "Stopping rule").
+
+    The number of runs is not known when a sweep starts: each round of the rule doubles the
+    replications of the points whose interval is still too wide.  So the bar counts one round's
+    runs (``round 2 (14 of 36 points need more replications): 12/28 runs``), then the rule's check
+    of every point (``round 2 done, checking the intervals: 20/36 points``, naming the coarse
+    control's level-0 runs while they go on), and never shows 100 % of a sweep that has more to do.
+    ``stream``: where the bar goes (default: stderr; the command line shows it on a terminal only).
+    """
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self.bar = None
+
+    def _phase(self, desc: str, total: int, unit: str) -> None:
+        from tqdm import tqdm
+
+        fmt = "{desc}: {n_fmt}/{total_fmt} " + unit + "s {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}{postfix}]"
+        if self.bar is None:
+            import sys
+
+            self.bar = tqdm(total=total, desc=desc, unit=unit, bar_format=fmt, file=self.stream or sys.stderr,
+                            dynamic_ncols=True, leave=False)
+            return
+        self.bar.bar_format = fmt
+        self.bar.unit = unit
+        self.bar.set_postfix_str("", refresh=False)
+        self.bar.set_description_str(desc, refresh=False)
+        self.bar.reset(total=total)  # shows the new phase at once
+
+    def runs(self, round_no: int, need: int, points: int, runs: int) -> None:
+        """Round ``round_no`` starts ``runs`` runs for the ``need`` of ``points`` points that want them."""
+        what = f"{points} points" if round_no == 1 else f"{need} of {points} points need more replications"
+        self._phase(f"mrfq compare round {round_no} ({what})", runs, "run")
+
+    def ran(self) -> None:
+        self.bar.update(1)
+
+    def checking(self, round_no: int, points: int) -> None:
+        """Round ``round_no``'s runs are done; the stopping rule checks each of the ``points`` points."""
+        self._phase(f"mrfq compare round {round_no} done, checking the intervals", points, "point")
+
+    def checked(self) -> None:
+        self.bar.set_postfix_str("", refresh=False)
+        self.bar.update(1)
+
+    def level0(self, scheduler: str, load: float, have: int, want: int) -> None:
+        """The coarse control of ``scheduler`` at ``load`` runs level-0 replications ``have``..``want``."""
+        self.bar.set_postfix_str(f"coarse control of {scheduler} at {load:g}: level-0 runs {have}->{want}")
+
+    def close(self) -> None:
+        """Clear the bar's line (at the end, or before an error's message)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def point_scenario(base: Scenario, scheduler: str, load: float, cfg: CompareConfig) -> Scenario:
@@ -326,8 +404,11 @@ def pooled(payloads: list[dict], k: int, confidence: float, fluid: dict | None =
 
 
 def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor: str = "local",
-            workers: int | None = None, progress: bool = True, fluid: bool = True) -> CompareResult:
-    """Run the sweep (resuming from ``store``), then tabulate packet vs fluid."""
+            workers: int | None = None, progress: bool | SweepProgress = True, fluid: bool = True) -> CompareResult:
+    """Run the sweep (resuming from ``store``), then tabulate packet vs fluid and store the table
+    (:meth:`analysis.sweep.ResultStore.sweep_put`, what ``mrfq results`` shows).
+
+    ``progress``: True for a :class:`SweepProgress` bar on stderr, or one to use, or False."""
     if not base.classes:
         raise MrfqError(f"scenario {base.name}: compare needs flow arrivals ([[class]]) to measure gamma")
     if base.load is None:
@@ -341,7 +422,7 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
     reps = {(s, load): cfg.replications for s in cfg.schedulers for load in cfg.loads}
     done: dict[tuple[str, float], dict[int, dict]] = {key: {} for key in reps}
     stats = {"run": 0, "reused": 0, "services": 0}
-    bar = None
+    bar = (SweepProgress() if progress is True else progress) or None
 
     def points_for(s, load, r_from, r_to):
         sc = point_scenario(base, s, load, cfg)
@@ -406,6 +487,8 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
             cs = coarse[key] = {"dict": coarse_dict(d, m_coarse), "fine": d, "paired": {}, "level0": []}
         have = len(cs["level0"])
         if n0 > have:
+            if bar is not None:
+                bar.level0(s, load, have, n0)
             cs["level0"] += level0(cs["dict"], cs["fine"], name, l0_objs,
                                    [level0_seed(cfg.seed, i) for i in range(have, n0)], workers=l0_workers)
         runs = cs["level0"]
@@ -506,7 +589,9 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
 
     try:
         pending = {key: (0, reps[key]) for key in reps}
+        round_no = 0
         while pending:
+            round_no += 1
             tasks = []
             for (s, load), (a, b) in pending.items():
                 for p, d in points_for(s, load, a, b):
@@ -516,14 +601,8 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                         stats["reused"] += 1
                     else:
                         tasks.append((p, d, name))
-            if progress and tasks:
-                if bar is None:
-                    from tqdm import tqdm
-
-                    bar = tqdm(total=len(tasks), unit="run", desc="mrfq compare", dynamic_ncols=True, leave=False)
-                else:
-                    bar.total += len(tasks)
-                    bar.refresh()
+            if bar is not None and tasks:
+                bar.runs(round_no, len(pending), len(done), len(tasks))
 
             def on_done(p: Point, payload: dict) -> None:
                 store.put(p, name, payload)
@@ -531,7 +610,7 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                 stats["run"] += 1
                 stats["services"] += payload["services"]
                 if bar is not None:
-                    bar.update(1)
+                    bar.ran()
 
             # longest points first keeps the workers busy to the end
             tasks.sort(key=lambda t: -t[0].load)
@@ -539,10 +618,14 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
             # stopping rule: double the replications of points whose interval is still too wide
             # (after trying the coarse control, where the fluid ones leave the interval too wide)
             pending = {}
+            if bar is not None:
+                bar.checking(round_no, len(done))
             for key, got in done.items():
                 n = len(got)
                 if check(key, got):
                     pending[key] = (n, min(2 * n, cfg.max_replications))
+                if bar is not None:
+                    bar.checked()
     finally:  # an error or Ctrl-C mid-sweep: the bar's line is cleared before the message
         if bar is not None:
             bar.close()
@@ -569,22 +652,44 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
                     estimator=st["estimator"] + (" (one a coarse-packet copy)" if (s, load) in coarse else ""),
                     insensitivity_guaranteed=geometric,
                     coarse_replications=len(coarse[(s, load)]["level0"]) if (s, load) in coarse else 0))
+    config = {**asdict(cfg), "fluid": fluid}
+    store.sweep_put(sweep_key(base, config), name, base.digest(), config, [r.to_json() for r in rows])
     return CompareResult(scenario=name, rows=rows, wall_seconds=time.perf_counter() - t0,
                          points_run=stats["run"], points_reused=stats["reused"], services=stats["services"],
                          results_file=str(store.path), fluid={f"{o}@{l}": v for (o, l), v in fl.items()})
 
 
+def sweep_key(base: Scenario, config: dict) -> str:
+    """The key of a sweep's stored table: its scenario and configuration (the same sweep run again
+    replaces its table)."""
+    import hashlib
+    import json
+
+    text = json.dumps({"scenario": base.digest(), "config": config}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 def format_table(res: CompareResult) -> str:
+    """The table ``mrfq compare`` prints: :func:`format_rows` and a line on the runs."""
+    out = format_rows(res.rows)
+    out.append(f"{res.points_run} runs ({res.services:,} packet services), {res.points_reused} reused from "
+               f"{res.results_file}; {res.wall_seconds:.1f} s")
+    return "\n".join(out)
+
+
+def format_rows(rows: list[Row]) -> list[str]:
+    """The lines of a sweep's table, one block per class (``mrfq compare``, ``mrfq results``; the
+    columns are those of :func:`analysis.cli_compare.rows_csv`)."""
     out = []
     classes = []
-    for r in res.rows:
+    for r in rows:
         if r.cls not in classes:
             classes.append(r.cls)
     for c in classes:
         out.append(f"class {c}")
         out.append(f"  {'scheduler':<14} {'load':>5} {'gamma packet':>12} {'95% CI':>19} {'gamma fluid':>11} "
                    f"{'rel err':>8} {'in CI':>5} {'reps':>4} {'flows':>6}")
-        for r in res.rows:
+        for r in rows:
             if r.cls != c:
                 continue
             gf = "-" if r.gamma_fluid is None else f"{r.gamma_fluid:.4f}"
@@ -596,15 +701,13 @@ def format_table(res: CompareResult) -> str:
                        f"[{r.ci[0]:.4f}, {r.ci[1]:.4f}] {gf:>11} {re:>8} {ins:>5} {r.replications:>4} "
                        f"{r.completed:>6}")
         out.append("")
-    est = {r.estimator for r in res.rows}
+    est = {r.estimator for r in rows}
     out.append("gamma packet: " + (" and ".join(sorted(est))) + " estimator (see analysis/compare.py); "
                "'in CI': the fluid value lies in the packet interval")
-    if any(not r.insensitivity_guaranteed for r in res.rows):
+    if any(not r.insensitivity_guaranteed for r in rows):
         out.append("* non-geometric flow sizes: the fluid value is the Markov model's for geometric sizes of the "
                    "same mean; insensitivity to the size law is not guaranteed (insensitivity_guaranteed: false)")
-    out.append(f"{res.points_run} runs ({res.services:,} packet services), {res.points_reused} reused from "
-               f"{res.results_file}; {res.wall_seconds:.1f} s")
-    return "\n".join(out)
+    return out
 
 
 def plot_comparison(rows: list[Row] | list[dict], title: str = ""):

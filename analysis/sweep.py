@@ -9,8 +9,10 @@ into confidence intervals.
 transaction (``INSERT OR IGNORE`` on the point key, write-ahead log), so a
 sweep killed at any instant — SIGKILL included — loses at most the points
 that were still running and never duplicates one; re-running the same sweep
-skips what is stored.  A write the file system refuses (disk full, quota, I/O error)
-rolls back that one row and stops the sweep with a one-line :class:`MrfqError`
+skips what is stored.  When a sweep finishes, its table (the rows ``mrfq compare``
+printed, with the sweep's configuration) is stored beside its points, one row per
+sweep in the table ``sweeps``, which ``mrfq results`` prints and exports.  A write
+the file system refuses (disk full, quota, I/O error) rolls back that one row and stops the sweep with a one-line :class:`MrfqError`
 naming the file and the number of points stored (exit 2); the stored points are intact.
 
 Executors: ``"local"`` runs points in worker processes, one per core, forked
@@ -88,6 +90,13 @@ SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+#: the finished sweeps' tables (``mrfq results``); optional, so the schema version stays 1: a store
+#: written before it existed is still read (it has no tables to show) and is given it when a sweep
+#: writes to it, and a reader that does not know it only needs ``points`` and ``fluid``
+SWEEPS_TABLE = ("CREATE TABLE IF NOT EXISTS sweeps (key TEXT PRIMARY KEY, scenario TEXT, scenario_hash TEXT,"
+                " config TEXT, rows TEXT, created REAL)")
+
+
 def _fix(what: str) -> str:
     """The way out of a file that is not a usable store: a sweep (``--results``) can start a new one;
     the reader (``mrfq results``) needs one a sweep wrote."""
@@ -162,6 +171,7 @@ def _create(path: Path, what: str) -> None:
                 conn.execute(
                     "CREATE TABLE fluid (key TEXT PRIMARY KEY, scenario_hash TEXT, objective TEXT, load REAL,"
                     " payload TEXT, created REAL)")
+                conn.execute(SWEEPS_TABLE)
             conn.execute("PRAGMA journal_mode=WAL")
         finally:
             conn.close()
@@ -229,6 +239,8 @@ class ResultStore:
             if not readonly:
                 self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=FULL")
+                with self.conn:
+                    self.conn.execute(SWEEPS_TABLE)
         except sqlite3.Error as e:
             if getattr(self, "conn", None) is not None:
                 self.conn.close()
@@ -311,6 +323,34 @@ class ResultStore:
         self._write("INSERT OR IGNORE INTO fluid VALUES (?, ?, ?, ?, ?, ?)",
                     (key, scenario_hash, objective, load, json.dumps(payload), time.time()),
                     f"the fluid solution of {objective} at load {load:g}")
+
+    def sweep_put(self, key: str, scenario_name: str, scenario_hash: str, config: dict, rows: list[dict]) -> None:
+        """Store a finished sweep's table (``rows``: :meth:`analysis.compare.Row.to_json` of every
+        row, strict JSON); the same sweep run again replaces it (its rows are the same, bit for bit,
+        from the same stored points)."""
+        self._write("INSERT OR REPLACE INTO sweeps VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, scenario_name, scenario_hash, json.dumps(config), json.dumps(rows), time.time()),
+                    f"the table of the sweep of {scenario_name}")
+
+    def sweeps(self) -> list[dict]:
+        """The stored sweeps' tables, oldest first: ``{"scenario", "scenario_hash", "config", "rows",
+        "created"}`` each (none from a store written before sweeps stored their tables)."""
+        has = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sweeps'").fetchone()
+        if has is None:
+            return []
+        out = []
+        for key, scen, h, config, rows, created in self.conn.execute(
+                "SELECT key, scenario, scenario_hash, config, rows, created FROM sweeps ORDER BY created, key"):
+            cfg = self._load("sweeps", key, config)
+            try:
+                got = json.loads(rows)
+            except (TypeError, ValueError):
+                got = None
+            if not isinstance(got, list) or not all(isinstance(r, dict) for r in got):
+                raise MrfqError(f"--results {self.path}: the stored sweeps row {key[:80]!r} has a corrupt table; "
+                                "re-run its mrfq compare command to store it again")
+            out.append({"scenario": scen, "scenario_hash": h, "config": cfg, "rows": got, "created": created})
+        return out
 
     def count(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM points").fetchone()[0]

@@ -408,6 +408,15 @@ def dumps_strict(obj: Any) -> str:
     return json.dumps(strict(obj), allow_nan=False)
 
 
+def on_terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal: what a person watches (the compile notice, a sweep's
+    progress bar) goes there only, never into a pipe or a log file."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def glue_negative_values(argv: list[str]) -> list[str]:
     """``--cost -1,1`` -> ``--cost=-1,1``: argparse would take ``-1,1`` for an option, and the
     user should hear that the cost is negative, not that ``--cost`` lacks a value."""

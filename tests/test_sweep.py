@@ -437,7 +437,7 @@ def test_corrupt_payload_is_a_clean_error(tmp_path, capsys):
     with pytest.raises(MrfqError, match="corrupt payload"):
         st.get("k")
     st.close()
-    assert main(["results", str(db), "--csv"]) == 2
+    assert main(["results", str(db), "--csv", "--raw"]) == 2
     assert "corrupt payload" in capsys.readouterr().err
 
 
@@ -453,17 +453,297 @@ def test_read_only_folder_is_refused_before_work(tmp_path):
         os.chmod(ro, 0o755)
 
 
-def test_results_csv_export(tiny, tmp_path, capsys):
+def _table_lines(text):
+    """(class, row line) of every row of the tables ``mrfq results`` printed."""
+    out, cls = [], None
+    for line in text.splitlines():
+        if line.startswith("class "):
+            cls = line[len("class "):]
+        elif line.startswith("  ") and not line.startswith("  scheduler "):
+            out.append((cls, line))
+    return out
+
+
+def _line_of(row):
+    """The table's line of one CSV row, formatted as the table formats it."""
+    gf = "-" if row["gamma_fluid"] == "" else f"{float(row['gamma_fluid']):.4f}"
+    if row["gamma_fluid"] != "" and row["insensitivity_guaranteed"] == "False":
+        gf += "*"
+    re = "-" if row["rel_error"] == "" else f"{100 * float(row['rel_error']):+.1f}%"
+    ins = "-" if row["inside"] == "" else ("yes" if row["inside"] == "True" else "NO")
+    g = float(row["gamma_packet"]) if row["gamma_packet"] else float("nan")
+    lo, hi = (float(row[k]) if row[k] else float("nan") for k in ("ci_low", "ci_high"))
+    return (row["class"], f"  {row['scheduler']:<14} {float(row['load']):>5.2f} {g:>12.4f} [{lo:.4f}, {hi:.4f}] "
+                          f"{gf:>11} {re:>8} {ins:>5} {int(row['replications']):>4} {int(row['completed']):>6}")
+
+
+def _csv_rows(text):
+    import csv
+    import io
+
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_results_table_csv_and_raw(tiny, tmp_path, capsys):
+    """mrfq results prints the table mrfq compare printed; --csv writes that table (the same numbers,
+    in compare --csv's columns); --csv --raw the stored points' per-replication sums."""
     from mrfq.analysis.cli import main
+    from mrfq.analysis.cli_compare import rows_csv
+    from mrfq.analysis.compare import format_rows
 
     sc = flows.load_scenario(tiny)
     db = tmp_path / "r.sqlite"
-    compare(sc, cfg(loads=(0.4,)), ResultStore(db), executor="serial", progress=False, fluid=False)
+    st = ResultStore(db)
+    res = compare(sc, cfg(loads=(0.4,)), st, executor="serial", progress=False, fluid=False)
+    st.close()
+    assert main(["results", str(db)]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("sweep 1: tiny, schedulers drfq,bmf-wfq, loads 0.4, replications 2..2, target 0.5, "
+                            "150 flows per replication, seed 1, no fluid model (stored ")
+    assert "\n".join(format_rows(res.rows)) in shown  # the table compare printed
+    assert shown.rstrip().endswith(f"{db}: 4 stored points, 1 sweep table; --csv [FILE.csv] writes the tables as "
+                                   "CSV, --csv --raw the stored points' per-replication sums")
+    out = tmp_path / "t.csv"
+    assert main(["results", str(db), "--csv", str(out)]) == 0
+    assert capsys.readouterr().out == f"4 rows of 1 sweep table written to {out}\n"
+    text = out.read_bytes().decode()  # csv's \r\n line ends, as on stdout
+    rows = _csv_rows(text)
+    assert list(rows[0]) == ["sweep", "scenario", "scheduler", "load", "class", "gamma_packet", "ci_low", "ci_high",
+                             "gamma_fluid", "rel_error", "inside", "replications", "completed",
+                             "insensitivity_guaranteed"]
+    assert len(rows) == 2 * 1 * 2  # schedulers x loads x classes
+    assert sorted(_line_of(r) for r in rows) == sorted(_table_lines(shown))
+    assert {(r["sweep"], r["scenario"]) for r in rows} == {("1", "tiny")}
+    for r, row in zip(rows, res.rows):  # full precision, not the table's rounding
+        assert (float(r["gamma_packet"]), float(r["ci_low"]), float(r["ci_high"])) == (row.gamma_packet, *row.ci)
+    # the rows of compare --csv, after the two leading columns; the same without a file name (stdout)
+    assert [line.split(",", 2)[2] for line in text.splitlines()] == rows_csv([r.to_json() for r in res.rows]).splitlines()
     assert main(["results", str(db), "--csv"]) == 0
+    assert capsys.readouterr().out == text
+    # --raw: every stored point and class, its batch sums
+    assert main(["results", str(db), "--csv", "--raw"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("scenario,scenario_hash,scheduler,load,replication")
+    assert lines[0] == ("scenario,scenario_hash,scheduler,load,replication,seed,duration,class,departed,"
+                        "flow_time_integral,completed,arrived,services,wall_seconds")
     # 2 schedulers x 1 load x 2 replications x 2 classes
     assert len(lines) == 1 + 2 * 1 * 2 * 2
     assert all(",tiny," not in l or l.startswith("tiny,") for l in lines[1:])
+    raw = tmp_path / "raw.csv"
+    assert main(["results", str(db), "--raw", "--csv", str(raw)]) == 0
+    assert capsys.readouterr().out == f"4 stored points' per-replication sums written to {raw}\n"
+    assert raw.read_text().splitlines()[0] == lines[0] and len(raw.read_text().splitlines()) == len(lines)
+    # the same sweep again replaces its table; another adds one
+    st = ResultStore(db)
+    compare(sc, cfg(loads=(0.4,)), st, executor="serial", progress=False, fluid=False)
+    compare(sc, cfg(loads=(0.4,), schedulers=("drfq",)), st, executor="serial", progress=False, fluid=False)
+    assert [len(sw["rows"]) for sw in st.sweeps()] == [4, 2]
+    st.close()
+
+
+def _stored_table(db):
+    """A store holding two sweeps' tables made by hand: every kind of cell the table shows."""
+    from mrfq.analysis.compare import CompareConfig, Row
+
+    st = ResultStore(db)
+    rows = [Row("drfq", 0.3, "c1", 0.123456789, (0.12, 0.127), 0.125, -0.0123, True, 4, 77),
+            Row("drfq", 0.3, "c2", 0.5, (0.49, 0.51), 0.45, 0.111, False, 4, 31, insensitivity_guaranteed=False),
+            Row("pf-sfq", 0.9, "c1", float("nan"), (float("nan"), float("nan")), None, None, None, 2, 0)]
+    config = {**CompareConfig(schedulers=("drfq", "pf-sfq"), loads=(0.3, 0.9)).__dict__, "fluid": True}
+    st.sweep_put("a", "one", "h1", config, [r.to_json() for r in rows])
+    st.sweep_put("b", "two", "h2", config, [rows[0].to_json()])
+    st.close()
+    return rows
+
+
+@pytest.mark.nojit
+def test_results_csv_holds_what_the_table_shows(tmp_path, capsys):
+    """Every cell of the printed table, from the CSV: '-', 'NO', '*', NaN; one row per sweep, scheduler,
+    load and class, the sweep numbered as above its table."""
+    from mrfq.analysis.cli import main
+
+    db = tmp_path / "r.sqlite"
+    _stored_table(db)
     assert main(["results", str(db)]) == 0
-    assert "4 stored points" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert shown.count("sweep 1: one, schedulers drfq,pf-sfq, loads 0.3,0.9, replications 2..32, target 0.02") == 1
+    assert "sweep 2: two," in shown and "0 stored points, 2 sweep tables" in shown
+    assert "0.4500*" in shown and "   NO " in shown and "nan [nan, nan]" in shown
+    assert main(["results", str(db), "--csv"]) == 0
+    rows = _csv_rows(capsys.readouterr().out)
+    assert [(r["sweep"], r["scenario"], r["scheduler"], r["class"]) for r in rows] == [
+        ("1", "one", "drfq", "c1"), ("1", "one", "drfq", "c2"), ("1", "one", "pf-sfq", "c1"), ("2", "two", "drfq", "c1")]
+    assert sorted(_line_of(r) for r in rows) == sorted(_table_lines(shown))
+    assert rows[0]["gamma_packet"] == "0.123456789" and rows[1]["insensitivity_guaranteed"] == "False"
+    assert [rows[2][k] for k in ("gamma_packet", "ci_low", "gamma_fluid", "rel_error", "inside")] == [""] * 5
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("argv, msg", [
+    (["--raw"], "mrfq: error: --raw: selects what --csv writes (every stored point's per-replication sums); "
+                "give both: mrfq results FILE.sqlite --csv [FILE.csv] --raw"),
+    (["--csv", ""], "mrfq: error: --csv: empty file name; give a file name, e.g. --csv out.csv"),
+    (["--csv", "out"], "mrfq: error: --csv 'out': is a folder; give a file name"),
+    (["--csv", "./r.sqlite"], "mrfq: error: --csv './r.sqlite': the same file as results; give each output its "
+                              "own file"),
+    (["--csv", "missing/t.csv"], "mrfq: error: --csv 'missing/t.csv': folder 'missing' does not exist"),
+    (["--csv", "other.sqlite"], "mrfq: error: --csv 'other.sqlite': an SQLite file (a results store?), which --csv "
+                                "would replace; give a new file name"),
+], ids=["raw-alone", "empty", "folder", "the-store", "no-folder", "another-store"])
+def test_results_csv_refusals(tmp_path, monkeypatch, capsys, argv, msg):
+    """Bad --csv / --raw input: one line naming the option, exit 2, no traceback, the store untouched."""
+    from mrfq.analysis.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    _stored_table(tmp_path / "r.sqlite")
+    ResultStore(tmp_path / "other.sqlite").close()
+    before = {p: (tmp_path / p).read_bytes() for p in ("r.sqlite", "other.sqlite")}
+    assert main(["results", "r.sqlite"] + argv) == 2
+    cap = capsys.readouterr()
+    assert cap.err == msg + "\n" and cap.out == ""
+    if argv == ["--csv", "other.sqlite"]:  # the store first, as the command line of old took it
+        assert main(["results", "--csv", "r.sqlite"]) == 2
+        assert capsys.readouterr().err == (
+            "mrfq: error: results: no results file given (--csv took 'r.sqlite' as the CSV file to write); "
+            "mrfq results FILE.sqlite [--csv [FILE.csv]] [--raw]\n")
+    assert {p: (tmp_path / p).read_bytes() for p in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite", "out", "r.sqlite"]
+
+
+@pytest.mark.nojit
+def test_a_store_without_tables_is_read_and_its_csv_refused(tmp_path, capsys):
+    """A store whose sweeps stored no table (written before they did): mrfq results says so and how to get
+    one; --csv is refused naming the option (--raw still exports the points); a sweep adds the table."""
+    from mrfq.analysis.cli import main
+
+    db = tmp_path / "r.sqlite"
+    st = ResultStore(db)
+    with st.conn:
+        st.conn.execute("INSERT INTO points VALUES ('k', 'h', 'tiny', 'drfq', 0.5, 0, 1, 10.0, ?, 0.0)", (
+            '{"classes": ["c1"], "departed": [[1, 2]], "area": [[3.0, 4.0]], "completed": [2], "arrived": [3], '
+            '"services": 9, "wall_seconds": 0.1}',))
+        st.conn.execute("DROP TABLE sweeps")
+    st.close()
+    assert main(["results", str(db)]) == 0
+    assert capsys.readouterr().out == (
+        f"{db}: 1 stored points, no finished sweep's table (a sweep stores it when it ends: re-run its mrfq compare "
+        "command, which reuses the stored points); --csv [FILE.csv] writes the tables as CSV, --csv --raw the "
+        "stored points' per-replication sums\n")
+    assert main(["results", str(db), "--csv"]) == 2
+    cap = capsys.readouterr()
+    assert cap.err == (f"mrfq: error: --csv: {db} holds no finished sweep's table (1 stored points); re-run its mrfq "
+                       "compare command, which reuses them and stores the table, or give --raw for the stored "
+                       "points' per-replication sums\n") and cap.out == ""
+    assert main(["results", str(db), "--csv", "--raw"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "tiny,h,drfq,0.5,0,1,10.0,c1,3,7.0,2,3,9,0.1"
+    st = ResultStore(db)  # a sweep's store: the table is back (empty)
+    assert st.sweeps() == [] and st.count() == 1
+    st.close()
+
+
+class _Terminal:
+    """A terminal that keeps every frame the progress bar draws."""
+
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return True
+
+    def frames(self):
+        import re
+
+        return [f for f in re.split(r"[\r\n]", re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", self.text)) if f.strip()]
+
+
+def test_progress_follows_the_rounds_of_the_stopping_rule(tiny, tmp_path):
+    """Each round of the stopping rule counts its own runs, then the check of every point: the bar
+    never says that the sweep's runs are all done while a round is still to come (it said 4/4 at the end
+    of round 1 and then grew to 8)."""
+    import re
+
+    from mrfq.analysis.compare import SweepProgress
+
+    sc = flows.load_scenario(tiny)
+    term = _Terminal()
+    st = ResultStore(tmp_path / "r.sqlite")
+    # no interval reaches 1e-9: every point doubles 2 -> 4 (the cap), in a second round
+    res = compare(sc, cfg(loads=(0.4,), max_replications=4, target=1e-9), st, executor="serial",
+                  progress=SweepProgress(term), fluid=False)
+    st.close()
+    assert res.points_run == 8 and {r.replications for r in res.rows} == {4}
+    phases = []
+    for f in term.frames():
+        m = re.match(r"(mrfq compare round .*?): (\d+)/(\d+) (runs|points) +(\d+)%", f)
+        assert m, f
+        desc, n, total, unit, pct = m[1], int(m[2]), int(m[3]), m[4], int(m[5])
+        assert (pct == 100) == (n == total)
+        if not phases or phases[-1][0] != desc:
+            phases.append((desc, total, unit, []))
+        assert phases[-1][1:3] == (total, unit) and n <= total
+        phases[-1][3].append(n)
+    assert [p[:3] for p in phases] == [
+        ("mrfq compare round 1 (2 points)", 4, "runs"),
+        ("mrfq compare round 1 done, checking the intervals", 2, "points"),
+        ("mrfq compare round 2 (2 of 2 points need more replications)", 4, "runs"),
+        ("mrfq compare round 2 done, checking the intervals", 2, "points")]
+    assert all(p[3][0] == 0 for p in phases)  # a phase is shown as it starts
+    assert term.text.endswith("\r") or term.text.endswith("\x1b[A")  # the line cleared at the end (leave=False)
+
+
+@pytest.mark.nojit
+def test_progress_names_the_phase_and_the_coarse_controls_level0_runs():
+    """Every phase starts at 0 of its own total, under its own name; the coarse control's level-0 runs
+    are named while they go on and gone in the next phase; nothing is left on the line at the end."""
+    import re
+
+    from mrfq.analysis.compare import SweepProgress
+
+    term = _Terminal()
+    bar = SweepProgress(term)
+    bar.runs(1, 36, 36, 72)
+    for _ in range(72):
+        bar.ran()
+    bar.checking(1, 36)
+    bar.level0("drfq-dovetail", 0.9, 64, 256)
+    frames = term.frames()
+    assert frames[0].startswith("mrfq compare round 1 (36 points): 0/72 runs   0%|")
+    assert frames[-1].startswith("mrfq compare round 1 done, checking the intervals: 0/36 points   0%|")
+    assert re.search(r"\| \[\d\d:\d\d<[^,\]]*, coarse control of drfq-dovetail at 0\.9: level-0 runs 64->256\]$",
+                     frames[-1]), frames[-1]
+    bar.checked()
+    bar.runs(2, 14, 36, 28)
+    assert term.frames()[-1].startswith("mrfq compare round 2 (14 of 36 points need more replications): 0/28 runs   0%|")
+    assert "coarse" not in term.frames()[-1]
+    bar.close()
+    bar.close()  # twice: nothing more
+    assert term.text.endswith("\r") and term.text.split("\r")[-2].strip() == ""
+
+
+@pytest.mark.nojit
+def test_the_sweep_progress_bar_is_for_a_terminal_only(tiny, monkeypatch, capsys):
+    """mrfq compare shows its bar when stderr is a terminal, never with --json or into a pipe."""
+    import mrfq.analysis.compare as compare_module
+    from mrfq.analysis.cli import main
+
+    seen = []
+
+    def fake(sc, cfg, store, **kw):
+        seen.append(kw["progress"])
+        raise MrfqError("stopped before the first run")
+
+    monkeypatch.setattr(compare_module, "compare", fake)
+    monkeypatch.chdir(tiny.parent)
+    argv = ["compare", str(tiny), "--loads", "0.4", "--schedulers", "drfq", "--quick"]
+    assert main(argv) == 2                        # stderr is no terminal here
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv) == 2
+    assert main(argv + ["--json"]) == 2
+    assert seen == [False, True, False]
+    capsys.readouterr()
