@@ -25,11 +25,21 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
 ]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 exclude_patterns = ["_build", "examples/*.md"]
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
+
+# The maths ($...$ and $$...$$ of MyST's dollarmath) is typeset in the reader's browser by MathJax,
+# from the site's own copy, so that it renders offline and from a local build opened as files
+# (Sphinx's default loads it from a CDN: without the network the pages show the raw LaTeX).
+# _static/mathjax/ holds MathJax 3.2.2's es5/tex-svg-full.js unmodified (Apache-2.0, its LICENSE
+# beside it; sha256 a4354ff94fd868aea0cc6eaaa79a57fda0588646fc46ee3700a349ee0a11cbe6): one file
+# with every TeX extension and the SVG output, whose glyphs are inside it, so MathJax loads
+# nothing more (no font files, no extension fetched on first use).
+mathjax_path = "mathjax/tex-svg-full.js"
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"

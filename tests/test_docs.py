@@ -5,6 +5,7 @@ page for a newcomer, and the product speaks of the software only."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
@@ -109,14 +110,107 @@ def test_scenario_reference_catches_a_missing_field(monkeypatch):
 # ---------------------------------------------------------------------------
 # the site, the examples, the README
 # ---------------------------------------------------------------------------
-def test_documentation_site_builds_without_warnings(tmp_path):
-    """``sphinx-build -W``: a broken link, a missing page in a toctree or a stale autodoc target fails."""
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The HTML site built once for this module's checks (about 10 s on two cores)."""
+    out = tmp_path_factory.mktemp("site") / "html"
     r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS),
-                        str(tmp_path / "html")], capture_output=True, text=True, cwd=ROOT, timeout=600)
+                        str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert r.returncode == 0, r.stderr[-4000:]
-    html = (tmp_path / "html" / "api.html").read_text(encoding="utf-8")
+    return out
+
+
+def test_documentation_site_builds_without_warnings(site):
+    """``sphinx-build -W``: a broken link, a missing page in a toctree or a stale autodoc target fails."""
+    html = (site / "api.html").read_text(encoding="utf-8")
     for entry in ("mrfq.analysis.api.run", "mrfq.analysis.api.compare", "mrfq.analysis.api.cluster_simulate"):
         assert entry in html, f"{entry} missing from the API reference"
+
+
+SCRIPT_SRC = re.compile(r"<script\b[^>]*\bsrc=\"([^\"]+)\"")
+
+
+def test_maths_is_typeset_by_the_sites_own_mathjax(site):
+    """No page loads a script from the network (Sphinx's default MathJax comes from a CDN, and
+    offline the maths then shows as raw LaTeX); every page with maths loads MathJax from the
+    site's _static/, and the file is there, with MathJax's licence beside it."""
+    remote, with_maths, mathjax = [], [], set()
+    for page in sorted(site.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        srcs = SCRIPT_SRC.findall(html)
+        remote += [f"{page.relative_to(site)}: {s}" for s in srcs if re.match(r"(?i)(https?:)?//", s)]
+        if 'class="math notranslate' in html:
+            with_maths.append(page)
+            local = [s for s in srcs if "mathjax" in s.lower()]
+            assert local, f"{page.relative_to(site)} has maths but loads no MathJax"
+            for s in local:
+                mathjax.add((page.parent / s.split("?")[0]).resolve())
+    assert not remote, "scripts loaded from the network:\n" + "\n".join(remote[:20])
+    assert site / "findings" / "size-laws.html" in with_maths and len(with_maths) >= 10
+    assert len(mathjax) == 1, mathjax
+    script = mathjax.pop()
+    assert script.parent == (site / "_static" / "mathjax").resolve()
+    assert script.stat().st_size > 1_000_000, "not a MathJax build"
+    assert b"MathJax" in script.read_bytes()[:200_000]
+    assert "Apache License" in (script.parent / "LICENSE").read_text(encoding="utf-8")
+
+
+def test_page_titles_hold_no_latex_in_the_built_site(site):
+    """A title goes where MathJax does not typeset: the HTML ``<title>``, the search index and results,
+    and the navigation of pages that load no MathJax; maths there shows as ``\\(\\gamma\\)``.
+    Titles say it in words or Unicode (γ)."""
+    bad = []
+    for page in sorted(site.rglob("*.html")):
+        m = re.search(r"<title>(.*?)</title>", page.read_text(encoding="utf-8"), flags=re.S)
+        assert m, f"{page.relative_to(site)} has no <title>"
+        if _latex(m.group(1)):
+            bad.append(f"{page.relative_to(site)}: {m.group(1).strip()}")
+    index = (site / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(index[index.index("(") + 1:index.rindex(")")])
+    assert len(index["titles"]) >= 30 and len(index["alltitles"]) > len(index["titles"])
+    bad += [f"search index: {t}" for t in [*index["titles"], *index["alltitles"]] if _latex(t)]
+    assert not bad, "\n".join(bad)
+    assert "Does γ depend on the flow-size law?" in index["titles"]
+    title = re.search(r"<title>(.*?)</title>", (site / "findings" / "size-laws.html").read_text(encoding="utf-8"))
+    assert title.group(1).startswith("Does γ depend on the flow-size law?")
+
+
+def _latex(text: str) -> bool:
+    """Whether ``text`` holds TeX maths: ``$``, ``\\(``, ``\\[`` or a command such as ``\\gamma``."""
+    return bool(re.search(r"\$|\\[(\[]|\\[A-Za-z]+", text))
+
+
+def _headings_with_latex(text: str) -> list[str]:
+    """The Markdown headings (``#`` to ``######``, outside fenced code) of ``text`` that hold maths."""
+    found, fence = [], None
+    for line in text.splitlines():
+        m = re.match(r"\s*(`{3,}|~{3,})", line)
+        if m:
+            if fence is None:
+                fence = m.group(1)
+            elif m.group(1).startswith(fence):
+                fence = None
+            continue
+        if fence is None and re.match(r"#{1,6}\s", line) and _latex(line):
+            found.append(line)
+    return found
+
+
+@pytest.mark.nojit
+def test_page_and_section_titles_hold_no_latex_in_the_sources():
+    """The same for the Markdown sources, every heading level (section titles make the pages' tables
+    of contents): the maths belongs in the body."""
+    bad = []
+    for path in sorted(DOCS.rglob("*.md")):
+        rel = path.relative_to(DOCS)
+        if "_build" in rel.parts:
+            continue
+        bad += [f"{rel}: {h}" for h in _headings_with_latex(path.read_text(encoding="utf-8"))]
+    assert not bad, "\n".join(bad)
+    # the check is not vacuous: LaTeX in a heading is caught, a shell comment in a code block is not
+    assert _headings_with_latex("# Does $\\gamma$ depend on the flow-size law?\n\nbody $x$")
+    assert _headings_with_latex("text\n## Rates \\(\\mu_k\\)\n")
+    assert not _headings_with_latex("# Does γ depend on the flow-size law?\n\n```console\n# cost $x\n```\n")
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (DOCS / "examples").glob("*.py")))
