@@ -25,6 +25,8 @@ import os
 from pathlib import Path
 
 from numba import njit
+from numba.core import types as _types
+from numba.core.registry import CPUDispatcher as _CPUDispatcher
 from numba.core import ir as _ir
 
 CACHE = os.environ.get("MRFQ_NUMBA_CACHE", "1") not in ("0", "false", "no")
@@ -87,10 +89,29 @@ def jit_inline(fn=None, *, python: bool = True):
     if _install_no_wrap():
         _NO_WRAP_MARKERS.add(_mangled(f"{fn.__module__}.{fn.__qualname__}"))
     try:
-        return njit(cache=CACHE, fastmath=False, forceinline=True, _nrt=False, no_cpython_wrapper=not python,
-                    no_cfunc_wrapper=True)(fn)
+        d = njit(cache=CACHE, fastmath=False, forceinline=True, _nrt=False, no_cpython_wrapper=not python,
+                 no_cfunc_wrapper=True)(fn)
     except TypeError:  # pragma: no cover - a numba without the flags
         return njit(cache=CACHE, fastmath=False, inline="always")(fn)
+    if type(d) is _CPUDispatcher:
+        d.__class__ = UnliteralDispatcher
+    return d
+
+
+class UnliteralDispatcher(_CPUDispatcher):
+    """numba's dispatcher, compiling for the non-literal types of the arguments compiled code
+    passes (``int64`` for ``J = 2`` or a constant ``-1``).
+
+    numba compiles a callee once per literal value a caller passes, so the same hook compiled
+    once for a call ``start(..., -1, -1, t)`` and again for ``start(..., next_pb, next_cb, t)``,
+    and every helper once per number of resources.  Compiled for the types alone, a helper is
+    compiled once and shared by the loop's variants; the constants still reach its code, as LLVM
+    inlines it (:func:`jit_inline`) and folds them."""
+
+    def get_call_template(self, args, kws):
+        args = tuple(_types.unliteral(a) for a in args)
+        kws = {k: _types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
 
 
 # ---------------------------------------------------------------------------

@@ -180,7 +180,9 @@ def test_state_bytes_per_static_flow():
 # ---- the C yardstick (router/yardstick.c, built by bench.build_c) -----------------------------------
 
 #: the C program the bench timed against before mrfq shipped its own, where it was: next to the checkout
-SHARED_C = Path(bench.__file__).resolve().parent.parent.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
+#: the checkout holding these tests (mrfq may be installed from a wheel, elsewhere)
+REPO = Path(__file__).resolve().parent.parent
+SHARED_C = REPO.parent / "shared" / "bench" / "limit" / "mrfq_ref.c"
 needs_cc = pytest.mark.skipif(bench.c_compiler() is None, reason="no C compiler (gcc or cc on PATH, or $CC)")
 needs_shared = pytest.mark.skipif(not SHARED_C.is_file(), reason=f"{SHARED_C} absent")
 
@@ -213,13 +215,13 @@ def test_the_yardstick_ships_in_the_package():
     import tomllib
 
     assert bench.YARDSTICK == Path(bench.__file__).with_name("yardstick.c") and bench.YARDSTICK.is_file()
-    root = Path(bench.__file__).resolve().parent.parent
-    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "yardstick.c" in data["mrfq.router"]
     text = bench.YARDSTICK.read_text()
     # the recording is a compile-time switch of the shipped file, not a patch to another one
     assert "#ifdef MRFQ_RECORD_DELAYS" in text and "#ifdef MRFQ_TRACE" in text
-    assert not list(root.glob("router/*.patch"))
+    assert not list(REPO.glob("router/*.patch"))
+    assert not list(bench.YARDSTICK.parent.glob("*.patch"))
 
 
 @needs_cc
