@@ -1896,12 +1896,12 @@ def simulate(m: FluidModel, objective: str, rng: np.random.Generator, *, events:
     for ev0 in range(0, total, SIM_CHUNK):  # back in Python between chunks: Ctrl-C is seen
         kernel(code, m.a, m.w, norm, m.lam, m.sigma, rng, x, ev0, min(ev0 + SIM_CHUNK, total), n_warm,
                batch_events, integ, dur)
-    from scipy.stats import t as student_t
+    from mrfq.analysis.batch_stats import t_quantile
 
     B = int(batches)
     mean = integ.sum(axis=0) / dur.sum()
     resid = (integ - mean[None, :] * dur[:, None]) / dur.mean()
-    half = student_t.ppf(0.5 + confidence / 2, B - 1) * resid.std(axis=0, ddof=1) / math.sqrt(B)
+    half = t_quantile(confidence, B - 1) * resid.std(axis=0, ddof=1) / math.sqrt(B)
     rho = m.rho
     with np.errstate(divide="ignore"):
         gamma = rho / mean
