@@ -48,3 +48,26 @@ def test_only_the_engine_folders_are_stamped_with_its_sources():
     assert _jit._engine_file(root / "fq" / "cluster" / "kernels.py")
     assert not _jit._engine_file(root / "analysis" / "markov.py")
     assert not _jit._engine_file("/elsewhere/router/loop.py")
+
+
+def test_a_helper_is_compiled_once_for_its_argument_types_not_per_literal_value():
+    """fq._jit.jit_inline: calls with the constants 2 and 3, and with a variable, share one
+    compilation of the helper (numba would compile one per literal value), and the constants
+    still give the right results (LLVM inlines the helper)."""
+    import numpy as np
+    from numba import njit
+
+    @_jit.jit_inline
+    def scaled(a, J, k):
+        s = 0.0
+        for j in range(J):
+            s += a[j] * k
+        return s
+
+    @njit
+    def caller(a, n):
+        return scaled(a, 2, -1) + scaled(a, 3, 2) + scaled(a, n, 1)
+
+    a = np.arange(1.0, 5.0)
+    assert caller(a, 4) == -(1 + 2) + 2 * (1 + 2 + 3) + (1 + 2 + 3 + 4)
+    assert len(scaled.signatures) == 1
