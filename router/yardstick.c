@@ -145,12 +145,9 @@ COLD void heap_grow(Heap *h)
     h->v = must(realloc(h->v, (size_t)h->cap * sizeof(Item)));
 }
 
-HOT void heap_push(Heap *h, Item x)
+/* x takes the vacant slot i of v, moving up past the larger parents */
+HOT void sift_up(Item *v, uint32_t i, Item x)
 {
-    if (UNLIKELY(h->n + 2 > h->cap)) heap_grow(h);
-    Item *v = h->v;
-    uint32_t i = h->n++;
-    v[h->n] = SENTINEL;
     while (i > 0) {
         uint32_t up = (i - 1) / 2;
         if (!before(x, v[up])) break;
@@ -158,6 +155,15 @@ HOT void heap_push(Heap *h, Item x)
         i = up;
     }
     v[i] = x;
+}
+
+HOT void heap_push(Heap *h, Item x)
+{
+    if (UNLIKELY(h->n + 2 > h->cap)) heap_grow(h);
+    Item *v = h->v;
+    uint32_t i = h->n++;
+    v[h->n] = SENTINEL;
+    sift_up(v, i, x);
 }
 
 /* the root of v[0..n) is vacant: put x back in (bottom-up: down to a leaf, then up) */
@@ -169,13 +175,7 @@ HOT void heap_refill_root(Item *v, uint32_t n, Item x)
         v[i] = v[c];
         i = c;
     }
-    while (i > 0) {
-        uint32_t up = (i - 1) / 2;
-        if (!before(x, v[up])) break;
-        v[i] = v[up];
-        i = up;
-    }
-    v[i] = x;
+    sift_up(v, i, x);
 }
 
 HOT void heap_pop(Heap *h)
