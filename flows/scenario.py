@@ -477,6 +477,36 @@ class Scenario:
         """The same scenario with class rates rescaled so the most loaded resource has ``load``."""
         return self.replace(**{"traffic.load": load})
 
+    def used_resources(self) -> tuple[bool, ...]:
+        """Per resource: some [[flow]] or [[class]] costs something there (:func:`used_resources`)."""
+        return used_resources(list(self.flows) + list(self.classes), self.n_resources)
+
+    def without_unused_resources(self) -> tuple["Scenario", tuple[int, ...]]:
+        """The scenario the router runs: the resources nobody uses removed, and the indices of the
+        ones kept (ascending).  No packet visits a resource whose cost is 0 for every flow and class,
+        so removing it changes nothing a packet sees, and every rule that names a resource by its
+        position (the first resource of ingress placement, MR3's rounds, a stage buffer, a cost
+        draw per resource) then names the same resource as in the scenario without it
+        (docs/schedulers.md, 'Resources nobody uses').  Returns ``(self, all indices)`` when every
+        resource is used."""
+        used = self.used_resources()
+        kept = tuple(j for j, u in enumerate(used) if u)
+        if len(kept) == len(used) or not kept:
+            return self, tuple(range(len(used)))
+
+        def sub(v):
+            return None if v is None else tuple(v[j] for j in kept)
+        stage = self.router.stage_buffer
+        if stage is not None:
+            stage = tuple(stage[j - 1] for j in kept[1:])   # entry j - 1 sits in front of resource j
+            stage = None if not stage or all(b is None for b in stage) else stage
+        router = dataclasses.replace(self.router, stage_buffer=stage)
+        return dataclasses.replace(
+            self, resources=sub(self.resources), router=router,
+            flows=tuple(dataclasses.replace(f, cost=sub(f.cost), per_byte=sub(f.per_byte)) for f in self.flows),
+            classes=tuple(dataclasses.replace(c, cost=sub(c.cost), per_byte=sub(c.per_byte))
+                          for c in self.classes)), kept
+
     def digest(self) -> str:
         """A stable hash of the whole validated scenario (for result keys)."""
         d = to_dict(self)
@@ -982,9 +1012,19 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     pt = _packet_trace(t, Path(base_dir) if base_dir is not None else None, sc)
     if pt is not None:
         sc = dataclasses.replace(sc, packet_trace=pt)
+    if router.fq_resource is not None and not sc.used_resources()[res.index(router.fq_resource)]:
+        raise _err(f"router.fq_resource = {_q(router.fq_resource)}: no flow or class uses that resource (every "
+                   "cost there is 0), so there is nothing to fair-queue; name a resource some flow uses, or "
+                   "leave fq_resource out (default: the last one some flow uses)")
     _check_resources(sc)
     _check_buffers(sc)
     return sc
+
+
+def used_resources(specs, J: int) -> tuple[bool, ...]:
+    """Per resource: some flow or class of ``specs`` costs something there (a cost or a per-byte cost)."""
+    return tuple(any(s.cost[j] > 0.0 or (s.per_byte is not None and s.per_byte[j] > 0.0) for s in specs)
+                 for j in range(J))
 
 
 def _packet_times(spec) -> list[tuple[float, ...]]:

@@ -14,7 +14,8 @@ below follow the algorithm as the paper and [ERR] describe it, reconstructed
 Rules.  ``d(p) = max_j s_pj / w_i`` is the *dominant service* of packet p of
 flow i (time units on its dominant resource, divided by the flow weight).
 
-1. [MR3 §IV, Alg. 1] Scheduling happens at the first resource (index 0) only:
+1. [MR3 §IV, Alg. 1] Scheduling happens at the first resource (index 0; resources nobody
+   uses are removed before the run, so it is the first some flow uses) only:
    flows with packets waiting there form the *active list* and are visited in
    rounds, round robin.  A flow joins the tail of the list when a packet
    arrives at resource 0 to an empty queue, and leaves it when its queue there

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from mrfq.flows.errors import ScenarioError, quote
+from mrfq.flows.scenario import used_resources  # noqa: F401  (re-exported: router/run.py, router/reference.py)
 from mrfq.fq.contract import Option, check_module
 
 #: name -> module, in the order the CLI and reports list them
@@ -81,12 +82,6 @@ def at_ingress(router, module, specs) -> bool:
     if getattr(module, "PLACEMENT", "every") != "ingress":
         return False
     return any(s.cost[0] == 0.0 and not (s.per_byte is not None and s.per_byte[0] > 0.0) for s in specs)
-
-
-def used_resources(specs, J: int) -> tuple[bool, ...]:
-    """Per resource: some flow or class ``specs`` costs something there (a cost or a per-byte cost)."""
-    return tuple(any(s.cost[j] > 0.0 or (s.per_byte is not None and s.per_byte[j] > 0.0) for s in specs)
-                 for j in range(J))
 
 
 def resolve(router, resources, *, used: tuple | None = None,

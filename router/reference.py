@@ -60,6 +60,7 @@ Units: time units; costs in time units per packet (plus per byte).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -735,6 +736,19 @@ def simulate_reference(scenario: Scenario, *, scheduler: str | None = None, virt
     number of service starts recorded (``None``: all of them); ``share_window`` samples the static
     flows' dominant service at its multiples, as the engine (router/rfb.py).
     """
-    sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
-                                 max_services=max_services)
-    return ReferenceRouter(sc, trace, share_window).run()
+    full = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
+                                   max_services=max_services)
+    sc, kept = full.without_unused_resources()   # as the engine (router.run.simulate)
+    r = ReferenceRouter(sc, trace, share_window).run()
+    if sc is full:
+        return r
+    from mrfq.router.run import widen_histograms
+
+    def widen(per_resource):
+        out = [0] * full.n_resources
+        for k, j in enumerate(kept):
+            out[j] = per_resource[k]
+        return tuple(out)
+    return dataclasses.replace(r, served=widen(r.served), admitted=widen(r.admitted),
+                               trace=[(a, b, kept[j], u, k) for a, b, j, u, k in r.trace],
+                               hist=widen_histograms(r.hist, full.n_resources, kept))

@@ -17,6 +17,7 @@ the same seed see exactly the same flows and packets (common random numbers).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -476,6 +477,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     if timed_from < 0:
         raise MrfqError(f"timed_from = {timed_from}: must be >= 0 (services before the timed part; 0 = time all)")
 
+    full = sc
+    sc, kept = sc.without_unused_resources()   # a resource nobody uses changes nothing (docs/schedulers.md)
     J = sc.n_resources
     N = sc.router.window
     # under a scheduler override, the options of the scenario's own scheduler do not apply
@@ -569,7 +572,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     resources = [ResourceResult(name=r, utilization=float(busy_post[j]) / span if span > 0 else math.nan,
                                 services=int(served_j[j])) for j, r in enumerate(sc.resources)]
     tr = Trace(out.trace_start, out.trace_end, out.trace_resource, out.trace_flow, out.trace_seq) if trace else None
-    return RunResult(
+    result = RunResult(
         scenario=sc, scheduler=sc.router.scheduler, virtual_time=sc.router.virtual_time, seed=sc.run.seed,
         t_end=float(t_end), services=int(services), flows=flows, classes=classes, resources=resources,
         wall_seconds=wall, cpu_seconds=cpu, compile_seconds=compile_seconds, flows_started=out.flows_started,
@@ -585,4 +588,36 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         share_series=_share_series(sc, float(share_window), out.share_x, out.rfb[4], specs, J)
         if out.share_x is not None else None,
     )
+    return result if sc is full else restore_resources(result, full, kept)
+
+
+def widen_histograms(hist: np.ndarray | None, J: int, kept) -> np.ndarray | None:
+    """``[rows, len(kept) + 1, NB]`` delay histograms (the waits at the resources kept, then the
+    sojourn) as ``[rows, J + 1, NB]``: a resource nobody uses gets empty histograms."""
+    if hist is None:
+        return None
+    out = np.zeros((hist.shape[0], J + 1, hist.shape[2]), dtype=hist.dtype)
+    out[:, list(kept)] = hist[:, :-1]
+    out[:, J] = hist[:, -1]
+    return out
+
+
+def restore_resources(r: RunResult, full: Scenario, kept: tuple[int, ...]) -> RunResult:
+    """The result of the scenario without its unused resources (:meth:`Scenario.without_unused_resources`)
+    told in ``full``'s resources: ``kept[k]`` is the index in ``full`` of resource ``k``; the others
+    report no service (utilisation 0) and empty wait histograms."""
+    idle = [ResourceResult(name=name, utilization=0.0 if r.t_end > full.run.warmup else math.nan, services=0)
+            for name in full.resources]
+    for k, j in enumerate(kept):
+        idle[j] = r.resources[k]
+    index = np.asarray(kept, dtype=np.int64)
+    tr = r.trace
+    if tr is not None:
+        tr = dataclasses.replace(tr, resource=index[tr.resource].astype(tr.resource.dtype))
+    dh = r.delays
+    if dh is not None:
+        dh = dataclasses.replace(dh, hist=widen_histograms(dh.hist, full.n_resources, kept))
+    fl = r.flows
+    flows = FlowResults(full, fl.rate, fl.packets, fl.completion_time, fl.drops, fl.offered, fl.drops_by_reason)
+    return dataclasses.replace(r, scenario=full, resources=idle, trace=tr, delays=dh, flows=flows)
 

@@ -142,8 +142,7 @@ def test_drr_bad_resource_and_foreign_option():
 def test_an_unused_resource_appended_changes_nothing(scheduler):
     """``router.fq_resource`` defaults to the last resource some flow uses: appending a resource nobody
     uses (``nic``) leaves the service trace as it was (the SimPy reference; the engine equals it).
-    Defaulting to the last resource, both fair-queued nothing and served the link first come, first
-    served."""
+    Naming the unused resource is refused: fair-queueing it would order nothing."""
     from mrfq.router.reference import simulate_reference
 
     def scenario(extra):
@@ -157,5 +156,5 @@ def test_an_unused_resource_appended_changes_nothing(scheduler):
     base = simulate_reference(scenario([]), trace=5000)
     wider = simulate_reference(scenario(["nic"]), trace=5000)
     assert wider.trace == base.trace and len(base.trace) > 100
-    explicit = simulate_reference(scenario(["nic"]).replace(**{"router.fq_resource": "nic"}), trace=5000)
-    assert explicit.trace != base.trace
+    with pytest.raises(ScenarioError, match=r"router.fq_resource = 'nic': no flow or class uses that resource"):
+        scenario(["nic"]).replace(**{"router.fq_resource": "nic"})

@@ -7,12 +7,11 @@ ties happen, start times, finite flows, an rtt):
 * doubling every time (every cost, the rtt, the start times, the run's length, DRR's quantum)
   doubles every service's start and end and changes nothing else;
 * doubling every weight (halving DRR's quantum, which counts per unit of weight) changes nothing;
-* appending a resource nobody uses changes nothing.
+* a resource nobody uses, before, between or after the others, changes nothing.
 
 Powers of two scale binary floating point exactly, so each is a whole-trace equality (the engine
-for the first two, on the loop variants tests/test_reference.py compiles; the SimPy reference,
-which the engine equals packet by packet, for the third, whose three resources would compile
-another loop variant per scheduler).  Reordering the ``[[flow]]`` tables is not in this list: the
+for the first two, on the loop variants tests/test_reference.py compiles; the third on the
+engine and on the SimPy reference, both of which run the scenario without the unused resource).  Reordering the ``[[flow]]`` tables is not in this list: the
 event order breaks ties by flow id (docs/schedulers.md, 'Event order and ties'), so it permutes
 the results only up to ties.
 """
@@ -90,12 +89,39 @@ def test_doubling_every_weight_changes_nothing(scheduler, data):
     assert _engine_trace(w) == _engine_trace(d)
 
 
+def _with_unused(d, pos):
+    """``d`` with a resource nobody uses inserted at position ``pos``."""
+    return {**d, "resources": d["resources"][:pos] + ["nic"] + d["resources"][pos:],
+            "flow": [{**f, "cost": f["cost"][:pos] + [0.0] + f["cost"][pos:]} for f in d["flow"]]}
+
+
+def _shifted(trace, pos):
+    return [(a, b, j + (j >= pos), u, k) for a, b, j, u, k in trace]
+
+
 @pytest.mark.nojit
 @pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
 @settings(deadline=None, max_examples=4, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_an_unused_resource_appended_changes_nothing(scheduler, data):
+def test_an_unused_resource_changes_nothing(scheduler, data):
+    """Before, between or after the others (the reference; the engine below)."""
     d = data.draw(static_scenarios(scheduler))
-    wider = {**d, "resources": d["resources"] + ["nic"], "flow": [{**f, "cost": f["cost"] + [0.0]} for f in d["flow"]]}
+    pos = data.draw(st.integers(0, 2))
     base = simulate_reference(flows.from_dict(d), trace=TRACE).trace
-    assert simulate_reference(flows.from_dict(wider), trace=TRACE).trace == base
+    assert simulate_reference(flows.from_dict(_with_unused(d, pos)), trace=TRACE).trace == _shifted(base, pos)
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
+@settings(deadline=None, max_examples=3, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_an_unused_resource_changes_nothing_in_the_engine(scheduler, data):
+    """The engine runs the scenario without it (the same loop variant), and reports it idle."""
+    from mrfq.router.run import simulate
+
+    d = data.draw(static_scenarios(scheduler))
+    pos = data.draw(st.integers(0, 2))
+    wide = simulate(flows.from_dict(_with_unused(d, pos)), trace=TRACE)
+    assert trace_tuples(wide.trace) == _shifted(_engine_trace(d), pos)
+    assert [r.name for r in wide.resources] == _with_unused(d, pos)["resources"]
+    assert wide.resources[pos].services == 0 and wide.resources[pos].utilization == 0.0
+    assert wide.delays.hist.shape[1] == 4 and not wide.delays.hist[:, pos].any()
