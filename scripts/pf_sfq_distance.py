@@ -215,7 +215,10 @@ def summary(rows, within: float = 1.0) -> list[dict]:
     for name in dict.fromkeys(r["scheduler"] for r in rows):
         rs = [r for r in rows if r["scheduler"] == name and r["unique"]]
         worst = max(rs, key=lambda r: r["distance"])
-        frac = (lambda xs: f"{sum(r['distance'] <= within for r in xs)}/{len(xs)}")
+
+        def frac(xs):
+            return f"{sum(r['distance'] <= within for r in xs)}/{len(xs)}"
+
         out.append({"scheduler": name, "objective": rs[0]["objective"] or f"none ({rs[0]['target']})",
                     "within": frac(rs), "one": frac([r for r in rs if r["bottlenecks"] <= 1]),
                     "more": frac([r for r in rs if r["bottlenecks"] >= 2]),
