@@ -234,3 +234,43 @@ def plot_middlebox(rows, *, title: str | None = None) -> Figure:
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def plot_pf_sfq_distance(rows, *, series=None, title: str | None = None) -> Figure:
+    """PF-SFQ's distance from PF against the window (scripts/pf_sfq_distance.py).
+
+    rows    ``{"case", "window", "distance"}`` (distance: the worst flow's |rate / PF - 1|, in %):
+            one line per case, log-log.
+    series  optional ``{"t": times, "window": N, "queues": {label: Q(t) / N}}``: a second panel
+            with the queues against time (in units of N), the limit cycle of a case far from PF.
+    """
+    rows = list(rows)
+    fig = Figure(figsize=(11.0 if series else 5.5, 4.2))
+    ax = fig.add_subplot(1, 2 if series else 1, 1)
+    for k, case in enumerate(dict.fromkeys(r["case"] for r in rows)):
+        pts = sorted((r["window"], r["distance"]) for r in rows if r["case"] == case)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", ms=4, color=f"C{k % 10}", label=case)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("window N (packets per flow)")
+    ax.set_ylabel("largest |rate / PF rate - 1| (%)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("distance from PF", fontsize=10)
+    if series:
+        ax2 = fig.add_subplot(1, 2, 2)
+        t = series["t"]
+        N = series["window"]
+        keep = (t - t[0]) <= 20 * N
+        for k, (label, q) in enumerate(series["queues"].items()):
+            ax2.plot((t[keep] - t[0]) / N, q[keep], lw=1, color=f"C{k % 10}", label=label)
+        ax2.set_xlabel("time / N")
+        ax2.set_ylabel(r"$Q_{ij}(t) / N$")
+        ax2.set_ylim(0.0, 1.0)
+        ax2.grid(True, alpha=0.3)
+        ax2.legend(fontsize=8, loc="upper right")
+        ax2.set_title(f"three-flow case, N = {N}: queues at the first resource", fontsize=10)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
