@@ -482,17 +482,24 @@ class Scenario:
         return used_resources(list(self.flows) + list(self.classes), self.n_resources)
 
     def without_unused_resources(self) -> tuple["Scenario", tuple[int, ...]]:
-        """The scenario the router runs: the resources nobody uses removed, and the indices of the
-        ones kept (ascending).  No packet visits a resource whose cost is 0 for every flow and class,
-        so removing it changes nothing a packet sees, and every rule that names a resource by its
-        position (the first resource of ingress placement, MR3's rounds, a stage buffer, a cost
-        draw per resource) then names the same resource as in the scenario without it
-        (docs/schedulers.md, 'Resources nobody uses').  Returns ``(self, all indices)`` when every
-        resource is used."""
+        """The scenario the router runs: the resources nobody uses that come before the last used
+        one removed, and the indices of the ones kept (ascending).  No packet visits a resource whose
+        cost is 0 for every flow and class, so removing it changes nothing a packet sees, and every
+        rule that names a resource by its position (the first resource of ingress placement, MR3's
+        rounds, a stage buffer, a cost draw per resource) then names the same resource as in the
+        scenario without it (docs/schedulers.md, 'Resources nobody uses').  Unused resources after
+        the last used one are kept: no rule reaches them (``fq-single`` and ``drr`` default to the
+        last *used* resource, fq.registry.resolve).  Returns ``(self, all indices)`` when nothing
+        is removed."""
         used = self.used_resources()
-        kept = tuple(j for j, u in enumerate(used) if u)
-        if len(kept) == len(used) or not kept:
+        if not any(used):
             return self, tuple(range(len(used)))
+        last = max(j for j, u in enumerate(used) if u)
+        # after the last used resource nothing refers to one by position: those stay (idle), so that
+        # [link, spare] runs on the two-resource loop a two-resource scenario compiles
+        kept = tuple(j for j, u in enumerate(used) if u or j > last)
+        if len(kept) == len(used):
+            return self, kept
 
         def sub(v):
             return None if v is None else tuple(v[j] for j in kept)
