@@ -14,7 +14,10 @@ Module attributes (plain Python)::
     layout(J) -> Layout              the float64 state it needs (per flow, per (flow, resource), per
                                      resource, global, per packet); the engine allocates and zeroes it
     encode(router, resources)        its options as a tuple of floats, ``opt`` (validated: raises
-                                     :class:`flows.errors.ScenarioError` naming ``router.<option>``)
+                                     :class:`flows.errors.ScenarioError` naming ``router.<option>``);
+                                     an option whose default depends on the flows declares
+                                     ``Option.flow_default``: the registry sets it in ``router.options``
+                                     before ``encode`` when the scenario's flows are known
     Reference                        plain-Python twin of the hooks for the SimPy reference model,
                                      written independently of the kernel: the test oracle
     DROPS_INSIDE (optional)          False when the scheduler does not define a packet dropped while it
@@ -111,6 +114,10 @@ class Option:
     #: valid non-default values the property tests draw (tests/test_reference.py ``scenarios``), so a
     #: scheduler's options are cross-checked against its reference twin without edits to the tests
     examples: tuple = ()
+    #: a default that depends on the scenario's flows: ``flow_default(specs)`` of its ``[[flow]]`` tables
+    #: and ``[[class]]`` es (flows.scenario.FlowSpec, ClassSpec), filled in by :func:`fq.registry.resolve`
+    #: when the option is not set and the flows are known (``encode`` sees the router only); None: none
+    flow_default: Callable[[list], Any] | None = None
 
 
 class SchedState(NamedTuple):

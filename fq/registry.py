@@ -29,6 +29,8 @@ MODULES: dict[str, str] = {
     "fq-single": "mrfq.fq.fq_single",
     "drr": "mrfq.fq.drr",
     "mr3": "mrfq.fq.mr3",
+    "scfq": "mrfq.fq.scfq",
+    "virtual-clock": "mrfq.fq.virtual_clock",
 }
 
 
@@ -84,7 +86,7 @@ def at_ingress(router, module, specs) -> bool:
     return any(s.cost[0] == 0.0 and not (s.per_byte is not None and s.per_byte[0] > 0.0) for s in specs)
 
 
-def resolve(router, resources, *, used: tuple | None = None,
+def resolve(router, resources, *, used: tuple | None = None, specs: list | None = None,
             foreign: str = "refuse") -> tuple[SchedulerInfo, tuple[float, ...]]:
     """The scheduler of a validated ``RouterConfig`` and its options encoded as ``opt``.
 
@@ -92,6 +94,10 @@ def resolve(router, resources, *, used: tuple | None = None,
     resource ``fq-single`` and ``drr`` schedule): the last resource some flow uses, so that a resource
     nobody uses, appended after the others, changes nothing (without ``used``: the last resource).
     Under ``schedule_at = "ingress"`` the default stays the first resource.
+
+    ``specs`` (the scenario's ``[[flow]]`` tables, then its ``[[class]]`` es) sets the options whose default
+    depends on the flows (``Option.flow_default``, e.g. ``virtual-clock``'s ``total_weight``) where the
+    scenario leaves them out; without ``specs`` the module's ``encode`` picks its own.
 
     Options no scheduler declares were refused when the scenario was read.  An option
     set in ``router.options`` that *this* scheduler does not declare is refused
@@ -107,6 +113,12 @@ def resolve(router, resources, *, used: tuple | None = None,
         if key not in own and foreign == "refuse":
             raise ScenarioError(f"router.{key}: not an option of scheduler {quote(info.name)} "
                                 f"(its options: {', '.join(sorted(own)) or 'none'})")
+    if specs is not None:
+        given = {k for k, _ in getattr(router, "options", ()) or ()}
+        fill = tuple((o.name, o.flow_default(specs)) for o in info.options
+                     if o.flow_default is not None and o.name not in given)
+        if fill:
+            router = dataclasses.replace(router, options=tuple(router.options) + fill)
     if (used is not None and any(used) and router.fq_resource is None
             and getattr(router, "schedule_at", "every") != "ingress"):
         last = max(j for j, u in enumerate(used) if u)

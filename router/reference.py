@@ -219,7 +219,8 @@ class Packet:
 
 def make_tags(sc: Scenario, router: "ReferenceRouter"):
     """The scheduler's plain-Python twin (its module's ``Reference``, fq/contract.py), from the registry."""
-    info, opt = resolve(sc.router, sc.resources, used=used_resources(list(sc.flows) + list(sc.classes), sc.n_resources))
+    specs = list(sc.flows) + list(sc.classes)
+    info, opt = resolve(sc.router, sc.resources, used=used_resources(specs, sc.n_resources), specs=specs)
     return info.module.Reference(sc.n_resources, opt, router)
 
 

@@ -484,7 +484,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     # under a scheduler override, the options of the scenario's own scheduler do not apply
     overridden = scheduler is not None and scheduler != scenario.router.scheduler
     specs = list(sc.flows) + list(sc.classes)
-    info, opt = resolve(sc.router, sc.resources, used=used_resources(specs, J),
+    info, opt = resolve(sc.router, sc.resources, used=used_resources(specs, J), specs=specs,
                         foreign="ignore" if overridden else "refuse")
     nF = sc.n_static
     K = len(sc.classes)
