@@ -598,7 +598,7 @@ def cluster_simulate(scenario, *, allocator: str | None = None, seed: int | None
     time-averaged ``dominant_share`` and running ``tasks`` after warm-up, the jobs it completed
     and their mean completion time ``mean_jct``.  ``raw`` is the simulator's run (share time
     series, utilisation, launches).  The first call in a fresh environment compiles the task
-    simulator with numba (a few minutes on two cores, once: the machine code is kept on disk).
+    simulator with numba (about half a minute, once: the machine code is kept on disk).
 
     >>> rows = cluster_simulate("drf-nsdi", allocator="drf")
     >>> [(r["user"], round(r["tasks"], 2)) for r in rows]

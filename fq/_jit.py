@@ -71,7 +71,7 @@ def jit_internal(fn):
         return jit(fn)
 
 
-def jit_inline(fn=None, *, python: bool = True):
+def jit_inline(fn=None, *, python: bool = True, error_model: str | None = None, wraparound: bool = False):
     """A helper of the event loop (router/loop.py): compiled once per signature, on its own and
     cached, and inlined by LLVM into every caller (``forceinline``: LLVM's ``alwaysinline``), so
     the loop's machine code is that of one function.
@@ -83,16 +83,20 @@ def jit_inline(fn=None, *, python: bool = True):
     negative-index wraparound (:func:`no_wraparound`: it never indexes with a negative number).
     ``python=False`` leaves out the wrapper that lets Python call it (less to compile, for a
     helper whose arguments are the engine's named tuples and that only compiled code calls:
-    called from Python, such a function would crash the interpreter)."""
+    called from Python, such a function would crash the interpreter).  ``error_model="numpy"``:
+    a division by zero gives inf or nan instead of raising (the task simulator's kernels rely on
+    it); ``wraparound=True`` keeps numba's negative-index wraparound (for kernels not checked
+    against negative indices)."""
     if fn is None:
-        return lambda f: jit_inline(f, python=python)
-    if _install_no_wrap():
+        return lambda f: jit_inline(f, python=python, error_model=error_model, wraparound=wraparound)
+    if not wraparound and _install_no_wrap():
         _NO_WRAP_MARKERS.add(_mangled(f"{fn.__module__}.{fn.__qualname__}"))
+    extra = {} if error_model is None else {"error_model": error_model}
     try:
         d = njit(cache=CACHE, fastmath=False, forceinline=True, _nrt=False, no_cpython_wrapper=not python,
-                 no_cfunc_wrapper=True)(fn)
+                 no_cfunc_wrapper=True, **extra)(fn)
     except TypeError:  # pragma: no cover - a numba without the flags
-        return njit(cache=CACHE, fastmath=False, inline="always")(fn)
+        return njit(cache=CACHE, fastmath=False, inline="always", **extra)(fn)
     if type(d) is _CPUDispatcher:
         d.__class__ = UnliteralDispatcher
     return d

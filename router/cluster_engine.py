@@ -45,7 +45,7 @@ import numpy as np
 
 from mrfq.flows.cluster import ClusterScenario, backlog_streams, draw_jobs
 from mrfq.flows.notice import compiling
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit, jit_inline
 from mrfq.fq.cluster import kernels as K
 from mrfq.fq.cluster import registry
 from mrfq.fq.cluster import slots as _slots
@@ -72,7 +72,7 @@ LOG_SIZE = 1 << 16
 SYNC_LIMIT = 256
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _heap_push(hp, n, t, q, us, k):
     """Push a finish event (t, q) with payload (us = user * S + server, k = job) on a heap of n records.
 
@@ -94,7 +94,7 @@ def _heap_push(hp, n, t, q, us, k):
     hp[i, 3] = k
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _heap_pop(hp, n):
     """Remove the root of a heap of n records (the caller read it first)."""
     n -= 1
@@ -123,7 +123,7 @@ def _heap_pop(hp, n):
         hp[i, 3] = k
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _integrate(t0, t1, T, warmup, edges, nbins, b, tot, binned, v, width):
     """``_Integrator.add`` of router/cluster.py: returns the new bin index."""
     if t1 > T:
@@ -149,13 +149,13 @@ def _integrate(t0, t1, T, warmup, edges, nbins, b, tot, binned, v, width):
     return b
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _key_lt(key, a, b):
     """User a before user b in the pick order: (key, index) lexicographic."""
     return key[a] < key[b] or (key[a] == key[b] and a < b)
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _order_fix(order, pos, key, u, U):
     """User u's key changed: move it to its place in ``order``, the users sorted by (key, index)."""
     i = pos[u]
@@ -173,7 +173,7 @@ def _order_fix(order, pos, key, u, U):
     pos[u] = i
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _user_key(alg, u, nt, demand, total, weight, kslots, R):
     """[DRF] §4.3 weighted dominant share ``max_r tasks_u d_ur / R_r / w_u`` (slots: slots held per
     weight), with the reference's operations."""

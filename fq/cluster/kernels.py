@@ -56,10 +56,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrfq.fq._jit import jit
+from mrfq.fq._jit import jit_inline
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def pairwise_sum(x, n):
     """``numpy.add.reduce`` of ``x[:n]`` with numpy's association order (pairwise summation:
     a plain loop below 8 terms, 8 accumulators up to 128); ``n <= 128`` (resources)."""
@@ -94,7 +94,7 @@ def pairwise_sum(x, n):
     return res
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def fits_server(free, thresh, u, s, R):
     """One more task of user ``u`` fits on server ``s`` (:meth:`ClusterState.fits`)."""
     for r in range(R):
@@ -103,7 +103,7 @@ def fits_server(free, thresh, u, s, R):
     return True
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def fits_node(tmax, thresh, u, node, R):
     """Some server below ``node`` may fit (its component-wise max reaches the threshold)."""
     b = node * R
@@ -113,7 +113,7 @@ def fits_node(tmax, thresh, u, node, R):
     return True
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def tree_update(tmax, tmin, free, s, L, R):
     """Server ``s``'s free vector changed: refresh its leaf and the path up to the first node whose
     max and min keep their bits (its ancestors then keep theirs)."""
@@ -146,7 +146,7 @@ def tree_update(tmax, tmin, free, s, L, R):
         n >>= 1
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def fitness(free, total, aa, kref, u, s, R, work, q0):
     """[DRFH] eq. (9) ``H(u, s)``, operation for operation as :func:`fq.cluster.drfh.fitness`
     (``aa[u] = D_u / D_uk`` precomputed by numpy; ``q0[s] = c_s / c_s0``, kept by
@@ -162,7 +162,7 @@ def fitness(free, total, aa, kref, u, s, R, work, q0):
     return pairwise_sum(work, R)
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def shape_update(q0, free, total, s, R):
     """``q0[s, r] = (free[s, r] / total[r]) / (free[s, 0] / total[0])``: server s's free shape
     normalised by resource 0, the operations of eq. (9)."""
@@ -171,7 +171,7 @@ def shape_update(q0, free, total, s, R):
         q0[s, r] = (free[s, r] / total[r]) / ck
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _better(h, s, bh, bs):
     """(h, s) before (bh, bs) in numpy argmin order: NaN first, then least H, then least index."""
     if bs < 0:
@@ -183,7 +183,7 @@ def _better(h, s, bh, bs):
     return h < bh or (h == bh and s < bs)
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def first_fit_tree(tmax, thresh, u, L, R, stack):
     """Lowest server index that fits user ``u``, or -1 (left-to-right descent with pruning)."""
     top = 0
@@ -202,7 +202,7 @@ def first_fit_tree(tmax, thresh, u, L, R, stack):
     return -1
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _lower_bound(tmax, tmin, thresh, total, aa, kref, u, n, R, work):
     """A lower bound of ``H(u, s)`` over the fitting servers below node ``n`` (see the module doc)."""
     k = kref[u]
@@ -234,7 +234,7 @@ def _lower_bound(tmax, tmin, thresh, total, aa, kref, u, n, R, work):
     return pairwise_sum(work, R)
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def best_fit_scan(free, thresh, total, aa, kref, u, S, R, work, q0):
     """Every server, numpy's argmin rule (the fallback when H may be NaN)."""
     bs = -1
@@ -248,7 +248,7 @@ def best_fit_scan(free, thresh, total, aa, kref, u, S, R, work, q0):
     return bs
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, u, S, L, R, stack, lbs, work, q0):
     """The fitting server of least H (ties: lowest index), or -1: branch and bound on the tree."""
     if not thresh[u, kref[u]] > 0.0:
@@ -309,7 +309,7 @@ def best_fit_tree(free, tmax, tmin, thresh, total, aa, kref, u, S, L, R, stack, 
     return bs
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def dirty_search(free, thresh, total, aa, kref, u, best, dirty, ndirty, R, work, q0):
     """The server for a user that fitted nowhere at the previous instant: only the servers freed
     since (``dirty[:ndirty]``) can fit; First-Fit takes the least index, Best-Fit the least H."""
@@ -355,13 +355,13 @@ def build_tree(free: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 # ---------------------------------------------------------------------------
 # Best-Fit candidate lists: each user keeps its M best servers between picks
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _key_less(h, s, bh, bs):
     """(h, s) < (bh, bs): least H, then least server index (H finite here)."""
     return h < bh or (h == bh and s < bs)
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def cand_insert(ch, cs, cn, u, h, s, M):
     """Insert (h, s) into user u's sorted list of ``cn[u]`` candidates; drops the last beyond M and
     returns True when it did."""
@@ -381,7 +381,7 @@ def cand_insert(ch, cs, cn, u, h, s, M):
     return True
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def cand_remove(cs, ch, cn, u, s):
     """Remove server s from user u's list if it is there."""
     n = cn[u]
@@ -398,7 +398,7 @@ def cand_remove(cs, ch, cn, u, s):
     cn[u] = n - 1
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M, q0):
     """Branch and bound for user u's M best fitting servers (keys (H, index)), into its list;
     ``thh[u], ths[u]``: every fitting server outside the list has a larger key (+inf: none).  The
@@ -462,7 +462,7 @@ def best_fit_topm(free, tmax, tmin, thresh, total, aa, kref, u, L, R, stack, lbs
         ths[u] = cs[u, M - 1]
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def cand_sync(free, thresh, total, aa, kref, u, R, work, ch, cs, cn, thh, ths, M, log, G, lpos, upos, q0):
     """Bring user u's list up to date with the servers changed since its last look (``log``, a ring
     of G server indices written up to ``lpos``).  Returns False when the ring has wrapped (the list
@@ -484,7 +484,7 @@ def cand_sync(free, thresh, total, aa, kref, u, R, work, ch, cs, cn, thh, ths, M
 
 # ---------------------------------------------------------------------------
 # Best-Fit shape index: the servers sorted by free shape, for the users normalised by resource 0
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _x_less(q0, a, b, kc):
     """Server a before server b in the shape index: key ``(q0[., kc], index)``."""
     x = q0[a, kc]
@@ -492,7 +492,7 @@ def _x_less(q0, a, b, kc):
     return x < y or (x == y and a < b)
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _x_sift(v, i, n, q0, kc):
     """Heap sort's sift-down of ``v[i]`` in the max-heap ``v[:n]`` (order :func:`_x_less`)."""
     x = v[i]
@@ -509,7 +509,7 @@ def _x_sift(v, i, n, q0, kc):
     v[i] = x
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _x_member(free, q0, s):
     """Server s enters the index: free resource 0 positive and a finite shape normalised by it (the
     others fit no user of the index but the ones whose share of resource 0 underflows, which stay
@@ -517,7 +517,7 @@ def _x_member(free, q0, s):
     return free[s, 0] > 0.0 and q0[s, 0] == 1.0
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def x_rebuild(free, q0, S, L, R, xord, xn, xout, ov, nov, xbuf, xfmax, xqmn, xqmx, xsmin, full, xpos_of):
     """Rebuild the shape index: the members unchanged since the last build (``xord[:xn]``, already in
     order) merged with the changed servers (``ov[:nov]``, heap-sorted), or every server when
@@ -617,7 +617,7 @@ def x_rebuild(free, q0, S, L, R, xord, xn, xout, ov, nov, xbuf, xfmax, xqmn, xqm
     return n, nov
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def x_sync(log, G, lpos, xpos, xout, ov, nov, xpos_of, L, R, xfmax, xqmn, xqmx, xsmin, S):
     """The servers changed since ``xpos`` (the ring ``log``) leave the index for the overflow list
     (``xout[s]``: s is in ``ov[:nov]``): a member's leaf is emptied and its path refreshed up to the
@@ -678,7 +678,7 @@ def x_sync(log, G, lpos, xpos, xout, ov, nov, xpos_of, L, R, xfmax, xqmn, xqmx, 
     return nov
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def _x_bound(xqmn, xqmx, aa, u, n, R, work):
     """A lower bound of ``H(u, s)`` (eq. (9), user normalised by resource 0) over the members below
     node ``n``: per resource the distance from ``aa[u, r]`` to their range of free shapes, summed in
@@ -697,7 +697,7 @@ def _x_bound(xqmn, xqmx, aa, u, n, R, work):
     return pairwise_sum(work, R)
 
 
-@jit(inline="always", error_model="numpy")
+@jit_inline(error_model="numpy", wraparound=True)
 def best_fit_index(free, thresh, total, aa, kref, u, L, R, stack, lbs, work, ch, cs, cn, thh, ths, M, q0,
                    xord, xn, xout, ov, nov, xfmax, xqmn, xqmx, xsmin):
     """User u's M best fitting servers (keys (H, index), ``kref[u] == 0``) into its list, as
