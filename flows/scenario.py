@@ -1153,7 +1153,7 @@ def _check_resources(sc: Scenario) -> None:
     # services' time: flows.workload): 1e11 are hours of work, more an accident
     total = sum(n for n, _ in offered)
     if sc.run.max_services == 0 and total > MAX_SERVICES_BOUND:
-        n, i = max(offered)
+        n, i = max(offered, key=lambda x: (x[0], -x[1]))  # the largest, the first of equals
         rest = f" ({total:.3g} with the other open-loop flows)" if len(offered) > 1 else ""
         raise _err(f"flow[{i}].arrival.rate = {sc.flows[i].arrival.rate:g}: {n:.3g} packet arrivals over run.duration"
                    f"{rest}, more than {MAX_SERVICES_BOUND:.0e}; shorten run.duration or set run.max_services")
