@@ -105,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "func", None):
             raise MrfqError(f"missing command; usage: mrfq [--debug] COMMAND [ARGS], COMMAND one of "
                             f"{', '.join(_commands(parser))} (see mrfq --help)")
-        notice.notice = TerminalNotice(sys.stderr) if on_terminal(sys.stderr) and not getattr(args, "json", False) else None
+        # what a person watches (the compile notice, a long run's progress line, its estimate) goes to a
+        # terminal only, never with --json or into a pipe or a log file
+        watched = on_terminal(sys.stderr) and not getattr(args, "json", False)
+        notice.notice = TerminalNotice(sys.stderr) if watched else None
+        notice.progress = notice.TerminalLine(sys.stderr) if watched else None
         return int(args.func(args) or 0)
     except MrfqError as e:
         print(f"mrfq: error: {_fit(_one_line(str(e)))}", file=sys.stderr)

@@ -86,6 +86,8 @@ def cmd_compare(args) -> int:
     for s in scheds:  # every point's scenario goes through the gate now, not mid-sweep
         for x in loads:
             point_scenario(sc, s, x, cfg)
+    for line in sc.overload_warnings():  # an open-loop flow beside the classes, the same at every load
+        print(f"mrfq: warning: {line}", file=sys.stderr)
     executor = "local"
     if args.dask:
         executor = f"dask:{args.dask}"

@@ -151,6 +151,19 @@ def format_rfb(r) -> list[str]:
             + (f"; {f.reason}" if f.reason else ""), ""]
 
 
+def say_estimate(sc, what: str = "this run", runs: int = 1) -> None:
+    """On a terminal (where the progress line goes: flows.notice), the estimated work and time of a
+    run that would take more than about a minute (flows.workload), before it starts."""
+    from mrfq.flows import notice
+    from mrfq.flows.workload import estimate_line
+
+    if notice.progress is None:
+        return
+    line = estimate_line(sc, what, runs)
+    if line:
+        print(f"mrfq: {line}", file=sys.stderr)
+
+
 def cmd_run(args) -> int:
     from mrfq.router.run import simulate
 
@@ -189,6 +202,7 @@ def cmd_run(args) -> int:
         share_window = args.share_window if args.share_window is not None else sc.run.duration / SHARE_WINDOWS
     for line in sc.overload_warnings():
         print(f"mrfq: warning: {line}", file=sys.stderr)
+    say_estimate(sc)
     try:
         r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0,
                      record_fairness=not args.no_rfb, share_window=share_window)

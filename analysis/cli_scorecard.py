@@ -56,6 +56,7 @@ def parse_intervals(text: str) -> list[float]:
 
 
 def cmd_scorecard(args) -> int:
+    from mrfq.analysis.cli_run import say_estimate
     from mrfq.analysis.plots import plot_delay_cdfs, plot_interval_shares
     from mrfq.analysis.scorecard import format_scorecard, scorecard
     from mrfq.fq.registry import SCHEDULERS
@@ -80,6 +81,7 @@ def cmd_scorecard(args) -> int:
     sc = sc.with_overrides(seed=args.seed, duration=args.duration, virtual_time=args.virtual_time)
     for line in sc.overload_warnings():
         print(f"mrfq: warning: {line}", file=sys.stderr)
+    say_estimate(sc, "this scorecard", len(scheds))
     res = scorecard(sc, scheds, intervals=intervals)
     if args.plot:
         save_figure(plot_delay_cdfs(res.cdfs, title=f"{sc.name}: sojourn CDF per flow (seed {res.seed})"), args.plot,

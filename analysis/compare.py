@@ -408,7 +408,20 @@ def compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor:
     """Run the sweep (resuming from ``store``), then tabulate packet vs fluid and store the table
     (:meth:`analysis.sweep.ResultStore.sweep_put`, what ``mrfq results`` shows).
 
-    ``progress``: True for a :class:`SweepProgress` bar on stderr, or one to use, or False."""
+    ``progress``: True for a :class:`SweepProgress` bar on stderr, or one to use, or False.  The sweep's
+    runs never draw the per-run progress line (flows.notice.progress): the bar is the sweep's display,
+    and the two would overwrite each other's line."""
+    from mrfq.flows import notice
+
+    shown, notice.progress = notice.progress, None
+    try:
+        return _compare(base, cfg, store, executor=executor, workers=workers, progress=progress, fluid=fluid)
+    finally:
+        notice.progress = shown
+
+
+def _compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor: str, workers: int | None,
+             progress: bool | SweepProgress, fluid: bool) -> CompareResult:
     if not base.classes:
         raise MrfqError(f"scenario {base.name}: compare needs flow arrivals ([[class]]) to measure gamma")
     if base.load is None:

@@ -165,6 +165,7 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
     """Run ``sc`` (a validated :class:`flows.scenario.Scenario`) under every scheduler of
     ``schedulers`` with its own seed; see the module docstring.  ``option`` names the list of
     schedulers in error messages."""
+    from mrfq.flows.notice import labelled
     from mrfq.router.run import simulate
 
     schedulers = list(schedulers)
@@ -180,8 +181,9 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
     table = sc.static_spec()
     conf = sc.run.confidence
     rows, sched_rows, cdfs, iv_rows, runs = [], [], [], [], {}
-    for s in schedulers:
-        r = simulate(sc, scheduler=s, trace=cap, timed_from=1)
+    for n, s in enumerate(schedulers):
+        with labelled(f"{s} ({n + 1} of {len(schedulers)})"):  # its progress line on a terminal (flows.notice)
+            r = simulate(sc, scheduler=s, trace=cap, timed_from=1)
         runs[s] = r
         sched_rows.append({"scheduler": s, "services": r.services, "cpu_seconds": r.loop_cpu_seconds,
                            "cpu_ns_per_service": (1e9 * r.loop_cpu_seconds / r.loop_services if r.loop_services

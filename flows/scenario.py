@@ -1089,7 +1089,9 @@ def _check_resources(sc: Scenario) -> None:
       in the scenario and ``TIME_RESOLUTION`` times ``run.duration``: a time below one
       float64 ulp of the clock would leave the clock standing still (a hang).
     * Services are bounded by ``sum_j duration / min_i s_ij`` (each resource serves one
-      packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``.
+      packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``,
+      and so above ``MAX_SERVICES_BOUND`` open-loop packet arrivals (rate x count x duration, all
+      flows together).  At the engine's rough speed (flows.workload) these are hours of work.
     * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) from explicit class
       rates below 1 at every resource, or else an overload run that says so with an explicit
       ``run.max_flows``, which must hold the flows the run can bring (static flows plus the
@@ -1139,6 +1141,7 @@ def _check_resources(sc: Scenario) -> None:
             raise _err(f"run.max_flows = {sc.run.max_flows}: the run can hold up to {need:.4g} flows ({sc.n_static} "
                        f"static + {arrivals:.4g} expected arrivals + 6 standard deviations); raise run.max_flows "
                        f"(at most {MAX_FLOWS_CAP:,}) or shorten run.duration")
+    offered = []  # (packet arrivals over the run, table) of the open-loop [[flow]] tables
     for i, f in enumerate(sc.flows):
         if f.open_loop and f.arrival.law != "trace":
             gap = 1.0 / f.arrival.rate
@@ -1152,9 +1155,15 @@ def _check_resources(sc: Scenario) -> None:
                     raise _err(f"flow[{i}].arrival.{k} = {v:g}: must be >= {MIN_GAP * largest:.3g} "
                                f"({MIN_GAP:g} x the largest time per packet)")
             n = f.count * f.arrival.rate * sc.run.duration
-            if sc.run.max_services == 0 and n > MAX_SERVICES_BOUND:
-                raise _err(f"flow[{i}].arrival.rate = {f.arrival.rate:g}: {n:.3g} packet arrivals over run.duration, "
-                           f"more than {MAX_SERVICES_BOUND:.0e}; shorten run.duration or set run.max_services")
+            offered.append((n, i))
+    # open-loop packet arrivals of all flows together (each is an event of the loop, a drop about ten
+    # services' time: flows.workload): 1e11 are hours of work, more an accident
+    total = sum(n for n, _ in offered)
+    if sc.run.max_services == 0 and total > MAX_SERVICES_BOUND:
+        n, i = max(offered, key=lambda x: (x[0], -x[1]))  # the largest, the first of equals
+        rest = f" ({total:.3g} with the other open-loop flows)" if len(offered) > 1 else ""
+        raise _err(f"flow[{i}].arrival.rate = {sc.flows[i].arrival.rate:g}: {n:.3g} packet arrivals over run.duration"
+                   f"{rest}, more than {MAX_SERVICES_BOUND:.0e}; shorten run.duration or set run.max_services")
     nr = 1
     while nr < max(sc.router.window, sc.max_buffer):
         nr *= 2

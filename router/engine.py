@@ -39,6 +39,7 @@ import numpy as np
 
 from mrfq.flows.errors import MrfqError
 from mrfq.flows.scenario import MAX_TIME
+from mrfq.flows import notice as _notice
 from mrfq.flows.notice import compiling
 from mrfq.router import heap
 from mrfq.router.batches import add_area_py, batch_starts
@@ -276,65 +277,74 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     loop_cpu = loop_wall = 0.0
     loop_s0 = 0  # services before the first timed call
     timing = timed_from <= 0
-    while True:
-        # at most CHUNK services per call (see CHUNK); the untimed first call ends at timed_from
-        done = int(carry.ci[C_SERVICES])
-        stop_at = done + CHUNK
-        if not timing and timed_from < stop_at:
-            stop_at = int(timed_from)
-        if max_services > 0 and max_services < stop_at:
-            stop_at = int(max_services)
-        args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf)
-        compile_seconds += _compile_seconds(loop, args, f"the {sched.name} loop for {J} resource{'s' if J != 1 else ''}")
-        if not timing and done >= timed_from:
-            timing, loop_s0 = True, done
-        c0, w0 = time.process_time(), time.perf_counter()
-        code = loop(*args)
-        if timing:
-            loop_cpu += time.process_time() - c0
-            loop_wall += time.perf_counter() - w0
-        if code == DONE:
-            if carry.ci[C_STOPPED] == 1 and stop_at != max_services:
-                carry.ci[C_STOPPED] = 0  # the end of a chunk, not of the run
+    # the progress line on a terminal (flows.notice; None when none is set: nothing is done): drawn
+    # between calls of the loop only, from the state the loop saved, so it cannot change a result
+    shown = _notice.tracker(T, max_services)
+    try:
+        while True:
+            # at most CHUNK services per call (see CHUNK); the untimed first call ends at timed_from
+            done = int(carry.ci[C_SERVICES])
+            stop_at = done + CHUNK
+            if not timing and timed_from < stop_at:
+                stop_at = int(timed_from)
+            if max_services > 0 and max_services < stop_at:
+                stop_at = int(max_services)
+            args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf)
+            compile_seconds += _compile_seconds(loop, args, f"the {sched.name} loop for {J} resource{'s' if J != 1 else ''}")
+            if not timing and done >= timed_from:
+                timing, loop_s0 = True, done
+            c0, w0 = time.process_time(), time.perf_counter()
+            code = loop(*args)
+            if timing:
+                loop_cpu += time.process_time() - c0
+                loop_wall += time.perf_counter() - w0
+            if shown is not None:
+                shown.tick(carry.cf[C_T], carry.ci[C_SERVICES], compile_seconds)
+            if code == DONE:
+                if carry.ci[C_STOPPED] == 1 and stop_at != max_services:
+                    carry.ci[C_STOPPED] = 0  # the end of a chunk, not of the run
+                    continue
+                break
+            if code == MORE_ARRIVALS:
+                # keep the arrivals not yet consumed, append the next chunk, restart the cursor
+                cur = int(carry.ci[C_ARR_CUR])
+                more = _take(arrivals, chunk)
+                arr = ArrivalChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(arr, more)))
+                carry.ci[C_ARR_CUR] = 0
+                carry.ci[C_ARR_LAST] = len(more.time) < chunk
                 continue
-            break
-        if code == MORE_ARRIVALS:
-            # keep the arrivals not yet consumed, append the next chunk, restart the cursor
-            cur = int(carry.ci[C_ARR_CUR])
-            more = _take(arrivals, chunk)
-            arr = ArrivalChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(arr, more)))
-            carry.ci[C_ARR_CUR] = 0
-            carry.ci[C_ARR_LAST] = len(more.time) < chunk
-            continue
-        if code == MORE_PACKETS:
-            cur = int(carry.ci[C_PKT_CUR])
-            more = _take_packets(packets, chunk)
-            pk = PacketChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(pk, more)))
-            carry.ci[C_PKT_CUR] = 0
-            carry.ci[C_PKT_LAST] = len(more.time) < chunk
-            continue
-        if code == GROW_RING:
-            # an open-loop flow's packets would not fit its ring: double it (router.state.grow_ring)
-            row = int(carry.ci[C_GROW_ROW])
-            size = int(ft.ring[2 * row + 1]) + 1
-            more = 2 * size * (W + (cost_width(J, lay.increments) if pc else 0)) * 8
-            if ft.pkt.nbytes + ft.cst.nbytes + more > MAX_TABLE_BYTES:
-                raise MrfqError(f"flow {row}: more than {size:,} packets in the router (at t = {carry.cf[C_T]:.6g}) would "
-                                f"take the engine's packet records past {MAX_TABLE_BYTES / 2**30:g} GiB; give the flow "
-                                "a buffer (packets) or lower its arrival rate")
-            ft = grow_ring(ft, W, cost_width(J, lay.increments), row)
-            continue
-        # GROW_FLOWS: double the flow table, the heaps and the admission queues
-        if 2 * C > heap.SLOT_MASK + 1:
-            raise MrfqError(f"more than {heap.SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
-                            f"{heap.SLOT_BITS}-bit row numbers; lower the flow arrival rate or the flow sizes")
-        row_bytes = (sum(a.nbytes for a in ft) + S.flow.nbytes + S.flow_res.nbytes + rs.hp.nbytes
-                     + sum(a.nbytes for a in aq)) / C
-        if 2 * C * row_bytes > MAX_TABLE_BYTES:
-            raise MrfqError(f"flow table: {2 * C:,} flows at once would need {2 * C * row_bytes / 2**30:.6g} GiB, "
-                            f"more than the {MAX_TABLE_BYTES / 2**30:g} GiB cap (at t = {carry.cf[C_T]:.6g}); the "
-                            "system is overloaded or nearly so: lower the load or shorten run.duration")
-        C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry, rtt)
+            if code == MORE_PACKETS:
+                cur = int(carry.ci[C_PKT_CUR])
+                more = _take_packets(packets, chunk)
+                pk = PacketChunk(*(np.concatenate((a[cur:], b)) for a, b in zip(pk, more)))
+                carry.ci[C_PKT_CUR] = 0
+                carry.ci[C_PKT_LAST] = len(more.time) < chunk
+                continue
+            if code == GROW_RING:
+                # an open-loop flow's packets would not fit its ring: double it (router.state.grow_ring)
+                row = int(carry.ci[C_GROW_ROW])
+                size = int(ft.ring[2 * row + 1]) + 1
+                more = 2 * size * (W + (cost_width(J, lay.increments) if pc else 0)) * 8
+                if ft.pkt.nbytes + ft.cst.nbytes + more > MAX_TABLE_BYTES:
+                    raise MrfqError(f"flow {row}: more than {size:,} packets in the router (at t = {carry.cf[C_T]:.6g}) would "
+                                    f"take the engine's packet records past {MAX_TABLE_BYTES / 2**30:g} GiB; give the flow "
+                                    "a buffer (packets) or lower its arrival rate")
+                ft = grow_ring(ft, W, cost_width(J, lay.increments), row)
+                continue
+            # GROW_FLOWS: double the flow table, the heaps and the admission queues
+            if 2 * C > heap.SLOT_MASK + 1:
+                raise MrfqError(f"more than {heap.SLOT_MASK + 1:,} flows at once: the engine's heap entries hold "
+                                f"{heap.SLOT_BITS}-bit row numbers; lower the flow arrival rate or the flow sizes")
+            row_bytes = (sum(a.nbytes for a in ft) + S.flow.nbytes + S.flow_res.nbytes + rs.hp.nbytes
+                         + sum(a.nbytes for a in aq)) / C
+            if 2 * C * row_bytes > MAX_TABLE_BYTES:
+                raise MrfqError(f"flow table: {2 * C:,} flows at once would need {2 * C * row_bytes / 2**30:.6g} GiB, "
+                                f"more than the {MAX_TABLE_BYTES / 2**30:g} GiB cap (at t = {carry.cf[C_T]:.6g}); the "
+                                "system is overloaded or nearly so: lower the load or shorten run.duration")
+            C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry, rtt)
+    finally:
+        if shown is not None:
+            shown.finish()
 
     ci, cf = carry.ci, carry.cf
     rfb_out = None
