@@ -1089,9 +1089,10 @@ def _check_resources(sc: Scenario) -> None:
       in the scenario and ``TIME_RESOLUTION`` times ``run.duration``: a time below one
       float64 ulp of the clock would leave the clock standing still (a hang).
     * Services are bounded by ``sum_j duration / min_i s_ij`` (each resource serves one
-      packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``,
-      and so above ``MAX_SERVICES_BOUND`` open-loop packet arrivals (rate x count x duration, all
-      flows together).  At the engine's rough speed (flows.workload) these are hours of work.
+      packet at a time); above ``MAX_SERVICES_BOUND`` the run must set ``run.max_services``.
+      Open-loop packet arrivals (rate x count x duration, all flows together) above
+      ``MAX_SERVICES_BOUND`` are refused whatever ``run.max_services`` says (dropped packets
+      serve nothing, so a cap on services would not stop a flood).  At the engine's rough speed (flows.workload) these are hours of work.
     * Class load ``rho_j = sum_k lambda_k sigma_k E[s_kj]`` ([BR] §4.1) from explicit class
       rates below 1 at every resource, or else an overload run that says so with an explicit
       ``run.max_flows``, which must hold the flows the run can bring (static flows plus the
@@ -1159,11 +1160,14 @@ def _check_resources(sc: Scenario) -> None:
     # open-loop packet arrivals of all flows together (each is an event of the loop, a drop about ten
     # services' time: flows.workload): 1e11 are hours of work, more an accident
     total = sum(n for n, _ in offered)
-    if sc.run.max_services == 0 and total > MAX_SERVICES_BOUND:
+    # (whatever run.max_services says: a flood that is dropped serves nothing, so a cap on services
+    # would not stop it)
+    if total > MAX_SERVICES_BOUND:
         n, i = max(offered, key=lambda x: (x[0], -x[1]))  # the largest, the first of equals
         rest = f" ({total:.3g} with the other open-loop flows)" if len(offered) > 1 else ""
         raise _err(f"flow[{i}].arrival.rate = {sc.flows[i].arrival.rate:g}: {n:.3g} packet arrivals over run.duration"
-                   f"{rest}, more than {MAX_SERVICES_BOUND:.0e}; shorten run.duration or set run.max_services")
+                   f"{rest}, more than {MAX_SERVICES_BOUND:.0e} (hours of work); shorten run.duration or lower "
+                   "the rate")
     nr = 1
     while nr < max(sc.router.window, sc.max_buffer):
         nr *= 2

@@ -226,8 +226,11 @@ def test_open_loop_arrivals_are_bounded_together():
     with pytest.raises(MrfqError, match=r"flow\[0\]\.arrival\.rate = 6e\+08: 6e\+10 packet arrivals over run\.duration "
                                         r"\(1\.2e\+11 with the other open-loop flows\), more than 1e\+11"):
         sc([6e8, 6e8])
-    flows.from_dict({**base, "run": {"duration": 1000.0, "max_services": 1000},  # asked for: accepted
-                     "flow": [{"name": "f", "cost": [1.0], "arrival": {"law": "cbr", "rate": 6e8}}]})
+    # a cap on services does not stop a flood that is dropped (it serves nothing): refused all the same
+    with pytest.raises(MrfqError, match=r"6e\+11 packet arrivals over run\.duration, more than 1e\+11 \(hours of "
+                                        r"work\); shorten run\.duration or lower the rate"):
+        flows.from_dict({**base, "run": {"duration": 1000.0, "max_services": 1000},
+                         "flow": [{"name": "f", "cost": [1.0], "arrival": {"law": "cbr", "rate": 6e8}}]})
 
 
 @pytest.mark.nojit
