@@ -118,7 +118,7 @@ def pipelines(draw):
     J = sc.n_resources
     changes = {"router.schedule_at": draw(st.sampled_from(("every", "ingress")))}
     if changes["router.schedule_at"] == "ingress" and sc.router.scheduler in ("fq-single", "drr"):
-        changes["router.fq_resource"] = sc.resources[0]
+        changes["router.fq_resource"] = sc.resources[sc.used_resources().index(True)]  # the first used
     if J > 1 and draw(st.booleans()):
         changes["router.stage_buffer"] = draw(st.sampled_from((1, 1, 2, 3, [1, "unbounded"], ["unbounded", 2])))
         if isinstance(changes["router.stage_buffer"], list):

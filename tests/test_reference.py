@@ -249,6 +249,11 @@ def scenarios(draw, J=None, scheduler=None, options=True):
         # the class load can reach 1 (e.g. 2 x 0.3 x 4 x 1.5): an overload run with an explicit cap,
         # above the most it can bring (4 static + 36 expected arrivals + 6 sd + 10)
         d["run"]["max_flows"] = 100
+    # router.fq_resource names a resource some flow or class uses (one nobody uses is refused)
+    used = [j for j in range(J) if any(s["cost"][j] > 0 or s.get("per_byte", [0.0] * J)[j] > 0
+                                       for s in static + classes)]
+    if int(d["router"]["fq_resource"][1:]) not in used:
+        d["router"]["fq_resource"] = f"r{used[-1]}"
     return flows.from_dict(d)
 
 
