@@ -35,7 +35,9 @@ depend on the packet system's events).
 tagged from the V the last departure left).  GPS and the packet system are
 busy at the same instants (the same work, both work-conserving), so this is
 the idle resource; resetting V to 0 instead would shift every later tag by one
-constant and change no order.
+constant and change no order.  A packet dropped while it waits (the contract's
+default ``drop``) keeps its tag: the fluid system still serves its work (and may
+be busy while the resource is idle).
 
 (exactness) A flow stays in B after it has left the router, until V passes its
 last ``F``: PGPS can serve a flow's packets long before GPS finishes them, and
