@@ -73,7 +73,7 @@ OBJECTIVE = None
 OPTIONS = (Option("fq_resource", None, "the WFQ resource (default: the last); FIFO elsewhere"),)
 
 #: at most this many flows GPS-backlogged at once (the global table of B)
-CAP = 4096
+CAP = 1 << 15
 # per (flow, resource)
 FR_ENTRY = 0    # index + 1 of the flow's entry in B at j (0: not GPS-backlogged, or its row was zeroed)
 NFR = 1
@@ -186,7 +186,7 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     else:
         n = int(g[G_N])
         if n >= CAP:
-            raise ValueError("wfq: more flows GPS-backlogged at once than fq.wfq.CAP")
+            raise ValueError("wfq: more than fq.wfq.CAP = 32768 flows GPS-backlogged at once")
         g[G_TAB + n * NE + E_F] = fin
         g[G_TAB + n * NE + E_W] = weight
         g[G_TAB + n * NE + E_OWNER] = float(slot + 1)
