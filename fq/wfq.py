@@ -2,12 +2,12 @@
 (a baseline: docs/schedulers.md, 'wfq').
 
 [DKS] A. Demers, S. Keshav, S. Shenker, *Analysis and simulation of a fair queueing
-algorithm*, ACM SIGCOMM 1989, §2.2 (the tag rule; the round number R(t));
+algorithm*, ACM SIGCOMM 1989 (the tag rule; the round number R(t));
 [PG] A. K. Parekh, R. G. Gallager, *A generalized processor sharing approach to
 flow control in integrated services networks: the single-node case*, IEEE/ACM
-ToN 1(3), 1993, §3, eqs. (10)-(12) (PGPS, the virtual time of the fluid GPS
-system).  At the fair-queued resource ``j`` (option ``router.fq_resource``,
-default the last one some flow uses, chosen as for ``fq-single``:
+ToN 1(3), 1993, §III (PGPS and the virtual time of the fluid GPS system).
+At the fair-queued resource ``j`` (option ``router.fq_resource``, default the
+last one some flow uses, chosen as for ``fq-single``:
 :func:`fq.contract.one_resource`), when packet k of flow i arrives there at
 time a::
 
@@ -18,7 +18,7 @@ docs/schedulers.md, 'Event order and ties').  Every other resource is FIFO
 (key = arrival time there, as in :mod:`fq.fifo`).
 
 ``V`` is the virtual time of the fluid GPS system fed with the same arrivals at
-j [PG, eq. (10)]: ``dV/dt = 1 / sum_{i in B(t)} w_i``, where flow i is
+j [PG, §III]: ``dV/dt = 1 / sum_{i in B(t)} w_i``, where flow i is
 GPS-backlogged (``i in B``) iff its last finish tag ``F_i > V``.  Between events
 V grows linearly; when V reaches the smallest ``F_i`` in B, that flow leaves B
 (the fluid system's own departure, not the packet queue's) and the slope
@@ -68,7 +68,7 @@ from mrfq.fq.contract import Layout, Option, ReferenceTags, one_resource
 
 NAME = "wfq"
 SUMMARY = "WFQ / PGPS with the exact GPS virtual time on one resource, FIFO elsewhere"
-REFERENCE = "[DKS] Demers, Keshav, Shenker, SIGCOMM 1989; [PG] Parekh, Gallager, ToN 1993, eqs. 10-12"
+REFERENCE = "[DKS] Demers, Keshav, Shenker, SIGCOMM 1989; [PG] Parekh, Gallager, ToN 1993, sec. III"
 OBJECTIVE = None
 OPTIONS = (Option("fq_resource", None, "the WFQ resource (default: the last); FIFO elsewhere"),)
 
@@ -167,7 +167,7 @@ def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
 
 @jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
-    """[PG] eq. (11): ``S = max(F_prev, V(a))``, ``F = S + s_ij / w_i`` at the WFQ resource."""
+    """[PG] §III: ``S = max(F_prev, V(a))``, ``F = S + s_ij / w_i`` at the WFQ resource."""
     if j != opt[0]:
         pkt[pb + P_KEY] = t
         return
