@@ -31,6 +31,7 @@ MODULES: dict[str, str] = {
     "mr3": "mrfq.fq.mr3",
     "scfq": "mrfq.fq.scfq",
     "virtual-clock": "mrfq.fq.virtual_clock",
+    "wfq": "mrfq.fq.wfq",
 }
 
 
