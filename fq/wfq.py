@@ -186,7 +186,9 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     else:
         n = int(g[G_N])
         if n >= CAP:
-            raise ValueError("wfq: more than fq.wfq.CAP = 32768 flows GPS-backlogged at once")
+            raise ValueError("router.scheduler = 'wfq': more than 32768 flows backlogged at once in the fluid GPS "
+                             "system (fq.wfq.CAP); lower the load or the number of flows, or use 'scfq', whose "
+                             "virtual time needs no fluid system")
         g[G_TAB + n * NE + E_F] = fin
         g[G_TAB + n * NE + E_W] = weight
         g[G_TAB + n * NE + E_OWNER] = float(slot + 1)

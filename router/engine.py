@@ -294,7 +294,10 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             if not timing and done >= timed_from:
                 timing, loop_s0 = True, done
             c0, w0 = time.process_time(), time.perf_counter()
-            code = loop(*args)
+            try:
+                code = loop(*args)
+            except ValueError as e:   # a scheduler's own limit (fq.wfq.CAP): its message names the fix
+                raise MrfqError(str(e)) from None
             if timing:
                 loop_cpu += time.process_time() - c0
                 loop_wall += time.perf_counter() - w0
