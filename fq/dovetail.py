@@ -83,8 +83,12 @@ def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
             pkt[pb + j] = start_tag
             if start_tag > key:
                 key = start_tag
-        elif opt[1] == 0.0 and start_tag > key:
-            key = start_tag
+        else:
+            # a packet that skips j passes it in zero time under ingress placement: its start
+            # there must leave V_j as it is (as under "every", where it never reaches j)
+            pkt[pb + j] = 0.0
+            if opt[1] == 0.0 and start_tag > key:
+                key = start_tag
     pkt[pb + J] = key
 
 
@@ -140,7 +144,7 @@ class Reference(ReferenceTags):
     def admit(self, p, t):
         Fj = p.flow.tag.setdefault("Fj", [0.0] * self.J)
         S, Fin = {}, {}
-        for j in p.route:
+        for j in (j for j in range(self.J) if p.s[j] > 0.0):   # the resources it uses (not the ingress pass)
             S[j] = max(self.Vj[j], Fj[j])
             Fin[j] = S[j] + p.s[j] / p.flow.profile.weight
             Fj[j] = Fin[j]
@@ -150,6 +154,8 @@ class Reference(ReferenceTags):
         p.tag.update(S=S, Fin=Fin, key=key)
 
     def start(self, p, j, next_p, t):
+        if j not in p.tag["S"]:   # it skips j, passing it in zero time under ingress placement
+            return
         self.Vj[j] = max(self.Vj[j], p.tag["S"][j])
         self.max_finish_started[j] = max(self.max_finish_started[j], p.tag["Fin"][j])
 

@@ -133,7 +133,7 @@ BAD_TOML = [
     ('resources = ["cpu"]\n[[flow]]\ncost = [1.0, 2.0]\n', "flow[0].cost has 2 entries"),
     ('resources = ["cpu"]\n', "no traffic"),
     ('[[flow]]\ncost = [1.0]\n', "resources: missing"),
-    ('resources = ["cpu"]\n[router]\nscheduler = "wfq"\n[[flow]]\ncost = [1.0]\n', "router.scheduler"),
+    ('resources = ["cpu"]\n[router]\nscheduler = "wfq2"\n[[flow]]\ncost = [1.0]\n', "router.scheduler"),
     ('resources = ["cpu"]\n[[class]]\ncost = [1.0]\nrate = -0.1\n', "class[0].rate"),
     ('resources = ["cpu"]\n[[class]]\ncost = [1.0]\n', "class[0].rate: missing"),
     ('resources = ["cpu"]\n[[flow]]\ncost = [1.0]\nwieght = 2\n', "unknown key 'wieght'"),

@@ -117,7 +117,8 @@ def pipelines(draw):
     sc = draw(scenarios(J=3, scheduler="drfq") if draw(st.integers(0, 3)) == 0 else scenarios(J=2))
     J = sc.n_resources
     changes = {"router.schedule_at": draw(st.sampled_from(("every", "ingress")))}
-    if changes["router.schedule_at"] == "ingress" and sc.router.scheduler in ("fq-single", "drr"):
+    if changes["router.schedule_at"] == "ingress" and any(
+            o.name == "fq_resource" for o in SCHEDULERS[sc.router.scheduler].options):   # fq-single, drr, scfq, ...
         changes["router.fq_resource"] = sc.resources[sc.used_resources().index(True)]  # the first used
     if J > 1 and draw(st.booleans()):
         changes["router.stage_buffer"] = draw(st.sampled_from((1, 1, 2, 3, [1, "unbounded"], ["unbounded", 2])))
@@ -270,4 +271,21 @@ def test_middlebox_preset_engine_equals_reference():
     """The shipped transmit-ring preset (windows of 1000, a ring of 256), shortened."""
     sc = flows.load_preset("middlebox").replace(**{"run.duration": 600.0, "run.warmup": 50.0})
     assert sc.router.schedule_at == "ingress" and sc.router.stage_buffer == (256,)
+    check_engine_equals_reference(sc)
+
+
+@pytest.mark.parametrize("skipped", ["ignore", "virtual-time"])
+def test_dovetail_leaves_v_alone_where_a_packet_passes_ingress_in_zero_time(skipped):
+    """Under ingress placement a packet that costs nothing at the first resource passes it in zero
+    time; its start there must not move drfq-dovetail's V_0 (under "every" it never reaches it).
+    The engine's admission writes a start tag of 0 for a resource the packet skips (its record is
+    reused: an unwritten word would hold an earlier packet's tag), and the reference tags only the
+    resources a packet uses; a case of the property test above, pinned."""
+    sc = flows.from_dict({
+        "resources": ["r0", "r1"], "run": {"duration": 20.0, "seed": 0},
+        "router": {"scheduler": "drfq-dovetail", "window": 2, "skipped": skipped, "schedule_at": "ingress"},
+        "flow": [{"name": "f1", "cost": [0.0, 0.25], "weight": 0.5}, {"name": "f2", "cost": [0.0, 0.25], "weight": 0.5},
+                 {"name": "f3", "cost": [0.0, 0.0], "weight": 0.5, "per_byte": [0.0, 1 / 1024], "packet_sizes": [256]},
+                 {"name": "f4", "cost": [0.5, 0.0], "weight": 0.5, "per_byte": [0.0, 1 / 1024],
+                  "packet_sizes": [256]}]})
     check_engine_equals_reference(sc)
