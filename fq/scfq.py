@@ -41,6 +41,7 @@ from __future__ import annotations
 from mrfq.flows.errors import ScenarioError
 from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags, one_resource, option_value
+from mrfq.fq.fifo import admit, finish, head, ready  # noqa: F401  (FIFO's no-op hooks; the key in the packet's slot 0)
 
 NAME = "scfq"
 SUMMARY = "self-clocked fair queueing on one resource, FIFO elsewhere"
@@ -80,11 +81,6 @@ def encode(router, resources):
 
 
 @jit_inline
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
-    return
-
-
-@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[SCFQ] eq. (19): ``F = max(F_i^{k-1}, v) + s_ij / w_i`` at the fair-queued resource."""
     if j != opt[0]:
@@ -104,20 +100,10 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
 
 
 @jit_inline
-def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
-    return pkt[pb + P_KEY]
-
-
-@jit_inline
 def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """[SCFQ] eq. (20): ``v`` = the finish tag of the packet in service."""
     if j == opt[0]:
         S.res[j * NRS + R_V] = pkt[pb + P_KEY]
-
-
-@jit_inline
-def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
-    return
 
 
 @jit_inline
@@ -126,11 +112,6 @@ def idle(S, pkt, opt, J, j, t):
     if j == opt[0] and opt[1] != 0.0:
         S.res[j * NRS + R_V] = 0.0
         S.res[j * NRS + R_PERIOD] += 1.0
-
-
-@jit_inline
-def ready(S, pkt, opt, J, j, t):
-    return True
 
 
 class Reference(ReferenceTags):

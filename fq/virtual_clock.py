@@ -41,6 +41,7 @@ import math
 from mrfq.flows.errors import ScenarioError
 from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags, one_resource, option_value
+from mrfq.fq.fifo import admit, finish, head, idle, ready, start  # noqa: F401  (FIFO's no-op hooks; the key in the packet's slot 0)
 
 
 def total_weight(specs) -> float:
@@ -80,11 +81,6 @@ def encode(router, resources):
 
 
 @jit_inline
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
-    return
-
-
-@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[VC] §3: ``aux = max(t, aux) + s_ij / r_i``, ``s_ij / r_i = (s_ij / w_i) * W``."""
     if j != opt[0]:
@@ -97,31 +93,6 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     aux = aux + cst[cb + J + j] * opt[1]
     S.flow_res[b + FR_AUX] = aux
     pkt[pb + P_KEY] = aux
-
-
-@jit_inline
-def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
-    return pkt[pb + P_KEY]
-
-
-@jit_inline
-def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
-    return
-
-
-@jit_inline
-def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
-    return
-
-
-@jit_inline
-def idle(S, pkt, opt, J, j, t):
-    return
-
-
-@jit_inline
-def ready(S, pkt, opt, J, j, t):
-    return True
 
 
 class Reference(ReferenceTags):

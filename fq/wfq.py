@@ -65,6 +65,7 @@ from __future__ import annotations
 
 from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags, one_resource
+from mrfq.fq.fifo import admit, finish, head, idle, ready, start  # noqa: F401  (FIFO's no-op hooks; the key in the packet's slot 0)
 
 NAME = "wfq"
 SUMMARY = "WFQ / PGPS with the exact GPS virtual time on one resource, FIFO elsewhere"
@@ -161,11 +162,6 @@ def advance(S, J, j, t):
 
 
 @jit_inline
-def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
-    return
-
-
-@jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     """[PG] §III: ``S = max(F_prev, V(a))``, ``F = S + s_ij / w_i`` at the WFQ resource."""
     if j != opt[0]:
@@ -175,12 +171,12 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     g = S.glob
     r = (slot * J + j) * NFR + FR_ENTRY
     e = int(S.flow_res[r]) - 1
-    start = g[G_V]
+    start_tag = g[G_V]
     if e >= 0:
         f = g[G_TAB + e * NE + E_F]
-        if f > start:
-            start = f
-    fin = start + cst[cb + J + j]
+        if f > start_tag:
+            start_tag = f
+    fin = start_tag + cst[cb + J + j]
     if e >= 0:
         g[G_TAB + e * NE + E_F] = fin
     else:
@@ -196,31 +192,6 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
         S.flow_res[r] = float(n + 1)
         g[G_W] = _weights(g)
     pkt[pb + P_KEY] = fin
-
-
-@jit_inline
-def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
-    return pkt[pb + P_KEY]
-
-
-@jit_inline
-def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
-    return
-
-
-@jit_inline
-def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
-    return
-
-
-@jit_inline
-def idle(S, pkt, opt, J, j, t):
-    return
-
-
-@jit_inline
-def ready(S, pkt, opt, J, j, t):
-    return True
 
 
 class Reference(ReferenceTags):
