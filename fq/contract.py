@@ -67,9 +67,23 @@ parameters (checked by :func:`check_module` when the registry loads)::
                                                              head drop); next_pb / next_cb as for start,
                                                              called before head(next).  It was tagged: the
                                                              flow keeps what it was charged at arrival
+    eligibility(S, pkt, opt, J, slot, pb, cst, cb, j) -> e   (optional, with ``threshold``) the eligibility
+                                                             value of the head waiting at j, read when j
+                                                             chooses (it may change while the packet waits)
+    threshold(S, pkt, opt, J, j, t, e_min) -> float          (optional, with ``eligibility``) the heads whose
+                                                             value is <= this are eligible at j now; e_min =
+                                                             the smallest value among j's heads.  It must not
+                                                             decrease as e_min grows: the engine first tries
+                                                             the smallest head against threshold(-inf)
 
 Each resource serves, among the heads of the flows' FIFOs, the smallest
-``(key, flow id)``.  Phase order at one instant (docs/schedulers.md, 'Event order
+``(key, flow id)``.  A scheduler that defines ``eligibility`` and ``threshold``
+(WF²Q+'s start tags against the system virtual time, MR3's per-flow progress
+control) restricts the choice to its eligible heads: the smallest ``(key, flow id)``
+among the heads whose eligibility is at most the threshold; with none eligible the
+resource stays idle until a later instant, as when ``ready`` returns False.  (Where
+the scheduler does not order the queue, at a later resource under ingress placement,
+every head is eligible.)  Phase order at one instant (docs/schedulers.md, 'Event order
 and ties'): completions (``finish``), moves and departures in resource order
 (``arrive``/``head``), admissions (``admit``, ``arrive``, ``head``), then every
 idle resource in index order (``ready``, ``start``, ``head`` of the next packet,
@@ -141,7 +155,11 @@ HOOKS: dict[str, tuple[str, ...]] = {
 #: hooks a module may leave out: the contract's own (below) stands in
 OPTIONAL_HOOKS: dict[str, tuple[str, ...]] = {
     "drop": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j", "weight", "next_pb", "next_cb", "t"),
+    "eligibility": ("S", "pkt", "opt", "J", "slot", "pb", "cst", "cb", "j"),
+    "threshold": ("S", "pkt", "opt", "J", "j", "t", "e_min"),
 }
+#: optional hooks a module defines together or not at all
+ELIGIBILITY_HOOKS = ("eligibility", "threshold")
 REFERENCE_METHODS = ("admit", "arrive", "head", "start", "finish", "idle", "ready", "drop")
 ATTRIBUTES = ("NAME", "SUMMARY", "REFERENCE", "OBJECTIVE", "OPTIONS", "layout", "encode", "Reference")
 
@@ -164,6 +182,13 @@ def check_module(mod) -> None:
         if hasattr(mod, name) and _params(getattr(mod, name)) != params:
             raise TypeError(f"scheduler module {mod.__name__}: {name}{_params(getattr(mod, name))} must take "
                             f"{params} (fq/contract.py)")
+    if sum(hasattr(mod, h) for h in ELIGIBILITY_HOOKS) == 1:
+        raise TypeError(f"scheduler module {mod.__name__}: define both eligibility and threshold, or neither "
+                        f"(fq/contract.py)")
+    if has_eligibility(mod):
+        for m in ELIGIBILITY_HOOKS:
+            if not callable(getattr(mod.Reference, m, None)):
+                raise TypeError(f"scheduler module {mod.__name__}: Reference.{m} missing (fq/contract.py)")
     for m in REFERENCE_METHODS:
         if not callable(getattr(mod.Reference, m, None)):
             raise TypeError(f"scheduler module {mod.__name__}: Reference.{m} missing (fq/contract.py)")
@@ -232,6 +257,23 @@ class ReferenceTags:
 def drop(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     """The default ``drop`` hook: a packet dropped unserved changes nothing in the scheduler's state."""
     return
+
+
+@jit_inline
+def eligibility(S, pkt, opt, J, slot, pb, cst, cb, j):
+    """The default ``eligibility`` hook (a scheduler without one): every head is eligible."""
+    return 0.0
+
+
+@jit_inline
+def threshold(S, pkt, opt, J, j, t, e_min):
+    """The default ``threshold`` hook (a scheduler without one): every head is eligible."""
+    return 0.0
+
+
+def has_eligibility(mod) -> bool:
+    """Whether scheduler module ``mod`` restricts each resource's choice to eligible heads."""
+    return hasattr(mod, "eligibility")
 
 
 def hook(mod, name: str):

@@ -37,19 +37,32 @@ flow i (time units on its dominant resource, divided by the flow weight).
 4. [MR3 §IV] Every later resource serves packets in the order they arrive
    there (FIFO; key = arrival time, ties by flow id as everywhere:
    docs/schedulers.md, 'Event order and ties').
-5. [MR3 §IV-C] Progress control (R): the first resource must not run rounds
-   ahead of the last one.  Option ``router.progress = L`` (default 2): round k
-   may begin at resource 0 only when every packet scheduled in round ``k - L``
-   has *finished* service at the last resource it visits; until then resource
-   0 stays idle (``ready`` returns False) even with packets waiting, so MR3 is
-   not work-conserving.  ``L = 2`` lets the first resource work on round k
-   while the last one drains round k - 1 (the pipelining the paper keeps);
-   ``L = 1`` waits for the previous round to drain; ``L = 0`` turns progress
-   control off (plain ERR at the first resource).  (choice) "finished" rather
-   than "begun" at the last resource: a service start at the last resource
-   happens in phase 3 after resource 0 has been considered, so "begun" would
-   hold resource 0 idle until the next event instant for no reason of the
-   algorithm's own.
+5. [MR3 §IV-C] Progress control (R): the first resource must not run ahead of the
+   last one.  Option ``router.progress = L`` (default 2; 0 turns it off, plain ERR at
+   the first resource) bounds how far, and ``router.progress_scope`` says of what:
+
+   * ``"flow"`` (default): flow i may begin its n-th turn only when as many of its
+     packets have left their last resource as it had scheduled in its turns 1..n - L.
+     A flow that may not is passed over (its place in the list kept: it takes its
+     turn as soon as it may), and the others' turns go on, so resource 0 idles only
+     when no flow with packets there may take a turn.  Each flow keeps at most L of
+     its turns in the router.
+   * ``"round"``: round k may begin at resource 0 only when every packet scheduled in
+     round ``k - L`` has *finished* service at the last resource it visits; until then
+     resource 0 stays idle (``ready`` returns False) even with packets waiting.
+
+   (choice) ``"flow"`` is the default because global rounds hold every flow to the
+   slowest flow's pace at the last resource, which [MR3]'s DRF claim does not allow.
+   Two cases (window 30, the Schedulers page): with x = (0.05, 1), y = (0.25, 0),
+   z = (0.05, 1) global rounds give y the link's round pace (0.5 / 2.0 / 0.5 against
+   DRF's 0.5 / 3.8 / 0.5); with b = (0.05, 1) listed before a = (0.05, 0.05), a's
+   round quota (about 20 packets) over two rounds in flight exceeds its window, and
+   the rounds give 0.571 / 8.57 against DRF's 0.5 / 10, depending on the order of the
+   ``[[flow]]`` tables.  Per-flow progress reaches DRF in both, in either order.
+   (choice) "finished" rather than "begun" at the last resource: a service start at
+   the last resource happens in phase 3 after resource 0 has been considered, so
+   "begun" would hold resource 0 idle until the next event instant for no reason of
+   the algorithm's own.
 
 Every packet takes its turn in the rounds, even one that costs nothing at resource 0
 (``s_i0 = 0``): MR3 is scheduled at ingress by definition (``PLACEMENT``), so such a packet
@@ -66,10 +79,13 @@ How the rules map onto the contract (fq/contract.py): at resource 0 a
 packet's key is its flow's turn token (as in :mod:`fq.drr`): a new token from
 a global counter when the flow (re)joins the tail, the current one while its
 turn goes on, so the smallest key is the front of the active list.  Tokens are
-consumed in the order they were handed out, so round k + 1 begins with the
-first token handed out after round k began.  ``ready`` holds resource 0 for
-the progress control; ``finish`` counts, per round, the packets that have left
-their last resource.
+consumed in the order they were handed out (a flow passed over by per-flow progress
+keeps its token, the smallest, and is taken as soon as it may), and round k + 1
+begins with the first turn whose token was handed out after round k began.  Per-flow
+progress is the contract's eligibility (``eligibility`` is 1 for a flow that may not
+begin its turn yet, ``threshold`` 0); ``ready`` holds resource 0 for round progress;
+``finish`` counts the packets that have left their last resource, per round and per
+flow.
 """
 
 from __future__ import annotations
@@ -91,16 +107,23 @@ PLACEMENT = "ingress"
 #: a packet dropped while it waits (CoDel, the pool's push-out) is not defined here: its rounds count
 #: the visits and tokens of the flows in the list (fq.registry.resolve refuses the combination)
 DROPS_INSIDE = False
-OPTIONS = (Option("progress", 2, "MR3 progress control: round k starts at the first resource once every packet "
-                                 "of round k - progress has left its last resource; 0 = off (0..3)",
-                  examples=(0, 1, 3)),)
+OPTIONS = (Option("progress", 2, "MR3 progress control: how many turns (per flow) or rounds the first resource "
+                                 "may lead the last; 0 = off (0..3)", examples=(0, 1, 3)),
+           Option("progress_scope", "flow", "'flow': a flow begins turn n once its packets of turns up to "
+                                            "n - progress have left; 'round': round k begins once every packet of "
+                                            "round k - progress has left", examples=("round",)))
+SCOPES = ("flow", "round")
 
 # per-flow slots
 F_EXCESS = 0    # EC_i
 F_BALANCE = 1   # B_i during a turn
 F_IN_TURN = 2   # 1 while the flow's turn goes on
 F_TOKEN = 3     # the token of the flow's current turn
-NF = 4
+F_TURNS = 4     # turns the flow has begun
+F_SCHED = 5     # its packets begun at resource 0
+F_LEFT = 6      # its packets begun at resource 0 that left their last resource
+F_CUM = 7       # F_CUM + (n % RING): its packets begun at resource 0 in its turns 1..n
+NF = 11
 # global slots
 G_ISSUED = 0      # tokens handed out
 G_TURNS = 1       # turns begun (= tokens consumed: they are consumed in order)
@@ -124,12 +147,16 @@ def layout(J):
 
 
 def encode(router, resources):
-    """``opt = (L,)``, the progress-control lag."""
+    """``opt = (L, 1.0 for per-flow progress / 0.0 for rounds)``."""
     lag = option_value(router, "progress", 2)
     if isinstance(lag, bool) or not isinstance(lag, int) or not 0 <= lag <= 3:
-        raise ScenarioError(f"router.progress = {lag!r}: must be an integer 0..3 (rounds the first resource "
-                            f"may lead the last; 0 turns MR3's progress control off)")
-    return (float(lag),)
+        raise ScenarioError(f"router.progress = {lag!r}: must be an integer 0..3 (turns or rounds the first "
+                            f"resource may lead the last; 0 turns MR3's progress control off)")
+    scope = option_value(router, "progress_scope", "flow")
+    if scope not in SCOPES:
+        raise ScenarioError(f"router.progress_scope = {scope!r}: choose 'flow' (each flow keeps at most "
+                            f"router.progress of its turns in the router) or 'round' (global rounds)")
+    return (float(lag), 1.0 if scope == "flow" else 0.0)
 
 
 @jit_inline
@@ -195,8 +222,12 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
         S.flow[b + F_BALANCE] = g[G_MAXEC_PREV] - S.flow[b + F_EXCESS]
         S.flow[b + F_IN_TURN] = 1.0
         g[G_TURN_OPEN] = 1.0
+        S.flow[b + F_TURNS] += 1.0
     pkt[pb + P_ROUND] = g[G_ROUND]
     g[G_SCHED + int(g[G_ROUND]) % RING] += 1.0
+    sched = S.flow[b + F_SCHED] + 1.0
+    S.flow[b + F_SCHED] = sched
+    S.flow[b + F_CUM + int(S.flow[b + F_TURNS]) % RING] = sched
     balance = S.flow[b + F_BALANCE] - _dominant(cst, J, cb) / weight
     S.flow[b + F_BALANCE] = balance
     if next_pb < 0 or balance < 0.0:                  # the turn ends
@@ -214,6 +245,7 @@ def finish(S, pkt, opt, J, slot, pb, cst, cb, j, t):
     r = pkt[pb + P_ROUND]
     if r > 0.0 and j == _last_resource(cst, J, cb):
         S.glob[G_DONE + int(r) % RING] += 1.0
+        S.flow[slot * NF + F_LEFT] += 1.0
 
 
 @jit_inline
@@ -222,9 +254,30 @@ def idle(S, pkt, opt, J, j, t):
 
 
 @jit_inline
+def eligibility(S, pkt, opt, J, slot, pb, cst, cb, j):
+    """Rule 5, per flow: 1 while the flow may not begin its next turn n (fewer of its packets have
+    left their last resource than it scheduled in turns 1..n - L), else 0."""
+    if j != 0 or opt[0] == 0.0 or opt[1] == 0.0:
+        return 0.0
+    b = slot * NF
+    if S.flow[b + F_IN_TURN] != 0.0:
+        return 0.0                                     # its turn goes on
+    n = S.flow[b + F_TURNS] + 1.0 - opt[0]
+    if n < 1.0 or S.flow[b + F_LEFT] >= S.flow[b + F_CUM + int(n) % RING]:
+        return 0.0
+    return 1.0
+
+
+@jit_inline
+def threshold(S, pkt, opt, J, j, t, e_min):
+    """Eligible: the flows whose ``eligibility`` is 0."""
+    return 0.0
+
+
+@jit_inline
 def ready(S, pkt, opt, J, j, t):
-    """Rule 5: resource 0 may begin round k + 1 only when round k + 1 - L has left the router."""
-    if j != 0 or opt[0] == 0.0:
+    """Rule 5, rounds: resource 0 may begin round k + 1 only when round k + 1 - L has left the router."""
+    if j != 0 or opt[0] == 0.0 or opt[1] != 0.0:
         return True
     g = S.glob
     if g[G_TURN_OPEN] != 0.0 or g[G_TURNS] < g[G_ROUND_END]:
@@ -237,18 +290,21 @@ def ready(S, pkt, opt, J, j, t):
 
 
 class Reference(ReferenceTags):
-    """MR3 as [MR3] Alg. 1 / [ERR] write it: an explicit active list (a deque of flows), rounds
-    delimited by a count of the visits left in the round, excess counters, and per-round packet
-    counts for the progress control.  ``start`` checks that the router picked the list's front."""
+    """MR3 as [MR3] Alg. 1 / [ERR] write it: an explicit active list (a deque of flows, each with the
+    ticket it joined with), rounds delimited by tickets (round k + 1 begins with the first visit of a
+    flow that joined after round k began), excess counters, per-round packet counts for round
+    progress and per-flow turn lists for per-flow progress.  ``start`` checks that the router
+    visited the list's first flow that may take its turn."""
 
     def __init__(self, J, opt, router):
         super().__init__(J, opt, router)
         self.lag = int(opt[0])
+        self.per_flow = opt[1] != 0.0
         self.active: deque = deque()
         self.serving_turn = None          # the flow whose turn goes on
         self.tickets = 0
         self.round = 0
-        self.visits_left = 0              # visits of the current round not yet made
+        self.round_end = 0                # the first ticket of round k + 1
         self.max_ec_prev = 0.0
         self.max_ec_cur = 0.0
         self.scheduled: Counter = Counter()   # round -> packets begun at resource 0
@@ -268,22 +324,44 @@ class Reference(ReferenceTags):
         self.tickets += 1
         return f.tag["ticket"]
 
+    def _may_begin_turn(self, f) -> bool:
+        """Per-flow progress: f's packets of its turns 1..n - L have left (n: its next turn)."""
+        if not self.per_flow or self.lag == 0:
+            return True
+        turns = f.tag.setdefault("turns", [])      # packets begun at resource 0, per turn
+        n = len(turns) + 1
+        return n - self.lag < 1 or f.tag.get("left", 0) >= sum(turns[:n - self.lag])
+
+    def eligibility(self, p, j):
+        if j != 0 or p.flow is self.serving_turn:
+            return 0.0
+        return 0.0 if self._may_begin_turn(p.flow) else 1.0
+
+    def threshold(self, j, t, e_min):
+        return 0.0
+
     def start(self, p, j, next_p, t):
         if j != 0:
             return
         f = p.flow
         if f is not self.serving_turn:    # a visit
-            front = self.active.popleft()
-            assert front is f, f"MR3 visits flow {f.uid}, the active list's front is flow {front.uid}"
-            if self.visits_left == 0:     # round k is over: round k + 1 = the flows in the list now
+            passed = []
+            while self.active[0] is not f:
+                passed.append(self.active.popleft())
+            self.active.popleft()
+            assert all(not self._may_begin_turn(g) for g in passed), \
+                f"MR3 visits flow {f.uid} before flow {passed[0].uid}, which may take its turn"
+            self.active.extendleft(reversed(passed))
+            if f.tag["ticket"] >= self.round_end:    # round k is over: round k + 1 = the flows in the list now
                 self.round += 1
-                self.visits_left = len(self.active) + 1
+                self.round_end = self.tickets
                 self.max_ec_prev, self.max_ec_cur = self.max_ec_cur, 0.0
-            self.visits_left -= 1
             f.tag["balance"] = self.max_ec_prev - f.tag.get("excess", 0.0)
+            f.tag.setdefault("turns", []).append(0)
             self.serving_turn = f
         p.tag["round"] = self.round
         self.scheduled[self.round] += 1
+        f.tag["turns"][-1] += 1
         f.tag["balance"] -= max(p.s) / f.profile.weight
         if next_p is None or f.tag["balance"] < 0.0:
             self.serving_turn = None
@@ -293,9 +371,12 @@ class Reference(ReferenceTags):
     def finish(self, p, j, t):
         if "round" in p.tag and j == p.route[-1]:
             self.left[p.tag["round"]] += 1
+            p.flow.tag["left"] = p.flow.tag.get("left", 0) + 1
 
     def ready(self, j, t):
-        if j != 0 or self.lag == 0 or self.serving_turn is not None or self.visits_left > 0:
+        if j != 0 or self.lag == 0 or self.per_flow or self.serving_turn is not None:
             return True
+        if self.active and self.active[0].tag["ticket"] < self.round_end:
+            return True                   # the next visit belongs to the current round
         r = self.round + 1 - self.lag
         return r < 1 or self.left[r] == self.scheduled[r]

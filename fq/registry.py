@@ -32,6 +32,7 @@ MODULES: dict[str, str] = {
     "scfq": "mrfq.fq.scfq",
     "virtual-clock": "mrfq.fq.virtual_clock",
     "wfq": "mrfq.fq.wfq",
+    "wf2q-plus": "mrfq.fq.wf2q_plus",
 }
 
 

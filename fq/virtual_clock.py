@@ -68,9 +68,10 @@ def layout(J):
     return Layout(flow_res=1, pkt=1, increments=True)
 
 
-def encode(router, resources):
-    """``opt = (Virtual Clock resource index, W)``."""
-    jv = one_resource(router, resources, "virtual-clock")
+def encode(router, resources, what: str = "virtual-clock"):
+    """``opt = (Virtual Clock resource index, W)`` (``what``: the scheduler, for refusals; ``wf2q-plus``
+    reserves its rates the same way)."""
+    jv = one_resource(router, resources, what)
     w = option_value(router, "total_weight", None)
     if w is None:
         return (float(jv), 1.0)

@@ -202,6 +202,12 @@ def find(hp, n, j, slot):
 
 
 @jit_inline
+def lt_at(hp, j, a, b):
+    """Whether the entry at word offset a of resource j's heap orders before the one at b."""
+    return _lt(hp[j, a], hp[j, a + 1], hp[j, b], hp[j, b + 1]) != 0
+
+
+@jit_inline
 def _sift_down(hp, n, j, i, kb, u):
     """Entry (kb, u) goes in at word offset i or below (heap size n): smaller children move up."""
     c = 2 * i + 2

@@ -67,7 +67,7 @@ import types as _types
 import numpy as np
 
 from mrfq.fq._jit import engine_sources_hash, jit_inline, jit_no_refcount, no_wraparound
-from mrfq.fq.contract import hook
+from mrfq.fq.contract import has_eligibility, hook
 from mrfq.router import heap
 from mrfq.router.delays import SHIFT
 from mrfq.router.heap import f2i
@@ -304,6 +304,36 @@ def _went_idle(bf, NBF, s, t, ft, REC, rfb_on, rfb_log, rfb_n):
     return rfb_n
 
 
+def _eligibility_of(S, opt, J, RM, W, PC, NFC, RV, j, ft, cst, hp, i):
+    """The scheduler's eligibility value of the head at word offset i of j's heap."""
+    s = hp[j, i + 1] & heap.SLOT_MASK
+    rec = _rec(ft.ring, RV, RM + 1, RM, s, ft.qs[(s * J + j) * QS_WIDTH + QS_HEAD])
+    return sched_eligibility(S, ft.pkt, opt, J, s, rec * W, cst, _cost_base(PC, NFC, s, rec), j)  # noqa: F821
+
+
+def _eligible_at(S, opt, J, RM, W, PC, NFC, RV, j, t, ft, cst, hp, ri):
+    """The word offset in j's heap of the smallest (key, flow id) among the heads the scheduler
+    finds eligible (its ``eligibility`` at most its ``threshold``, fq/contract.py), or -1: none.
+    The top is tried first against the threshold of e_min = -inf (a threshold never decreases as
+    e_min grows), so a scan of every head happens only when the top is not eligible."""
+    if _eligibility_of(S, opt, J, RM, W, PC, NFC, RV, j, ft, cst, hp, 0) <= sched_threshold(  # noqa: F821
+            S, ft.pkt, opt, J, j, t, -INF):
+        return 0
+    n = ri[RI_HEAP_N * J + j]
+    e_min = INF
+    for i in range(n):
+        e = _eligibility_of(S, opt, J, RM, W, PC, NFC, RV, j, ft, cst, hp, 2 * i)
+        if e < e_min:
+            e_min = e
+    thr = sched_threshold(S, ft.pkt, opt, J, j, t, e_min)  # noqa: F821
+    best = -1
+    for i in range(n):
+        if _eligibility_of(S, opt, J, RM, W, PC, NFC, RV, j, ft, cst, hp, 2 * i) <= thr:
+            if best < 0 or heap.lt_at(hp, j, 2 * i, best):
+                best = 2 * i
+    return best
+
+
 def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, service_end,
                 busy_post, trace_cap, tr_n, tr, REC, rfb_on, rfb_log, rfb_n, ING, STAGED, LP, RV, CODEL, bf):
     """Idle resource j starts its smallest head (phase 3); returns the trace length, the length
@@ -313,7 +343,9 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
     or ST_NONE.  With CoDel (``CODEL``), the head of an open-loop flow's queue at its first resource
     passes router.buffers.codel first: dropped heads leave unserved, and the flow's next head is
     examined at once, as RFC 8289's dequeue does (the scheduler chose the queue; CoDel chooses which
-    of its packets leaves it); a queue emptied so leaves the heap and j chooses again."""
+    of its packets leaves it); a queue emptied so leaves the heap and j chooses again.  A scheduler
+    with eligibility hooks (``SCHED_ELIG``) chooses among its eligible heads (:func:`_eligible_at`):
+    none eligible, ST_NONE."""
     if ri[RI_HEAP_N * J + j] == 0:
         sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
         return tr_n, rfb_n, ST_NONE
@@ -325,7 +357,12 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         if ri[RI_HEAP_N * J + j] == 0:  # (CoDel emptied every queue at j)
             sched_idle(S, ft.pkt, opt, J, j, t)  # noqa: F821
             return tr_n, rfb_n, ST_NONE
-        top = hp[j, 1]
+        pos = 0  # the word offset in j's heap of the head chosen: the top, or an eligible one
+        if SCHED_ELIG and not (ING and j > 0):  # noqa: F821
+            pos = _eligible_at(S, opt, J, RM, W, PC, NFC, RV, j, t, ft, cst, hp, ri)
+            if pos < 0:
+                return tr_n, rfb_n, ST_NONE
+        top = hp[j, pos + 1]
         s = top & heap.SLOT_MASK
         qb = (s * J + j) * QS_WIDTH
         seq = qs[qb + QS_HEAD]
@@ -352,7 +389,10 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
             rfb_n = _went_idle(bf, NBF, s, t, ft, REC, rfb_on, rfb_log, rfb_n)
             if cnt == 0:
                 codel_emptied(bf, s, NBF, phase)
-                heap.pop(hp, ri, RI_HEAP_N * J + j, j)
+                if pos == 0:
+                    heap.pop(hp, ri, RI_HEAP_N * J + j, j)
+                else:
+                    heap.remove_at(hp, ri, RI_HEAP_N * J + j, j, pos)
                 break
             seq = qs[qb + QS_HEAD]
             rec = _rec(ft.ring, RV, NR, RM, s, seq)
@@ -391,10 +431,16 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
             key = pkt[pbn + LP]
         else:
             key = sched_head(S, pkt, opt, J, s, pbn, cst, cbn, j, weight)  # noqa: F821
-        heap.replace_top(hp, ri, RI_HEAP_N * J + j, j, key, top >> heap.SLOT_BITS, s)
+        if pos == 0:
+            heap.replace_top(hp, ri, RI_HEAP_N * J + j, j, key, top >> heap.SLOT_BITS, s)
+        else:
+            heap.rekey_at(hp, ri, RI_HEAP_N * J + j, j, pos, key, top >> heap.SLOT_BITS, s)
     else:
         sched_start(S, pkt, opt, J, s, pb, cst, cb, j, weight, -1, -1, t)  # noqa: F821
-        heap.pop(hp, ri, RI_HEAP_N * J + j, j)
+        if pos == 0:
+            heap.pop(hp, ri, RI_HEAP_N * J + j, j)
+        else:
+            heap.remove_at(hp, ri, RI_HEAP_N * J + j, j, pos)
     ri[RI_BUSY_SLOT * J + j] = s
     ri[RI_BUSY_SEQ * J + j] = seq
     end = t + cst[cb + j]
@@ -745,9 +791,14 @@ def _bound(info) -> dict:
         mod = info.module
         g = dict(globals())
         g.update(sched_admit=mod.admit, sched_arrive=mod.arrive, sched_head=mod.head, sched_start=mod.start,
-                 sched_finish=mod.finish, sched_idle=mod.idle, sched_ready=mod.ready, sched_drop=hook(mod, "drop"))
+                 sched_finish=mod.finish, sched_idle=mod.idle, sched_ready=mod.ready, sched_drop=hook(mod, "drop"),
+                 sched_eligibility=hook(mod, "eligibility"), sched_threshold=hook(mod, "threshold"),
+                 SCHED_ELIG=has_eligibility(mod))
         suffix = "".join(c if c.isalnum() else "_" for c in info.name)
-        for name in ("_enqueue", "_admit", "_start_next", "_drop_head", "_push_out"):
+        names = ("_enqueue", "_admit", "_start_next", "_drop_head", "_push_out")
+        if has_eligibility(mod):
+            names = ("_eligibility_of", "_eligible_at") + names
+        for name in names:
             f = _rebind(globals()[name], g)
             f.__qualname__ = f"{name}__{suffix}"
             g[name] = jit_inline(f, python=False)

@@ -68,6 +68,7 @@ import numpy as np
 import simpy
 
 from mrfq.flows.scenario import MAX_TIME, Scenario
+from mrfq.fq.contract import has_eligibility
 from mrfq.fq.registry import at_ingress, resolve, used_resources
 from mrfq.flows.traffic import ArrivalStream, PacketStream, cost_key
 from mrfq.router.batches import batch_starts
@@ -296,6 +297,7 @@ class ReferenceRouter:
         self.stage_n = [0] * J
         self.env = simpy.Environment()
         self.tags = make_tags(sc, self)
+        self.eligible_rule = has_eligibility(resolve(sc.router, sc.resources)[0].module)
 
         # waiting packets (not in service): per resource, each flow's FIFO, and the key of each head
         self.fifo: list[dict[int, list[Packet]]] = [{} for _ in range(J)]
@@ -510,7 +512,15 @@ class ReferenceRouter:
         while True:   # (again when CoDel empties the queue it took)
             if not self.head_key[j]:
                 return self._idle(j, t)
-            uid = min(self.head_key[j], key=lambda u: (self.head_key[j][u], u))
+            heads = self.head_key[j]
+            if self.eligible_rule and not (self.ingress and j > 0):
+                # the scheduler's eligible heads only (fq/contract.py: eligibility, threshold)
+                e = {u: self.tags.eligibility(self.fifo[j][u][0], j) for u in heads}
+                limit = self.tags.threshold(j, t, min(e.values()))
+                heads = [u for u in heads if e[u] <= limit]
+                if not heads:
+                    return ""
+            uid = min(heads, key=lambda u: (self.head_key[j][u], u))
             fifo = self.fifo[j][uid]
             p = fifo[0]
             f = p.flow

@@ -29,18 +29,56 @@ def rows(sc, resource, n):
     return eng
 
 
-def link_bound(progress=None):
+def link_bound(progress=None, scope=None):
     """f1 s = (1/2, 1) (d = 1), f2 s = (1/4, 1/2) (d = 1/2), window 3: the link is the bottleneck."""
     router = {"scheduler": "mr3", "window": 3}
     if progress is not None:
         router["progress"] = progress
+    if scope is not None:
+        router["progress_scope"] = scope
     return flows.from_dict({"resources": ["cpu", "link"], "router": router, "run": {"duration": 12.0},
                             "flow": [{"name": "f1", "cost": [0.5, 1.0]}, {"name": "f2", "cost": [0.25, 0.5]}]})
 
 
 @pytest.mark.nojit
-def test_mr3_trace_by_hand_progress_control():
-    """Default progress control L = 2: round k starts on the CPU once round k - 2 has left the link.
+def test_mr3_trace_by_hand_per_flow_progress():
+    """Default progress control, L = 2 per flow: a flow begins its turn n once its packets of turns
+    1..n - 2 have left the link; a flow that may not is passed over, keeping its token.
+
+    Tokens in the order flows join the CPU's active list; B = balance, EC = excess counter,
+    MaxEC(k-1) = largest EC left by round k - 1; d = dominant service of a packet.  Up to 1.5 as
+    in the round-progress trace below: f1's turns 1, 2 (f1p1, f1p2), f2's turns 1, 2 (f2p1; f2p2,
+    f2p3), rounds 1 and 2.
+      1.75 f1 (token 4), turn 3: its turn 1 (f1p1) left at 1.5: it may.  Round 3, MaxEC(2) = 1:
+           B = 1 - 1 = 0 -> f1p3, EC1 = 1 (token 5).                        CPU f1p3 [1.75, 2.25]
+           (under round progress the CPU idles here: f2p1, of round 1, is still on the link)
+      2    f2p1 leaves the link; f2p4 admitted, f2 joins (token 6).         link f1p2 [2, 3]
+      2.25 f1 (token 5), turn 4, needs turns 1-2 (f1p1, f1p2) off the link: f1p2 is not: passed
+           over.  f2 (token 6), turn 3, needs its turn 1 (f2p1): left.  Round 4, MaxEC(3) = 1:
+           B = 1 - 0 -> f2p4, nothing more waiting: leaves.                  CPU f2p4 [2.25, 2.5]
+      2.5  f1 still may not; f2 has nothing at the CPU: the CPU idles.
+      3    f1p2 leaves: f1 may (token 5 < round 4's end: round 4 goes on).  B = 1 - 1 = 0 -> f1p4,
+           EC1 = 1 (token 7).                                                CPU f1p4 [3, 3.5]
+           link: f2p2 [3, 3.5], f2p3 [3.5, 4] (FIFO: they came before f1p3)
+      3.5  f2p5 admitted (token 8).  f1, turn 5, needs f1p3 off the link; f2, turn 4, needs
+           f2p2, f2p3: neither may.  The CPU idles.
+      4    f2p3 leaves: f2 may.  Round 5, MaxEC(4) = 1: B = 1 -> f2p5 (B = .5), f2p6 waits (f2p6
+           admitted at 4): f2p6 (B = 0), nothing more: leaves.   CPU f2p5 [4, 4.25], f2p6 [4.25, 4.5]
+           link f1p3 [4, 5]
+      5    f1p3 leaves: f1 may.  B = 1 - 1 = 0 -> f1p5.                       CPU f1p5 [5, 5.5]
+    """
+    sc = link_bound()
+    assert rows(sc, 0, 11) == [
+        (0.0, "f1", 1), (0.5, "f2", 1), (0.75, "f1", 2), (1.25, "f2", 2), (1.5, "f2", 3), (1.75, "f1", 3),
+        (2.25, "f2", 4), (3.0, "f1", 4), (4.0, "f2", 5), (4.25, "f2", 6), (5.0, "f1", 5)]
+    assert rows(sc, 1, 7) == [
+        (0.5, "f1", 1), (1.5, "f2", 1), (2.0, "f1", 2), (3.0, "f2", 2), (3.5, "f2", 3), (4.0, "f1", 3), (5.0, "f2", 4)]
+
+
+@pytest.mark.nojit
+def test_mr3_trace_by_hand_round_progress():
+    """Round progress control (progress_scope = "round"), L = 2: round k starts on the CPU once
+    round k - 2 has left the link.
 
     Tokens in the order flows join the CPU's active list; B = balance, EC = excess counter,
     MaxEC(k-1) = largest EC left by round k - 1; d = dominant service of a packet.
@@ -66,7 +104,7 @@ def test_mr3_trace_by_hand_progress_control():
            round 6 at 7.5: f1p6.  From then on, per round, f1 sends one packet and f2 two: one
            link unit each, the DRF rates (0.5, 1.0), and the link never idles.
     """
-    sc = link_bound()
+    sc = link_bound(scope="round")
     assert rows(sc, 0, 13) == [
         (0.0, "f1", 1), (0.5, "f2", 1), (0.75, "f1", 2), (1.25, "f2", 2), (1.5, "f2", 3), (2.0, "f1", 3),
         (2.5, "f2", 4), (4.0, "f1", 4), (4.5, "f2", 5), (4.75, "f2", 6), (5.5, "f1", 5), (6.0, "f2", 7),
@@ -146,19 +184,74 @@ def test_progress_control_is_what_keeps_drf_when_the_first_resource_is_idle():
 
 
 def test_progress_one_round_leaves_the_bottleneck_idle():
-    """progress = 1 (each round waits for the previous one to leave the link) is not work-conserving:
-    on the two-flow public oracle neither resource is saturated, unlike with the default lag 2."""
+    """Round progress with L = 1 (each round waits for the previous one to leave the link) is not
+    work-conserving: on the two-flow public oracle neither resource is saturated, unlike with the
+    default lag 2.  Per flow, L = 1 holds only a flow's own next turn: the other flow's turn fills
+    the gap, both resources saturate and the rates are DRF's 2/3; a flow alone idles the CPU
+    while its turn drains (half the link's rate for one packet per turn)."""
     a = SPEC_1_4["two flows"]
-    got, util = static_rates(a, 10000.0, progress=1)
+    got, util = static_rates(a, 10000.0, progress=1, progress_scope="round")
     assert max(util) < 0.9 and np.all(got < 0.6), (got, util)
-    got, util = static_rates(a, 10000.0, progress=2)
+    got, util = static_rates(a, 10000.0, progress=2, progress_scope="round")
     assert min(util) == pytest.approx(1.0, abs=2e-3)
+    got, util = static_rates(a, 10000.0, progress=1)
+    assert min(util) == pytest.approx(1.0, abs=2e-3) and np.allclose(got, [2 / 3, 2 / 3], rtol=2e-3)
+    got, util = static_rates([[1.0, 1.0]], 10000.0, progress=1)
+    assert got[0] == pytest.approx(0.5, rel=2e-3)
 
 
 @settings(deadline=None, max_examples=max(5, int(25 * SCALE)))
-@given(sc=st.sampled_from((2, 2, 3)).flatmap(lambda J: scenarios(J=J, scheduler="mr3")), progress=st.integers(0, 3))
-def test_engine_equals_reference_with_mr3_options(sc, progress):
-    check_engine_equals_reference(sc.replace(**{"router.scheduler": "mr3", "router.progress": progress}))
+@given(sc=st.sampled_from((2, 2, 3)).flatmap(lambda J: scenarios(J=J, scheduler="mr3")), progress=st.integers(0, 3),
+       scope=st.sampled_from(("flow", "round")))
+def test_engine_equals_reference_with_mr3_options(sc, progress, scope):
+    check_engine_equals_reference(sc.replace(**{"router.scheduler": "mr3", "router.progress": progress,
+                                                "router.progress_scope": scope}))
+
+
+def ordered_rates(a, weights, scope, reverse):
+    """Long-run rates (window 30, duration 20000, warm-up 2000) in the flows' own order, with the
+    [[flow]] tables listed as given or reversed."""
+    idx = list(range(len(a)))[::-1] if reverse else list(range(len(a)))
+    sc = flows.from_dict({"resources": [f"r{j}" for j in range(len(a[0]))],
+                          "router": {"scheduler": "mr3", "window": 30, "progress_scope": scope},
+                          "run": {"duration": 20000.0, "warmup": 2000.0},
+                          "flow": [{"name": f"f{i}", "cost": a[i], "weight": weights[i]} for i in idx]})
+    got = {f.name: f.rate for f in simulate(sc).flows}
+    return np.array([got[f"f{i}"] for i in range(len(a))])
+
+
+@pytest.mark.parametrize("a, weights, drf_rates, round_rates", [
+    # x = (0.05, 1), y = (0.25, 0), z = (0.05, 1): y skips the saturated link
+    ([[0.05, 1.0], [0.25, 0.0], [0.05, 1.0]], [1, 1, 1], [0.5, 3.8, 0.5], ([0.5, 2.0, 0.5], [0.5, 2.0, 0.5])),
+    # three resources, b weight 2: the rounds' result depends on the order of the tables
+    ([[0.25, 0.05, 0.5], [1.0, 1.0, 0.5]], [1, 2], [0.8, 0.8], ([0.727272, 0.727272], [2 / 3, 2 / 3])),
+])
+def test_per_flow_progress_reaches_drf_where_rounds_do_not(a, weights, drf_rates, round_rates):
+    """Per-flow progress (the default) gives weighted DRF in either order of the [[flow]] tables;
+    global rounds hold a flow that skips the last resource to the rounds' pace there, and depend
+    on the order (docs/schedulers.md, 'mr3')."""
+    assert np.allclose(drf(np.array(a), np.array(weights, float)).phi, drf_rates, rtol=1e-9)
+    for reverse in (False, True):
+        assert np.allclose(ordered_rates(a, weights, "flow", reverse), drf_rates, rtol=2e-3)
+        assert np.allclose(ordered_rates(a, weights, "round", reverse), round_rates[reverse], rtol=2e-3)
+
+
+def test_per_flow_progress_is_order_free_but_bounded_by_the_window():
+    """b = (0.05, 1) and a = (0.05, 0.05), window 30: DRF is 0.5 / 10 (a sends about 20 packets a
+    turn).  Global rounds give 0.571 / 8.57 with b listed first and DRF with a first; per-flow
+    progress gives 0.571 / 8.57 in both orders: a's two turns in the router (40 packets) exceed its
+    window, and b's packets ahead of a's at the link's FIFO hold them back.  Window 100 gives DRF."""
+    a = [[0.05, 1.0], [0.05, 0.05]]
+    for reverse in (False, True):
+        assert np.allclose(ordered_rates(a, [1, 1], "flow", reverse), [4 / 7, 60 / 7], rtol=2e-3)
+    assert np.allclose(ordered_rates(a, [1, 1], "round", False), [4 / 7, 60 / 7], rtol=2e-3)
+    assert np.allclose(ordered_rates(a, [1, 1], "round", True), [0.5, 10.0], rtol=2e-3)
+
+
+@pytest.mark.nojit
+def test_mr3_bad_progress_scope():
+    with pytest.raises(ScenarioError, match=r"router.progress_scope = 'turn': choose 'flow' .* or 'round'"):
+        simulate(link_bound(scope="turn"))
 
 
 @pytest.mark.nojit

@@ -119,8 +119,14 @@ def test_drfq_fairness_bound_when_the_first_resource_is_a_bottleneck(scheduler, 
 @pytest.mark.parametrize("variant,weights", [("balanced", (1.0, 1.0, 1.0)), ("link-bottleneck", (1.0, 1.0, 1.0)),
                                              ("balanced", (1.0, 2.0, 1.0))])
 def test_mr3_round_robin_bound(variant, weights):
-    c = tb.fairness_check("mr3", FAIR_RUN, variant=variant, weights=weights)
+    """Global rounds (progress_scope = "round") meet [ERR]'s 3 L exactly.  Per-flow progress (the
+    default) passes over a flow whose own turns have not left, which ERR's proof does not allow:
+    up to 3.2 L measured (8 seeds, 1200 and 4000 time units, docs/findings/theory-checks.md), held
+    here to 3.5 L."""
+    c = tb.fairness_check("mr3", FAIR_RUN, variant=variant, weights=weights, router={"progress_scope": "round"})
     assert c["scheduled"] <= c["err_bound"] * (1 + 1e-9), c
+    c = tb.fairness_check("mr3", FAIR_RUN, variant=variant, weights=weights)
+    assert c["scheduled"] <= 3.5, c
 
 
 def test_fifo_exceeds_the_fairness_bounds():
