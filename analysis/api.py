@@ -309,7 +309,10 @@ class ScorecardReport:
     ``rows`` (also ``to_records()``): one row per scheduler and ``[[flow]]`` table, with the keys of
     ``mrfq scorecard --json``'s ``flows`` (``rate``, ``share``, ``mean``, ``ci``, ``p99``,
     ``drops``, ...); ``schedulers``: one row per scheduler (``services``, ``cpu_ns_per_service``);
-    ``intervals``: with ``intervals=``, one row per scheduler, flow and interval; ``cdfs``: the
+    ``intervals``: with ``intervals=``, one row per scheduler, flow and interval, and
+    ``interval_fairness`` one per scheduler and interval (``jain``, ``max_min_ratio``: Jain's index
+    and the max/min ratio of the windowed flows' normalised dominant shares; ``schedulers`` has them
+    for the whole run); ``cdfs``: the
     sojourn CDFs :func:`analysis.plots.plot_delay_cdfs` draws.  ``raw`` is the
     :class:`analysis.scorecard.ScorecardResult` (its ``runs``: every scheduler's
     :class:`router.run.RunResult`).
@@ -320,6 +323,7 @@ class ScorecardReport:
         self.rows = Records(result.rows, raw=result)
         self.schedulers = Records(result.schedulers)
         self.intervals = Records(result.intervals)
+        self.interval_fairness = Records(result.interval_fairness)
         self.cdfs = Records(result.cdfs)
 
     def __repr__(self) -> str:

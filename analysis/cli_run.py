@@ -83,6 +83,7 @@ def format_run(r) -> str:
         lines.append("")
     lines.extend(format_delays(r))
     lines.extend(format_rfb(r))
+    lines.extend(format_fairness(r))
     lines.append(f"{'resource':<12} {'utilization':>11} {'services':>14}")
     for x in r.resources:
         lines.append(f"{x.name:<12} {x.utilization:>11.4f} {x.services:>14,}")
@@ -149,6 +150,19 @@ def format_rfb(r) -> list[str]:
             f"weight); the largest |S_i/w_i - S_j/w_j| over pairs of the {f.flows} static flows and intervals after "
             "warm-up on which both are backlogged, S the service at the flow's dominant resource"
             + (f"; {f.reason}" if f.reason else ""), ""]
+
+
+def format_fairness(r) -> list[str]:
+    """Jain's index and the max/min ratio of the windowed flows' normalised dominant shares, where there
+    are two such flows or more."""
+    from mrfq.analysis import fairness_index as fi
+    from mrfq.analysis.run_report import run_fairness
+
+    ix = run_fairness(r)
+    if ix["flows"] < 2:
+        return []
+    return [f"fairness index: {fi.text(ix)} over the {ix['flows']} windowed flows' normalised dominant shares "
+            "(rate x dominant cost / weight; 1 and 1 at weighted DRF)", ""]
 
 
 def say_estimate(sc, what: str = "this run", runs: int = 1) -> None:

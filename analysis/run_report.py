@@ -59,9 +59,20 @@ def _delay_json(s: dict) -> dict:
     return {k: [_null(x) for x in s[k]] if k == "ci" else _null(s[k]) for k in DELAY_KEYS}
 
 
+def run_fairness(r) -> dict:
+    """Jain's index and the max/min ratio of the run's windowed flows' normalised dominant shares
+    (analysis.fairness_index)."""
+    from mrfq.analysis import fairness_index as fi
+    from mrfq.analysis.scorecard import flow_mean_costs
+
+    sc = r.scenario
+    return fi.fairness_indices(fi.normalised_dominant_shares(sc, r.flows.rate, flow_mean_costs(sc)))
+
+
 def run_json(r) -> dict:
-    """``r.to_json()`` with each class's gamma, interval and method (null where undefined), and on
-    each flow and class its sojourn ``delay`` (:mod:`analysis.delay_stats`; with more than
+    """``r.to_json()`` with each class's gamma, interval and method (null where undefined), the
+    fairness indices of the windowed flows (``fairness``: ``jain``, ``max_min_ratio``, ``flows``),
+    and on each flow and class its sojourn ``delay`` (:mod:`analysis.delay_stats`; with more than
     ``router.delays.PER_FLOW_MAX`` static flows a flow's is its [[flow]] table's)."""
     d = r.to_json()
     rc = r.scenario.router
@@ -69,6 +80,7 @@ def run_json(r) -> dict:
     d["stage_buffer"] = None if rc.stage_buffer is None else list(rc.stage_buffer)
     for c, e in zip(d["classes"], class_estimates(r)):
         c.update(gamma=_null(e.gamma), ci=[_null(e.ci[0]), _null(e.ci[1])], method=e.method)
+    d["fairness"] = run_fairness(r)
     dh = r.delays
     if dh is not None:
         rows = [_delay_json(s) for s in row_delays(dh, r.scenario.run.confidence)]

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mrfq.analysis import fairness_index as _fi
 from mrfq.analysis.delay_stats import summary
 from mrfq.router.state import REASONS
 from mrfq.flows.errors import MrfqError
@@ -66,13 +67,17 @@ class ScorecardResult:
     cdfs: list[dict]
     intervals: list[dict] = field(default_factory=list)
     runs: dict = field(default_factory=dict, repr=False)
+    #: with intervals, per scheduler and interval: Jain's index and the max/min ratio of the windowed
+    #: flows' normalised dominant shares there (analysis.fairness_index)
+    interval_fairness: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         sc = self.scenario
         return {"scenario": sc.name, "seed": self.seed, "duration": sc.run.duration, "warmup": sc.run.warmup,
                 "schedule_at": sc.router.schedule_at,
                 "stage_buffer": None if sc.router.stage_buffer is None else list(sc.router.stage_buffer),
-                "schedulers": self.schedulers, "flows": self.rows, "intervals": self.intervals}
+                "schedulers": self.schedulers, "flows": self.rows, "intervals": self.intervals,
+                "interval_fairness": self.interval_fairness}
 
 
 def flow_demands(sc) -> list[float]:
@@ -90,7 +95,7 @@ def flow_demands(sc) -> list[float]:
             rows = (table[pt.flows] == k) & (pt.times >= sc.run.warmup) & (pt.times <= sc.run.duration)
             out.append(float(rows.sum()) / f.count / span if span > 0 else math.nan)
         else:
-            out.append(float(f.arrival.mean_rate))
+            out.append(float(f.offered_rate))
     return out
 
 
@@ -189,7 +194,8 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
                            "cpu_ns_per_service": (1e9 * r.loop_cpu_seconds / r.loop_services if r.loop_services
                                                   else math.nan),
                            "rfb": r.rfb.value, "rfb_pair": list(r.rfb.pair) if r.rfb.pair else None,
-                           "rfb_note": r.rfb.reason})
+                           "rfb_note": r.rfb.reason,
+                           **_fi.fairness_indices(_fi.normalised_dominant_shares(sc, r.flows.rate, costs))})
         dh = r.delays
         lo, hi = dh.edges
         J = dh.hist.shape[1] - 1
@@ -224,7 +230,7 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
         if intervals is not None:
             iv_rows.extend(_interval_rows(sc, r, s, [float(x) for x in intervals], costs))
     return ScorecardResult(scenario=sc, seed=sc.run.seed, rows=rows, schedulers=sched_rows, cdfs=cdfs,
-                           intervals=iv_rows, runs=runs)
+                           intervals=iv_rows, runs=runs, interval_fairness=_fi.interval_indices(sc, iv_rows))
 
 
 def _interval_rows(sc, r, s, edges, costs) -> list[dict]:
@@ -291,18 +297,22 @@ def format_scorecard(res: ScorecardResult) -> str:
               "(min(demand, DRF share)); mean, CI, p99 = sojourn in the router (time units; quantiles within "
               "0.8 %); p99/pkt = p99 over the flow's own packet time (the sum of its per-packet times); drops = "
               "open-loop arrivals from warm-up on that found the buffer full", "",
-              f"{'scheduler':<14} {'RFB (L)':>9} {'pair':<17} {'services':>12} {'CPU s':>8} {'ns/service':>10}"]
+              f"{'scheduler':<14} {'RFB (L)':>9} {'pair':<17} {'Jain':>7} {'max/min':>8} {'services':>12} {'CPU s':>8} "
+              f"{'ns/service':>10}"]
     notes = []
     for s in res.schedulers:
         pair = " / ".join(s["rfb_pair"]) if s["rfb_pair"] else "-"
         if s["rfb"] is None and s["rfb_note"] and s["rfb_note"] not in notes:
             notes.append(s["rfb_note"])
-        lines.append(f"{s['scheduler']:<14} {_g(s['rfb']):>9} {pair:<17} {s['services']:>12,} {s['cpu_seconds']:>8.3f} "
+        lines.append(f"{s['scheduler']:<14} {_g(s['rfb']):>9} {pair:<17} {_g(s['jain'], '.4f'):>7} "
+                     f"{_fi.ratio_text(s):>8} {s['services']:>12,} {s['cpu_seconds']:>8.3f} "
                      f"{_g(s['cpu_ns_per_service'], '.0f'):>10}")
     lines.append("RFB = the relative fairness bound reached: the largest |S_i/w_i - S_j/w_j| over pairs of static flows "
                  "and intervals after warm-up on which both are backlogged (S: service at the flow's dominant resource), "
                  "in units L of the largest packet's dominant cost over its weight; pair = the flows that reached it"
                  + "".join(f"; RFB {n}" for n in notes))
+    lines.append("Jain, max/min = Jain's fairness index and the largest over the smallest of the windowed flows' "
+                 "normalised dominant shares (rate x dominant cost / weight; 1 and 1 at weighted DRF)")
     lines.append("ns/service = the event loop's CPU time over its services (setup and compilation left out; a timing, it varies "
                  "from run to run)")
     if res.intervals:
@@ -319,4 +329,10 @@ def format_scorecard(res: ScorecardResult) -> str:
                          f"{r['departed']:>9,} {_g(r['mean_delay']):>10}")
         lines.append("dom. share = the flow's service time at its dominant resource in the interval over the "
                      "interval's length; mean delay = mean sojourn of its packets that left in the interval")
+        if res.interval_fairness:
+            lines += ["", f"{'scheduler':<14} {'interval':>21} {'Jain':>7} {'max/min':>8}"]
+            for r in res.interval_fairness:
+                iv = f"[{r['start']:g}, {r['end']:g}{']' if r['end'] == last else ')'}"
+                lines.append(f"{r['scheduler']:<14} {iv:>21} {_g(r['jain'], '.4f'):>7} {_fi.ratio_text(r):>8}")
+            lines.append("Jain, max/min of the windowed flows' dominant shares in the interval over their weights")
     return "\n".join(lines)

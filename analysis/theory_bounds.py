@@ -127,6 +127,40 @@ def one_resource(scheduler: str, duration: float, *, rate: float = CBR_RATE, wei
                       "buffer": 4096}]}
 
 
+#: the leaky-bucket flow of the PGPS / WF2Q+ delay checks: Poisson at 1.5 packets a time unit through
+#: a token bucket of rate 1.2 and depth 4, 0.3-unit packets, weight 2 (reserved share 2/5 beside the
+#: three greedy flows: 1.33 packets a time unit, above the bucket's rate)
+LB_RATE, LB_BURST, LB_SOURCE = 1.2, 4.0, 1.5
+
+
+def leaky_bucket(scheduler: str, duration: float, seed: int = 1) -> dict:
+    """:func:`one_resource` with the CBR flow replaced by a Poisson source through a token-bucket
+    shaper (``shaper = {rate, burst}``): at most ``burst + rate t`` packets reach the link in any
+    interval of length t, the (sigma, rho) input of [PG]'s and [BZ]'s delay bounds."""
+    d = one_resource(scheduler, duration, seed=seed)
+    d["flow"][1] = {"name": "v", "cost": [CBR_COST], "weight": CBR_WEIGHT,
+                    "arrival": {"law": "poisson", "rate": LB_SOURCE},
+                    "shaper": {"rate": LB_RATE, "burst": LB_BURST}, "buffer": 4096}
+    return d
+
+
+def pgps_bound() -> float:
+    """[PG] Theorem 1 with the GPS bound of a (sigma, rho) flow, ``rho <= g``: every packet of the
+    leaky-bucket flow leaves PGPS within ``sigma / g + L_max / C`` of its arrival, with ``sigma`` =
+    the burst's work (burst x its packet time), ``g`` its reserved share of the capacity and
+    ``L_max`` the largest packet's time on the link; [BZ] give WF2Q+ the same bound."""
+    g = CBR_WEIGHT / (CBR_WEIGHT + GREEDY)
+    assert LB_RATE * CBR_COST <= g, "the bound needs rho <= g"
+    return LB_BURST * CBR_COST / g + GREEDY_MAX
+
+
+def pgps_check(scheduler: str, duration: float, trace: int = 2_000_000, seed: int = 1) -> dict:
+    """Every sojourn of :func:`leaky_bucket`'s shaped flow against :func:`pgps_bound`."""
+    _, soj, _ = cbr_sojourns(leaky_bucket(scheduler, duration, seed), trace)
+    bound = pgps_bound()
+    return {"packets": len(soj), "max": float(soj.max()), "bound": bound, "within": bool(np.all(soj <= bound + 1e-9))}
+
+
 def cbr_sojourns(scenario: dict, trace: int):
     """Run ``scenario`` and return the CBR flow's (last static flow's) packets that left: their
     arrivals and exact sojourns in arrival order, and the run."""

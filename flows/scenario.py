@@ -208,6 +208,9 @@ class FlowSpec:
     cost_law: str = "fixed"
     #: an open-loop flow's limit in bytes (None: none)
     buffer_bytes: float | None = None
+    #: an open-loop flow's token-bucket shaper (rate, burst): packets leave the source no faster
+    #: (flows.traffic.TokenBucket); None: none
+    shaper: tuple[float, float] | None = None
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
@@ -215,6 +218,13 @@ class FlowSpec:
     @property
     def open_loop(self) -> bool:
         return self.arrival is not None
+
+    @property
+    def offered_rate(self) -> float:
+        """An open-loop flow's long-run packets per time unit into the router: its source's mean rate,
+        at most its shaper's rate (nan for a trace)."""
+        r = self.arrival.mean_rate
+        return r if self.shaper is None else min(r, self.shaper[0])
 
     def flow_names(self) -> list[str]:
         return [self.name] if self.count == 1 else [f"{self.name}.{i}" for i in range(self.count)]
@@ -371,10 +381,10 @@ class Scenario:
                 continue
             cost = f.mean_cost()
             j = max(range(len(cost)), key=lambda k: cost[k])
-            offered = f.arrival.mean_rate * cost[j]
+            offered = f.offered_rate * cost[j]
             if offered >= OVERLOAD_WARN:
                 out.append(f"flow[{i}] {f.name!r}: offers {offered:.3g} times what {self.resources[j]!r} can serve "
-                           f"(arrival rate {f.arrival.mean_rate:g} x cost {cost[j]:g}); nearly every packet is "
+                           f"(arrival rate {f.offered_rate:g} x cost {cost[j]:g}); nearly every packet is "
                            "dropped, and the run spends its time on the drops")
         return out
 
@@ -535,7 +545,7 @@ _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "
 FLOW_ORDERS = ("tables", "round-robin")
 _TRAFFIC = ("load", "trace", "packet_trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count",
-         "arrival", "buffer", "buffer_bytes", "cost_law")
+         "arrival", "buffer", "buffer_bytes", "cost_law", "shaper")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
           "packet_size_probs", "size", "cost_law")
 
@@ -657,6 +667,30 @@ def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int
                    "\"unbounded\" (no limit: for theory checks)")
     buffer = None if b == "unbounded" else _int(f"{where}.buffer", b, lo=1, hi=MAX_BUFFER)
     return PacketLaw(law, rate, on, off), buffer
+
+
+def _shaper(where: str, f: Mapping[str, Any], law: PacketLaw | None) -> tuple[float, float] | None:
+    """A static flow's ``shaper = {rate = ..., burst = ...}`` (packets per time unit, packets): (rate,
+    burst), or None."""
+    v = f.get("shaper")
+    if v is None:
+        return None
+    if law is None:
+        raise _err(f"{where}.shaper: only for an open-loop flow; add arrival = {{law = \"poisson\", rate = ...}} "
+                   "(a windowed flow sends as its window allows)")
+    if law.law == "trace":
+        raise _err(f"{where}.shaper: not for a trace-driven flow (its rows are the arrival times); shape the "
+                   "trace's times before, or use a poisson, cbr or onoff source")
+    if not isinstance(v, Mapping):
+        raise _err(f"{where}.shaper = {_q(v)}: must be a table, e.g. shaper = {{rate = 0.5, burst = 4}}")
+    _check_keys(f"{where}.shaper", v, ("rate", "burst"))
+    for k in ("rate", "burst"):
+        if k not in v:
+            raise _err(f"{where}.shaper.{k}: missing; a shaper takes rate (tokens per time unit) and burst "
+                       "(the bucket's depth, packets)")
+    rate = _num(f"{where}.shaper.rate", v["rate"], lo=0.0, lo_open=True, hi=MAX_MAGNITUDE)
+    burst = _num(f"{where}.shaper.burst", v["burst"], lo=1.0, hi=MAX_BUFFER)
+    return (rate, burst)
 
 
 def _aqm(v: Any) -> tuple[tuple[str, Any], ...] | None:
@@ -931,7 +965,7 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         if "buffer_bytes" in f:
             bb = _num(f"{w}.buffer_bytes", f["buffer_bytes"], lo=0.0, lo_open=True, hi=MAX_BYTES)
         flows.append(FlowSpec(
-            arrival=law, buffer=buffer, buffer_bytes=bb,
+            arrival=law, buffer=buffer, buffer_bytes=bb, shaper=_shaper(w, f, law),
             name=_name(w, f.get("name"), f"f{i + 1}"), cost=cost,
             weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=MIN_WEIGHT, hi=MAX_MAGNITUDE),
             start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0, hi=MAX_TIME),
@@ -1199,6 +1233,9 @@ def to_dict(s: Scenario) -> dict[str, Any]:
             elif f.name == "buffer":
                 if getattr(x, "arrival", None) is not None:
                     out["buffer"] = "unbounded" if v is None else v
+            elif f.name == "shaper":
+                if v is not None:
+                    out["shaper"] = {"rate": v[0], "burst": v[1]}
             elif f.name == "packet_sizes":
                 if v is not None:
                     out["packet_sizes"] = list(v.sizes)

@@ -405,11 +405,56 @@ def packet_seed(seed: int, flow_id: int, c: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(2, int(flow_id), int(c)))))
 
 
-class _Source:
-    """The packet arrivals of one open-loop flow, generated in blocks, handed out up to a horizon."""
+class TokenBucket:
+    """A token-bucket shaper of ``rate`` tokens per time unit and depth ``burst`` (full at the flow's
+    start), one token per packet: each packet leaves the source, in order, at the first instant at
+    or after its arrival when a token is there; the excess waits in the source.
 
-    def __init__(self, law: PacketLaw, start: float, packets: int, seed: int, flow_id: int):
+    Departures in closed form (the greedy shaper's output, the min-plus convolution of the arrivals
+    with ``burst + rate t``; Le Boudec & Thiran, *Network calculus*, 2001, §1.5): packet k (from 1)
+    of arrival ``a_k`` leaves at
+
+        d_k = max(a_k, (k + 1 - burst) / rate + max_{j <= k + 1 - burst} (a_j - j / rate)),
+
+    since packets j..k need ``k - j + 1`` tokens, of which at most ``burst`` were there at ``a_j``.
+    Vectorised over each block of arrivals, the running maximum carried from block to block, so the
+    departures do not depend on the blocks (tests/test_shaper.py: equal, to rounding, to a
+    packet-by-packet token count)."""
+
+    def __init__(self, rate: float, burst: float):
+        self.rate, self.burst = float(rate), float(burst)
+        self.n = 0                      # packets shaped so far
+        self.tail = np.zeros(0)         # the running maximum at the last ceil(burst) + 1 of them
+
+    def shape(self, a: np.ndarray) -> np.ndarray:
+        """The departures of the next arrivals ``a`` (sorted, all at or after the previous ones)."""
+        m = len(a)
+        if m == 0:
+            return a
+        r, B = self.rate, self.burst
+        j = np.arange(self.n + 1, self.n + m + 1, dtype=np.float64)
+        run = np.maximum.accumulate(a - j / r)
+        if len(self.tail):
+            run = np.maximum(run, self.tail[-1])
+        every = np.concatenate([self.tail, run])
+        first = self.n + 1 - len(self.tail)      # the packet index of every[0]
+        idx = np.floor(j + 1.0 - B).astype(np.int64)
+        out = a.copy()
+        ok = idx >= 1
+        out[ok] = np.maximum(a[ok], every[idx[ok] - first] + (j[ok] + 1.0 - B) / r)
+        self.n += m
+        self.tail = every[-(int(math.ceil(B)) + 1):]
+        return out
+
+
+class _Source:
+    """The packet arrivals of one open-loop flow, generated in blocks, handed out up to a horizon
+    (with a shaper: the times they leave it)."""
+
+    def __init__(self, law: PacketLaw, start: float, packets: int, seed: int, flow_id: int,
+                 shaper: tuple[float, float] | None = None):
         self.law = law
+        self.shaper = TokenBucket(*shaper) if shaper is not None else None
         self.left = packets if packets > 0 else -1   # packets still to generate (-1: forever)
         self.seed, self.flow_id = int(seed), int(flow_id)
         self._gap = self._period = None   # packet_seeds(seed, flow_id), each made at its first draw (a cbr
@@ -465,7 +510,7 @@ class _Source:
                 out[i] = u[i] + self.shift
         if self.left > 0:
             self.left -= n
-        return out
+        return out if self.shaper is None else self.shaper.shape(out)
 
     def until(self, H: float) -> np.ndarray:
         """Every arrival not yet handed out at a time ``< H``."""
@@ -610,8 +655,9 @@ class PacketStream:
             law = laws[k]
             if law is not None and law.law != "trace":
                 f = scenario.flows[k]
-                self.sources.append((fid, _Source(law, f.start, f.packets, self.seed, fid)))
-                rate += law.mean_rate
+                shaper = getattr(f, "shaper", None)
+                self.sources.append((fid, _Source(law, f.start, f.packets, self.seed, fid, shaper)))
+                rate += law.mean_rate if shaper is None else min(law.mean_rate, shaper[0])
                 h0 = min(h0, f.start)
         self.rate = rate
         tr = getattr(scenario, "packet_trace", None)

@@ -82,7 +82,7 @@ def estimate(sc) -> Work:
                     table, _ = sc.static_ids()
                     arrivals = float(((table[pt.flows] == i) & (pt.times <= T)).sum()) / f.count
             else:
-                arrivals = f.arrival.mean_rate * span
+                arrivals = f.offered_rate * span
             packets = min(packets, arrivals)
         elif f.packets > 0:
             packets = min(packets, float(f.packets))

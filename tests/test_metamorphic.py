@@ -178,7 +178,24 @@ ZERO_COST_RTOL = {"bmf-wfq": 0.01, "mr3": 0.01, "pf-sfq": 0.2}
 @settings(deadline=None, max_examples=4, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_cost_of_zero_is_the_limit_of_small_costs(scheduler, data):
+    from hypothesis import assume
+
     d = data.draw(rate_scenarios(scheduler).filter(lambda d: any(0.0 in f["cost"] for f in d["flow"])))
+    if scheduler == "mr3":
+        from mrfq.analysis.allocations import drf
+
+        # where a flow's packets of one round, two rounds in flight, fit its window: otherwise a first
+        # resource that costs 1e-6 makes a pipeline the window cannot fill, and one that costs 0 (nobody
+        # uses it: removed) does not (docs/schedulers.md, mr3, 'a flow that needs more than its window')
+        a = np.array([f["cost"] for f in d["flow"]])
+        w = np.array([f["weight"] for f in d["flow"]])
+        d_i = a.max(axis=1) / w
+        assume(d_i.max() / d_i.min() * 2 <= d["router"]["window"])
+        # and where weighted DRF itself does not jump: a flow that costs 1e-6 at a saturated resource is
+        # held by it, one that costs 0 is not, and MR3's rounds follow DRF on both sides
+        # (docs/schedulers.md, 'Zero costs')
+        small_a = np.where(a > 0, a, 1e-6)
+        assume(np.allclose(drf(a, w).phi, drf(small_a, w).phi, rtol=1e-3))
     small = {**d, "flow": [{**f, "cost": [c if c > 0 else 1e-6 for c in f["cost"]]} for f in d["flow"]]}
     assert _rates(small) == pytest.approx(_rates(d), rel=ZERO_COST_RTOL[scheduler], abs=2.0 / d["run"]["duration"])
 

@@ -42,7 +42,7 @@ def link_bound(progress=None, scope=None):
 
 @pytest.mark.nojit
 def test_mr3_trace_by_hand_per_flow_progress():
-    """Default progress control, L = 2 per flow: a flow begins its turn n once its packets of turns
+    """Per-flow progress control (progress_scope = "flow"), L = 2 (auto: two resources): a flow begins its turn n once its packets of turns
     1..n - 2 have left the link; a flow that may not is passed over, keeping its token.
 
     Tokens in the order flows join the CPU's active list; B = balance, EC = excess counter,
@@ -67,7 +67,7 @@ def test_mr3_trace_by_hand_per_flow_progress():
            link f1p3 [4, 5]
       5    f1p3 leaves: f1 may.  B = 1 - 1 = 0 -> f1p5.                       CPU f1p5 [5, 5.5]
     """
-    sc = link_bound()
+    sc = link_bound(scope="flow")
     assert rows(sc, 0, 11) == [
         (0.0, "f1", 1), (0.5, "f2", 1), (0.75, "f1", 2), (1.25, "f2", 2), (1.5, "f2", 3), (1.75, "f1", 3),
         (2.25, "f2", 4), (3.0, "f1", 4), (4.0, "f2", 5), (4.25, "f2", 6), (5.0, "f1", 5)]
@@ -77,8 +77,9 @@ def test_mr3_trace_by_hand_per_flow_progress():
 
 @pytest.mark.nojit
 def test_mr3_trace_by_hand_round_progress():
-    """Round progress control (progress_scope = "round"), L = 2: round k starts on the CPU once
-    round k - 2 has left the link.
+    """Round progress control, L = 2 (auto: two resources): round k starts on the CPU once round
+    k - 2 has left the link.  Both flows leave the router at the link, so the default, rounds paced
+    per last resource, is this trace too.
 
     Tokens in the order flows join the CPU's active list; B = balance, EC = excess counter,
     MaxEC(k-1) = largest EC left by round k - 1; d = dominant service of a packet.
@@ -104,6 +105,7 @@ def test_mr3_trace_by_hand_round_progress():
            round 6 at 7.5: f1p6.  From then on, per round, f1 sends one packet and f2 two: one
            link unit each, the DRF rates (0.5, 1.0), and the link never idles.
     """
+    assert rows(link_bound(), 0, 13) == rows(link_bound(scope="round"), 0, 13)
     sc = link_bound(scope="round")
     assert rows(sc, 0, 13) == [
         (0.0, "f1", 1), (0.5, "f2", 1), (0.75, "f1", 2), (1.25, "f2", 2), (1.5, "f2", 3), (2.0, "f1", 3),
@@ -190,30 +192,31 @@ def test_progress_one_round_leaves_the_bottleneck_idle():
     the gap, both resources saturate and the rates are DRF's 2/3; a flow alone idles the CPU
     while its turn drains (half the link's rate for one packet per turn)."""
     a = SPEC_1_4["two flows"]
-    got, util = static_rates(a, 10000.0, progress=1, progress_scope="round")
-    assert max(util) < 0.9 and np.all(got < 0.6), (got, util)
-    got, util = static_rates(a, 10000.0, progress=2, progress_scope="round")
-    assert min(util) == pytest.approx(1.0, abs=2e-3)
-    got, util = static_rates(a, 10000.0, progress=1)
+    for scope in ("round", "resource"):
+        got, util = static_rates(a, 10000.0, progress=1, progress_scope=scope)
+        assert max(util) < 0.9 and np.all(got < 0.6), (got, util)
+        got, util = static_rates(a, 10000.0, progress=2, progress_scope=scope)
+        assert min(util) == pytest.approx(1.0, abs=2e-3)
+    got, util = static_rates(a, 10000.0, progress=1, progress_scope="flow")
     assert min(util) == pytest.approx(1.0, abs=2e-3) and np.allclose(got, [2 / 3, 2 / 3], rtol=2e-3)
-    got, util = static_rates([[1.0, 1.0]], 10000.0, progress=1)
+    got, util = static_rates([[1.0, 1.0]], 10000.0, progress=1, progress_scope="flow")
     assert got[0] == pytest.approx(0.5, rel=2e-3)
 
 
 @settings(deadline=None, max_examples=max(5, int(25 * SCALE)))
-@given(sc=st.sampled_from((2, 2, 3)).flatmap(lambda J: scenarios(J=J, scheduler="mr3")), progress=st.integers(0, 3),
-       scope=st.sampled_from(("flow", "round")))
+@given(sc=st.sampled_from((2, 2, 3)).flatmap(lambda J: scenarios(J=J, scheduler="mr3")),
+       progress=st.sampled_from(("auto", 0, 1, 2, 3)), scope=st.sampled_from(("resource", "round", "flow")))
 def test_engine_equals_reference_with_mr3_options(sc, progress, scope):
     check_engine_equals_reference(sc.replace(**{"router.scheduler": "mr3", "router.progress": progress,
                                                 "router.progress_scope": scope}))
 
 
-def ordered_rates(a, weights, scope, reverse):
+def ordered_rates(a, weights, scope, reverse, progress="auto"):
     """Long-run rates (window 30, duration 20000, warm-up 2000) in the flows' own order, with the
     [[flow]] tables listed as given or reversed."""
     idx = list(range(len(a)))[::-1] if reverse else list(range(len(a)))
     sc = flows.from_dict({"resources": [f"r{j}" for j in range(len(a[0]))],
-                          "router": {"scheduler": "mr3", "window": 30, "progress_scope": scope},
+                          "router": {"scheduler": "mr3", "window": 30, "progress_scope": scope, "progress": progress},
                           "run": {"duration": 20000.0, "warmup": 2000.0},
                           "flow": [{"name": f"f{i}", "cost": a[i], "weight": weights[i]} for i in idx]})
     got = {f.name: f.rate for f in simulate(sc).flows}
@@ -226,38 +229,42 @@ def ordered_rates(a, weights, scope, reverse):
     # three resources, b weight 2: the rounds' result depends on the order of the tables
     ([[0.25, 0.05, 0.5], [1.0, 1.0, 0.5]], [1, 2], [0.8, 0.8], ([0.727272, 0.727272], [2 / 3, 2 / 3])),
 ])
-def test_per_flow_progress_reaches_drf_where_rounds_do_not(a, weights, drf_rates, round_rates):
-    """Per-flow progress (the default) gives weighted DRF in either order of the [[flow]] tables;
-    global rounds hold a flow that skips the last resource to the rounds' pace there, and depend
-    on the order (docs/schedulers.md, 'mr3')."""
+def test_rounds_paced_per_last_resource_reach_drf_where_global_rounds_do_not(a, weights, drf_rates, round_rates):
+    """Rounds paced per last resource (the default, with L = the resources up to it) and per-flow
+    progress give weighted DRF in either order of the [[flow]] tables; global rounds with L = 2 hold
+    a flow that skips the last resource to the rounds' pace there, and on three resources depend on
+    the order (docs/schedulers.md, 'mr3')."""
     assert np.allclose(drf(np.array(a), np.array(weights, float)).phi, drf_rates, rtol=1e-9)
     for reverse in (False, True):
+        assert np.allclose(ordered_rates(a, weights, "resource", reverse), drf_rates, rtol=2e-3)
         assert np.allclose(ordered_rates(a, weights, "flow", reverse), drf_rates, rtol=2e-3)
-        assert np.allclose(ordered_rates(a, weights, "round", reverse), round_rates[reverse], rtol=2e-3)
+        assert np.allclose(ordered_rates(a, weights, "round", reverse, progress=2), round_rates[reverse], rtol=2e-3)
 
 
-def test_per_flow_progress_is_order_free_but_bounded_by_the_window():
+def test_a_flow_that_needs_more_than_its_window():
     """b = (0.05, 1) and a = (0.05, 0.05), window 30: DRF is 0.5 / 10 (a sends about 20 packets a
-    turn).  Global rounds give 0.571 / 8.57 with b listed first and DRF with a first; per-flow
-    progress gives 0.571 / 8.57 in both orders: a's two turns in the router (40 packets) exceed its
-    window, and b's packets ahead of a's at the link's FIFO hold them back.  Window 100 gives DRF."""
+    turn, two rounds in the router exceed its window).  Rounds (global, or per last resource: both
+    flows leave at the link) give 0.571 / 8.57 with b listed first and DRF with a first; per-flow
+    progress gives 0.571 / 8.57 in both orders: b's packets ahead of a's at the link's FIFO hold a's
+    back."""
     a = [[0.05, 1.0], [0.05, 0.05]]
     for reverse in (False, True):
         assert np.allclose(ordered_rates(a, [1, 1], "flow", reverse), [4 / 7, 60 / 7], rtol=2e-3)
-    assert np.allclose(ordered_rates(a, [1, 1], "round", False), [4 / 7, 60 / 7], rtol=2e-3)
-    assert np.allclose(ordered_rates(a, [1, 1], "round", True), [0.5, 10.0], rtol=2e-3)
+    for scope in ("resource", "round"):
+        assert np.allclose(ordered_rates(a, [1, 1], scope, False), [4 / 7, 60 / 7], rtol=2e-3)
+        assert np.allclose(ordered_rates(a, [1, 1], scope, True), [0.5, 10.0], rtol=2e-3)
 
 
 @pytest.mark.nojit
 def test_mr3_bad_progress_scope():
-    with pytest.raises(ScenarioError, match=r"router.progress_scope = 'turn': choose 'flow' .* or 'round'"):
+    with pytest.raises(ScenarioError, match=r"router.progress_scope = 'turn': choose 'resource' .*, 'round' .* or 'flow'"):
         simulate(link_bound(scope="turn"))
 
 
 @pytest.mark.nojit
-@pytest.mark.parametrize("value", [-1, 4, 1.5, "on", True])
+@pytest.mark.parametrize("value", [-1, 8, 1.5, "on", True])
 def test_mr3_bad_progress(value):
-    with pytest.raises(ScenarioError, match=r"router.progress = .*: must be an integer 0..3") as e:
+    with pytest.raises(ScenarioError, match=r"router.progress = .*: must be 'auto' or an integer 0..7") as e:
         simulate(link_bound(progress=value))
     assert "\n" not in str(e.value)
 

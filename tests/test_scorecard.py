@@ -105,11 +105,11 @@ def test_json_keys(capsys):
     assert rc == 0
     d = json.loads(out)
     assert set(d) == {"scenario", "seed", "duration", "warmup", "schedule_at", "stage_buffer", "schedulers", "flows",
-                      "intervals"}
+                      "intervals", "interval_fairness"}
     assert d["schedule_at"] == "every" and d["stage_buffer"] is None
     assert [s["scheduler"] for s in d["schedulers"]] == ["drfq", "fifo"]
     assert set(d["schedulers"][0]) == {"scheduler", "services", "cpu_seconds", "cpu_ns_per_service", "rfb",
-                                       "rfb_pair", "rfb_note"}
+                                       "rfb_pair", "rfb_note", "jain", "max_min_ratio", "flows"}
     assert d["schedulers"][0]["cpu_ns_per_service"] > 0
     rfb = {s["scheduler"]: s["rfb"] for s in d["schedulers"]}
     assert 0 < rfb["drfq"] < rfb["fifo"], rfb
@@ -121,7 +121,7 @@ def test_json_keys(capsys):
                                   "drops", "drop_fraction", "source", "packets"}
     bursty = [r for r in d["flows"] if r["flow"] == "bursty"]
     assert all(r["source"] == "onoff" and r["demand"] == pytest.approx(0.35) for r in bursty)
-    assert d["flows"][0]["drops"] is None and d["intervals"] == []
+    assert d["flows"][0]["drops"] is None and d["intervals"] == [] and d["interval_fairness"] == []
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -86,6 +86,20 @@ def test_fifo_exceeds_the_sfq_bound():
 
 # ---------------------------------------------------------------------------
 # deficit round robin
+@pytest.mark.parametrize("scheduler", ["wfq", "wf2q-plus"])
+def test_pgps_delay_bound_for_a_leaky_bucket_flow(scheduler):
+    """[PG] / [BZ]: a (sigma, rho) flow (a shaped Poisson source) with rho below its reserved rate leaves
+    within sigma / g + L_max: 4 x 0.3 / 0.4 + 1 = 4 time units, under WFQ and WF2Q+, for every packet."""
+    assert tb.pgps_bound() == pytest.approx(4.0)
+    c = tb.pgps_check(scheduler, DELAY_RUN)
+    assert c["packets"] > 1000 and c["within"], c
+
+
+def test_fifo_exceeds_the_pgps_bound():
+    f = tb.pgps_check("fifo", DELAY_RUN)
+    assert not f["within"] and f["max"] > 5 * f["bound"], f
+
+
 def test_drr_latency_rate_bound_never_exceeded():
     c = tb.drr_lr_check("drr", DELAY_RUN)
     assert c["bound"] == pytest.approx(0.3 / 0.4 + 3 * 5.0 - 2 * 2.0)
@@ -119,13 +133,14 @@ def test_drfq_fairness_bound_when_the_first_resource_is_a_bottleneck(scheduler, 
 @pytest.mark.parametrize("variant,weights", [("balanced", (1.0, 1.0, 1.0)), ("link-bottleneck", (1.0, 1.0, 1.0)),
                                              ("balanced", (1.0, 2.0, 1.0))])
 def test_mr3_round_robin_bound(variant, weights):
-    """Global rounds (progress_scope = "round") meet [ERR]'s 3 L exactly.  Per-flow progress (the
-    default) passes over a flow whose own turns have not left, which ERR's proof does not allow:
-    up to 3.2 L measured (8 seeds, 1200 and 4000 time units, docs/findings/theory-checks.md), held
-    here to 3.5 L."""
-    c = tb.fairness_check("mr3", FAIR_RUN, variant=variant, weights=weights, router={"progress_scope": "round"})
-    assert c["scheduled"] <= c["err_bound"] * (1 + 1e-9), c
-    c = tb.fairness_check("mr3", FAIR_RUN, variant=variant, weights=weights)
+    """Rounds (global, or paced per last resource, the default: every flow here leaves at the link)
+    meet [ERR]'s 3 L exactly.  Per-flow progress (progress_scope = "flow") passes over a flow whose
+    own turns have not left, which ERR's proof does not allow: up to 3.2 L measured (8 seeds, 1200
+    and 4000 time units, docs/findings/theory-checks.md), held here to 3.5 L."""
+    for scope in ("resource", "round"):
+        c = tb.fairness_check("mr3", FAIR_RUN, variant=variant, weights=weights, router={"progress_scope": scope})
+        assert c["scheduled"] <= c["err_bound"] * (1 + 1e-9), c
+    c = tb.fairness_check("mr3", FAIR_RUN, variant=variant, weights=weights, router={"progress_scope": "flow"})
     assert c["scheduled"] <= 3.5, c
 
 
