@@ -53,6 +53,24 @@ def test_wf2q_plus_interleaves_where_wfq_sends_a_burst():
     assert wfq == [(float(t), 0) for t in range(10)] + [(float(10 + i), 1 + i) for i in range(10)] + [(20.0, 0)]
 
 
+def test_against_the_fluid_gps_system():
+    """[WF2Q]'s point, on the burst example: GPS (rates 1/2 for A, 1/20 for each light flow while all are
+    backlogged) starts A's packet k at 2 (k - 1) and ends it at 2 k (k <= 10; A11 runs alone over
+    [20, 21]), and each light packet over [0, 20].  WF2Q+ never starts a packet before GPS does, and
+    ends each within one packet time of GPS's end; WFQ ends each within one packet time too, but
+    starts A's packets up to 9 time units before GPS (A10 at 9 against 18): the burst that
+    [WF2Q]'s worst-case fairness index measures."""
+    gps = {(0, k): (2.0 * (k - 1), 2.0 * k) for k in range(1, 11)}
+    gps[(0, 11)] = (20.0, 21.0)
+    gps.update({(f, 1): (0.0, 20.0) for f in range(1, 11)})
+    ahead = {}
+    for name in ("wf2q-plus", "wfq"):
+        rows = both(link(name, BURST))
+        assert all(end <= gps[f, k][1] + 1.0 for _, end, _, f, k in rows)
+        ahead[name] = max(gps[f, k][0] - start for start, _, _, f, k in rows)
+    assert ahead["wf2q-plus"] == 0.0 and ahead["wfq"] == 9.0
+
+
 def test_a_newly_backlogged_flow_starts_from_the_work_done():
     """a (w 1, s = 1, 4 packets at 0) alone, b (w 1, s = 1, 1 packet) from 2.5; W = 2, L / r = 2.
 
