@@ -50,18 +50,14 @@ from __future__ import annotations
 from mrfq.fq._jit import jit_inline
 from mrfq.fq.contract import Layout, Option, ReferenceTags
 from mrfq.fq.fifo import admit, finish, idle, ready  # noqa: F401  (FIFO's no-op hooks)
-from mrfq.fq.virtual_clock import encode as _encode_rate, total_weight
+from mrfq.fq import virtual_clock as _virtual_clock
 
 NAME = "wf2q-plus"
 SUMMARY = "WF2Q+ (smallest eligible finish tag) on one resource, FIFO elsewhere"
 REFERENCE = "[BZ] Bennett & Zhang, IEEE/ACM ToN 1997, sec. IV-B"
 OBJECTIVE = None
-OPTIONS = (
-    Option("fq_resource", None, "the WF2Q+ resource (default: the last); FIFO elsewhere"),
-    Option("total_weight", None, "W: flow i reserves the share w_i / W of the resource (default: the sum of the "
-                                 "flows' weights, each class once)", examples=(1.0, 6.0),
-           flow_default=total_weight),
-)
+OPTIONS = (Option("fq_resource", None, "the WF2Q+ resource (default: the last); FIFO elsewhere"),
+           _virtual_clock.OPTIONS[1])   # total_weight, as virtual-clock reserves its rates
 
 INF = float("inf")
 FR_F = 0        # F_ij: the finish tag of the flow's last packet tagged at j
@@ -79,7 +75,7 @@ def layout(J):
 
 def encode(router, resources):
     """``opt = (WF2Q+ resource index, W)``: as ``virtual-clock``'s."""
-    return _encode_rate(router, resources, "wf2q-plus")
+    return _virtual_clock.encode(router, resources, "wf2q-plus")
 
 
 @jit_inline

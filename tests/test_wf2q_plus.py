@@ -11,7 +11,7 @@ import pytest
 
 from mrfq import flows
 from mrfq.flows.errors import ScenarioError
-from mrfq.router.reference import simulate_reference, trace_tuples
+from test_classic_fq import both
 
 pytestmark = pytest.mark.nojit
 
@@ -19,15 +19,6 @@ pytestmark = pytest.mark.nojit
 def link(scheduler, fl, window=12, duration=40.0, **router):
     return flows.from_dict({"resources": ["link"], "router": {"scheduler": scheduler, "window": window, **router},
                             "run": {"duration": duration}, "flow": fl})
-
-
-def both(sc):
-    """The service trace (start, end, resource, flow, seq), the engine's and the reference's, equal."""
-    from mrfq.router.run import simulate
-
-    ref = simulate_reference(sc).trace
-    assert trace_tuples(simulate(sc, trace=500).trace) == ref
-    return ref
 
 
 #: [WF2Q]'s example: flow A of weight 10 sends 11 packets, ten flows of weight 1 one packet each,
