@@ -8,6 +8,7 @@ simulation; the ``--trace`` CSV is written atomically (:mod:`flows.cli_args`).
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -82,6 +83,7 @@ def format_run(r) -> str:
         lines.append(f"gamma = mean service rate (packets per time unit); {est[0].method}")
         lines.append("")
     lines.extend(format_delays(r))
+    lines.extend(format_transport(r))
     lines.extend(format_rfb(r))
     lines.extend(format_fairness(r))
     lines.append(f"{'resource':<12} {'utilization':>11} {'services':>14}")
@@ -115,10 +117,10 @@ def format_delays(r) -> list[str]:
         name = spec.name if spec.count == 1 else f"{spec.name}.*"
         drops = int(r.flows.drops[ids].sum())
         offered = int(r.flows.offered[ids].sum())
-        d = f"{drops:,} ({100.0 * drops / offered:.3g}%)" if spec.open_loop and offered else "-"
+        d = f"{drops:,} ({100.0 * drops / offered:.3g}%)" if spec.buffered and offered else "-"
         groups.append((name, rows, d))
         by = r.flows.drops_by_reason[ids].sum(axis=0)
-        if spec.open_loop and drops and by[0] != drops:  # other reasons than the flow's own limit
+        if spec.buffered and drops and by[0] != drops:  # other reasons than the flow's own limit
             why.append(f"{name} " + ", ".join(f"{REASONS[i].replace('_', '-')} {int(n):,}" for i, n in enumerate(by) if n))
     for k, c in enumerate(r.scenario.classes):
         groups.append((c.name, np.array([dh.n_static_rows + k]), "-"))
@@ -130,10 +132,58 @@ def format_delays(r) -> list[str]:
                      f"{_g(s['p90']):>9} {_g(s['p99']):>9} {_g(s['p999']):>9} {_g(s['max']):>9} {d:>9}")
     lines.append("delay = sojourn in the router (arrival or admission to departure, time units) of the packets "
                  f"that left after warm-up; mean with {r.scenario.run.batches} batch means, quantiles within "
-                 "0.8 %; drops = open-loop packets from warm-up on dropped: at arrival (the flow's buffer full, "
+                 "0.8 %; drops = open-loop or TCP packets from warm-up on dropped: at arrival (the flow's buffer full, "
                  "the shared pool, RED) or waiting (pushed out, CoDel)")
     if why:
         lines.append("drops by reason: " + "; ".join(why))
+    lines.append("")
+    return lines
+
+
+def transport_rows(r) -> list[dict]:
+    """Per TCP [[flow]] table (its flows summed, the window averaged): goodput, rate, retransmissions,
+    timeouts, random losses, drops, marks, the mean window and the round-trip time (the flow's rtt plus
+    the router's sojourn: mean, p50, p99) of the packets that left after warm-up (docs/transport.md)."""
+    dh = r.delays
+    table = r.scenario.static_spec()
+    out = []
+    for k, spec in enumerate(r.scenario.flows):
+        if not spec.tcp:
+            continue
+        ids = np.flatnonzero(table == k)
+        t = [r.flows.transport[int(i)] for i in ids]
+        row = {"name": spec.name if spec.count == 1 else f"{spec.name}.*", "cc": spec.transport.cc,
+               "rtt": spec.transport.rtt, "goodput": sum(x["goodput"] for x in t),
+               "rate": float(r.flows.rate[ids].sum()), "drops": int(r.flows.drops[ids].sum()),
+               **{key: sum(x[key] for x in t) for key in ("retransmissions", "timeouts", "random_losses", "marks")},
+               "mean_cwnd": sum(x["mean_cwnd"] for x in t) / len(t)}
+        if dh is not None:
+            lo, hi = dh.edges
+            J = dh.hist.shape[1] - 1
+            rows = np.unique(dh.flow_row[ids])
+            sm = summary(dh.hist[rows, J].sum(axis=0), lo, hi, float(dh.dmax[rows].max()), dh.dsum[rows].sum(axis=0),
+                          dh.dcnt[rows].sum(axis=0), r.scenario.run.confidence)
+            row["round_trip"] = {q: spec.transport.rtt + sm[q] for q in ("mean", "p50", "p99")}
+        out.append(row)
+    return out
+
+
+def format_transport(r) -> list[str]:
+    """The TCP flows' table (:func:`transport_rows`)."""
+    rows = transport_rows(r)
+    if not rows:
+        return []
+    lines = [f"{'tcp':<12} {'cc':>5} {'goodput':>9} {'rate':>9} {'retx':>7} {'timeouts':>8} {'losses':>7} "
+             f"{'drops':>7} {'marks':>7} {'cwnd':>7} {'rtt mean':>9} {'p50':>8} {'p99':>8}"]
+    for x in rows:
+        rt = x.get("round_trip", {})
+        lines.append(f"{x['name']:<12} {x['cc']:>5} {x['goodput']:>9.5f} {x['rate']:>9.5f} {x['retransmissions']:>7,} "
+                     f"{x['timeouts']:>8,} {x['random_losses']:>7,} {x['drops']:>7,} {x['marks']:>7,} "
+                     f"{x['mean_cwnd']:>7.4g} {_g(rt.get('mean', math.nan)):>9} {_g(rt.get('p50', math.nan)):>8} "
+                     f"{_g(rt.get('p99', math.nan)):>8}")
+    lines.append("tcp = TCP flows from warm-up on: goodput = packets delivered once per time unit (rate counts "
+                 "retransmitted copies too); losses = random losses before the router (loss); cwnd = the "
+                 "time-average congestion window (packets); rtt = the flow's rtt + its sojourn in the router")
     lines.append("")
     return lines
 
@@ -161,7 +211,8 @@ def format_fairness(r) -> list[str]:
     ix = run_fairness(r)
     if ix["flows"] < 2:
         return []
-    return [f"fairness index: {fi.text(ix)} over the {ix['flows']} windowed flows' normalised dominant shares "
+    return [f"fairness index: {fi.text(ix)} over the {ix['flows']} greedy (windowed or TCP) flows' normalised "
+            "dominant shares "
             "(rate x dominant cost / weight; 1 and 1 at weighted DRF)", ""]
 
 

@@ -88,4 +88,10 @@ def run_json(r) -> dict:
             f["delay"] = rows[row]
         for k, c in enumerate(d["classes"]):
             c["delay"] = rows[dh.n_static_rows + k]
+        table = r.scenario.static_spec()
+        for i, f in enumerate(d["flows"]):  # a TCP flow's round-trip time: its rtt plus its sojourn
+            if "transport" in f:
+                rtt = r.scenario.flows[int(table[i])].transport.rtt
+                f["transport"] = {**f["transport"], "round_trip": {
+                    q: None if f["delay"].get(q) is None else rtt + f["delay"][q] for q in ("mean", "p50", "p99")}}
     return d

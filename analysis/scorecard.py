@@ -210,7 +210,7 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
             ptime = float(sum(costs[k]))
             drops, offered = int(r.flows.drops[ids].sum()), int(r.flows.offered[ids].sum())
             rows.append({
-                "scheduler": s, "flow": name, "source": f.arrival.law if f.open_loop else "window",
+                "scheduler": s, "flow": name, "source": f.arrival.law if f.open_loop else (f"tcp-{f.transport.cc}" if f.tcp else "window"),
                 "rate": rate, "dominant_rate": rate * dom,
                 "demand": dem[k] if f.open_loop else None, "share": shares[k], "dominant_share": shares[k] * dom,
                 "rate_over_share": rate / shares[k] if shares[k] > 0 else math.nan,

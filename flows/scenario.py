@@ -190,6 +190,34 @@ def _packet_sizes(where: str, d: Mapping[str, Any], J: int) -> tuple[tuple[float
     return pb, PacketSizes(sz, pr)
 
 
+#: transport.cc: the congestion controls a TCP flow may use
+CONGESTION_CONTROLS = ("reno", "cubic")
+MAX_TCP_WINDOW = 1 << 16          # transport.max_window, transport.initial_window (packets)
+
+
+@dataclass(frozen=True)
+class Transport:
+    """A static flow's TCP-like sender (docs/transport.md): it sends while its packets in flight are
+    below its congestion window; each packet's ACK reaches it ``rtt`` after the packet leaves the
+    router.  ``cc``: "reno" (RFC 5681, NewReno recovery RFC 6582) or "cubic" (RFC 9438); ``rtt``: the
+    round-trip time outside the router (time units); ``initial_window`` (packets); ``ecn``: an AQM
+    marks its packets instead of dropping them; ``min_rto``: the retransmission timeout's floor (RFC
+    6298; None: twice ``rtt``); ``max_window``: the receiver's window (packets), the most in flight;
+    ``cubic_c``: CUBIC's C, packets per time unit cubed (RFC 9438's 0.4 for a time unit of 1 s)."""
+
+    rtt: float
+    cc: str = "reno"
+    initial_window: int = 10
+    ecn: bool = False
+    min_rto: float | None = None
+    max_window: int = 1000
+    cubic_c: float = 0.4
+
+    @property
+    def rto_floor(self) -> float:
+        return 2.0 * self.rtt if self.min_rto is None else self.min_rto
+
+
 @dataclass(frozen=True)
 class FlowSpec:
     """A static flow: starts at ``start`` and sends ``packets`` (0 = backlogged forever)."""
@@ -211,6 +239,11 @@ class FlowSpec:
     #: an open-loop flow's token-bucket shaper (rate, burst): packets leave the source no faster
     #: (flows.traffic.TokenBucket); None: none
     shaper: tuple[float, float] | None = None
+    #: a TCP-like sender (flows.scenario.Transport; docs/transport.md), or None: a windowed flow or an
+    #: open-loop source
+    transport: "Transport | None" = None
+    #: each packet of a TCP flow lost on its way to the router with this probability (validation only)
+    loss: float = 0.0
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
@@ -218,6 +251,16 @@ class FlowSpec:
     @property
     def open_loop(self) -> bool:
         return self.arrival is not None
+
+    @property
+    def tcp(self) -> bool:
+        """A closed-loop TCP-like flow (``transport = {...}``)."""
+        return self.transport is not None
+
+    @property
+    def buffered(self) -> bool:
+        """Its packets pass the buffer management (router/buffers.py): an open-loop source or a TCP flow."""
+        return self.arrival is not None or self.transport is not None
 
     @property
     def offered_rate(self) -> float:
@@ -545,7 +588,8 @@ _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "
 FLOW_ORDERS = ("tables", "round-robin")
 _TRAFFIC = ("load", "trace", "packet_trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count",
-         "arrival", "buffer", "buffer_bytes", "cost_law", "shaper")
+         "arrival", "buffer", "buffer_bytes", "cost_law", "shaper", "transport", "loss")
+_TRANSPORT = ("cc", "rtt", "initial_window", "ecn", "min_rto", "max_window", "cubic_c")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
           "packet_size_probs", "size", "cost_law")
 
@@ -635,11 +679,14 @@ def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int
     """A static flow's open-loop source ``arrival = {law = ...}`` and its ``buffer``: (law, buffer
     (None: unbounded)), ``(None, 0)`` for a windowed flow (the default)."""
     a = f.get("arrival")
+    if a is None and "transport" in f:
+        return None, _buffer(where, f)
     if a is None:
         for k in ("buffer", "buffer_bytes"):
             if k in f:
-                raise _err(f"{where}.{k}: only for an open-loop flow; add arrival = {{law = \"poisson\", rate = ...}} "
-                           "(a windowed flow holds router.window packets)")
+                raise _err(f"{where}.{k}: only for an open-loop or TCP flow; add arrival = {{law = \"poisson\", "
+                           "rate = ...} or transport = {cc = \"reno\", rtt = ...} (a windowed flow holds "
+                           "router.window packets)")
         return None, 0
     if not isinstance(a, Mapping):
         raise _err(f"{where}.arrival = {_q(a)}: must be a table, e.g. arrival = {{law = \"poisson\", rate = 0.5}}")
@@ -661,12 +708,57 @@ def _packet_law(where: str, f: Mapping[str, Any]) -> tuple[PacketLaw | None, int
     if law == "onoff":
         on = _num(f"{where}.arrival.on", a["on"], lo=0.0, lo_open=True, hi=MAX_TIME)
         off = _num(f"{where}.arrival.off", a["off"], lo=0.0, lo_open=True, hi=MAX_TIME)
+    return PacketLaw(law, rate, on, off), _buffer(where, f)
+
+
+def _buffer(where: str, f: Mapping[str, Any]) -> int | None:
+    """An open-loop or TCP flow's ``buffer``: packets inside the router (None: unbounded)."""
     b = f.get("buffer", DEFAULT_BUFFER)
     if isinstance(b, str) and b != "unbounded":
         raise _err(f"{where}.buffer = {_q(b)}: must be a whole number from 1 to {MAX_BUFFER:,} (packets) or "
                    "\"unbounded\" (no limit: for theory checks)")
-    buffer = None if b == "unbounded" else _int(f"{where}.buffer", b, lo=1, hi=MAX_BUFFER)
-    return PacketLaw(law, rate, on, off), buffer
+    return None if b == "unbounded" else _int(f"{where}.buffer", b, lo=1, hi=MAX_BUFFER)
+
+
+def _transport(where: str, f: Mapping[str, Any], law: PacketLaw | None, aqm) -> tuple["Transport | None", float]:
+    """A static flow's ``transport = {cc = ..., rtt = ..., ...}`` and its ``loss``: (Transport or None, p)."""
+    v = f.get("transport")
+    if v is None:
+        if "loss" in f:
+            raise _err(f"{where}.loss: only for a TCP flow (its losses are detected and repaired); add "
+                       "transport = {cc = \"reno\", rtt = ...}")
+        return None, 0.0
+    if law is not None:
+        raise _err(f"{where}.transport: a TCP flow sends as its congestion window allows; drop arrival (an "
+                   "open-loop source) or transport")
+    if not isinstance(v, Mapping):
+        raise _err(f"{where}.transport = {_q(v)}: must be a table, e.g. transport = {{cc = \"reno\", rtt = 10}}")
+    _check_keys(f"{where}.transport", v, _TRANSPORT)
+    cc = v.get("cc", "reno")
+    if cc not in CONGESTION_CONTROLS:
+        raise _err(f"{where}.transport.cc = {_q(cc)}: unknown; choose one of {', '.join(CONGESTION_CONTROLS)}")
+    if "rtt" not in v:
+        raise _err(f"{where}.transport.rtt: missing; give the flow's round-trip time outside the router (time "
+                   "units, > 0)")
+    rtt = _num(f"{where}.transport.rtt", v["rtt"], lo=0.0, lo_open=True, hi=MAX_TIME)
+    mw = _int(f"{where}.transport.max_window", v.get("max_window", 1000), lo=1, hi=MAX_TCP_WINDOW)
+    iw = _int(f"{where}.transport.initial_window", v.get("initial_window", 10), lo=1, hi=MAX_TCP_WINDOW)
+    ecn = v.get("ecn", False)
+    if not isinstance(ecn, bool):
+        raise _err(f"{where}.transport.ecn = {_q(ecn)}: must be true or false")
+    if ecn and dict(aqm or ()).get("policy") not in ("red", "codel"):
+        raise _err(f"{where}.transport.ecn = true: no AQM marks packets; add router.aqm = {{policy = \"red\"}} or "
+                   "{policy = \"codel\"}, or set ecn = false")
+    mr = v.get("min_rto")
+    if mr is not None:
+        mr = _num(f"{where}.transport.min_rto", mr, lo=0.0, lo_open=True, hi=MAX_TIME)
+    c = _num(f"{where}.transport.cubic_c", v.get("cubic_c", 0.4), lo=0.0, lo_open=True, hi=MAX_MAGNITUDE)
+    if "packets" in f and f["packets"] != 0:
+        raise _err(f"{where}.packets: a TCP flow here is backlogged; drop packets (or set it to 0)")
+    loss = 0.0
+    if "loss" in f:
+        loss = _num(f"{where}.loss", f["loss"], lo=0.0, hi=1.0, hi_open=True)
+    return Transport(cc=cc, rtt=rtt, initial_window=iw, ecn=ecn, min_rto=mr, max_window=mw, cubic_c=c), loss
 
 
 def _shaper(where: str, f: Mapping[str, Any], law: PacketLaw | None) -> tuple[float, float] | None:
@@ -964,8 +1056,9 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
         bb = None
         if "buffer_bytes" in f:
             bb = _num(f"{w}.buffer_bytes", f["buffer_bytes"], lo=0.0, lo_open=True, hi=MAX_BYTES)
+        tp, loss = _transport(w, f, law, aqm)
         flows.append(FlowSpec(
-            arrival=law, buffer=buffer, buffer_bytes=bb, shaper=_shaper(w, f, law),
+            arrival=law, buffer=buffer, buffer_bytes=bb, shaper=_shaper(w, f, law), transport=tp, loss=loss,
             name=_name(w, f.get("name"), f"f{i + 1}"), cost=cost,
             weight=_num(f"{w}.weight", f.get("weight", 1.0), lo=MIN_WEIGHT, hi=MAX_MAGNITUDE),
             start=_num(f"{w}.start", f.get("start", 0.0), lo=0.0, hi=MAX_TIME),
@@ -996,6 +1089,9 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
     for i, c in enumerate(classes_in):
         w = f"class[{i}]"
         c = _table(w, c)
+        if "transport" in c or "loss" in c:
+            raise _err(f"{w}.{'transport' if 'transport' in c else 'loss'}: TCP senders are for [[flow]] tables "
+                       "only; give the TCP flows as [[flow]] tables with transport = {cc = ..., rtt = ...}")
         _check_keys(w, c, _CLASS)
         cost = _cost(w, c.get("cost"))
         pb, ps = _packet_sizes(w, c, J)
@@ -1093,12 +1189,13 @@ def _largest_packet(sc: Scenario, i: int) -> float | None:
 def _check_buffers(sc: Scenario) -> None:
     """Buffer management (docs/buffers.md): byte limits need packet sizes and hold the largest
     packet; a shared pool or an AQM needs an open-loop flow to manage."""
-    opened = [i for i, f in enumerate(sc.flows) if f.open_loop]
+    opened = [i for i, f in enumerate(sc.flows) if f.buffered]
     r = sc.router
     for k in ("shared_buffer", "shared_buffer_bytes", "aqm"):
         if getattr(r, k) is not None and not opened:
-            raise _err(f"router.{k}: no open-loop flow to manage (a windowed flow keeps router.window packets and "
-                       "loses none); give a [[flow]] an arrival = {law = \"poisson\", rate = ...}, or remove it")
+            raise _err(f"router.{k}: no open-loop or TCP flow to manage (a windowed flow keeps router.window packets "
+                       "and loses none); give a [[flow]] an arrival = {law = \"poisson\", rate = ...} or a "
+                       "transport = {cc = \"reno\", rtt = ...}, or remove it")
     if r.shared_buffer_policy != "tail" and r.shared_buffer is None and r.shared_buffer_bytes is None:
         raise _err("router.shared_buffer_policy: there is no shared pool; add router.shared_buffer = N (packets) or "
                    "router.shared_buffer_bytes = B")
@@ -1230,8 +1327,14 @@ def to_dict(s: Scenario) -> dict[str, Any]:
             if f.name == "arrival":
                 if v is not None:
                     out["arrival"] = v.to_dict()
+            elif f.name == "transport":
+                if v is not None:
+                    out["transport"] = {k: w for k, w in dataclasses.asdict(v).items() if w is not None}
+            elif f.name == "loss":
+                if getattr(x, "transport", None) is not None and v > 0.0:
+                    out["loss"] = v
             elif f.name == "buffer":
-                if getattr(x, "arrival", None) is not None:
+                if getattr(x, "arrival", None) is not None or getattr(x, "transport", None) is not None:
                     out["buffer"] = "unbounded" if v is None else v
             elif f.name == "shaper":
                 if v is not None:

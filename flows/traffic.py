@@ -163,6 +163,12 @@ def aqm_key(seed: int) -> int:
     return int(np.random.SeedSequence(seed).spawn(3)[2].generate_state(1, np.uint32)[0])
 
 
+def loss_key(seed: int) -> int:
+    """The key of a TCP flow's random losses before the router (``loss = p``, router/transport.py): the
+    first word of ``SeedSequence(seed).spawn(4)[3]``, a child of its own."""
+    return int(np.random.SeedSequence(seed).spawn(4)[3].generate_state(1, np.uint32)[0])
+
+
 def class_cdf(rates) -> np.ndarray:
     """Cumulative class probabilities ``sum_{i<=k} lambda_i / Lambda`` (last entry exactly 1)."""
     r = np.asarray(rates, dtype=np.float64)

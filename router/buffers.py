@@ -30,7 +30,7 @@ from mrfq.fq._jit import jit_inline, jit_internal, no_wraparound
 from mrfq.router.packets import hash32, M32
 from mrfq.router.state import (
     AQM_FAIRDROP, AQM_RED, B_ARRIVALS, B_FD_VQ, B_FD_W, D_FAIRDROP, G_FD_T, B_BYTES, B_CD_COUNT, B_CD_DROP_NEXT, B_CD_DROPPING, B_CD_FIRST_ABOVE,
-    B_CD_LASTCOUNT, B_J0, B_LIM, B_LIM_BYTES, B_RED_AVG, B_RED_COUNT, B_RED_IDLE, B_RED_PT, D_POOL, D_PUSH_OUT, D_RED,
+    B_CD_LASTCOUNT, B_ECN, B_MARKS, B_J0, B_LIM, B_LIM_BYTES, B_RED_AVG, B_RED_COUNT, B_RED_IDLE, B_RED_PT, D_POOL, D_PUSH_OUT, D_RED,
     D_TAIL, G_AQM, G_AQM_KEY, G_P, G_POOL_BYTES, G_POOL_BYTES_CAP, G_POOL_CAP, G_POOL_N, G_POOL_POLICY,
     I_INFLIGHT, I_PENDING, N_ICOLS, N_REASONS, POOL_TAIL, QS_COUNT, QS_HEAD, QS_WIDTH, STATIC_OPEN, I_CLASS,
 )
@@ -38,6 +38,8 @@ from mrfq.router.state import (
 NO_WRAPAROUND = no_wraparound(__name__)
 
 ACCEPT = -1
+#: accepted with a congestion mark (an ECN-capable TCP packet RED would have dropped)
+ACCEPT_MARKED = -2
 # RED's parameters in Buffers.g from G_P: min_th, max_th, max_p, w_q, gentle (the packet time of the
 # idle-period decay is each flow's: B_RED_PT)
 (R_MIN, R_MAX, R_MAXP, R_WQ, R_GENTLE) = range(5)
@@ -112,7 +114,7 @@ def fairdrop_drain(fl, g, NBF, n_static, J, slot_i, t):
         while credit > 0.0:
             wsum = 0.0
             for v in range(n_static):
-                if slot_i[v * N_ICOLS + I_CLASS] == STATIC_OPEN and fl[v * NBF + B_FD_VQ + r] > 0.0:
+                if slot_i[v * N_ICOLS + I_CLASS] <= STATIC_OPEN and fl[v * NBF + B_FD_VQ + r] > 0.0:
                     wsum += fl[v * NBF + B_FD_W]
             if wsum == 0.0:
                 break
@@ -120,7 +122,7 @@ def fairdrop_drain(fl, g, NBF, n_static, J, slot_i, t):
             credit = 0.0
             for v in range(n_static):
                 q = fl[v * NBF + B_FD_VQ + r]
-                if slot_i[v * N_ICOLS + I_CLASS] == STATIC_OPEN and q > 0.0:
+                if slot_i[v * N_ICOLS + I_CLASS] <= STATIC_OPEN and q > 0.0:
                     give = per * fl[v * NBF + B_FD_W]
                     if q > give:
                         fl[v * NBF + B_FD_VQ + r] = q - give
@@ -142,7 +144,9 @@ def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_v
     pool's counts take it) or the reason it is dropped (router.state.D_*, counted when ``post``).
     With the pool's ``"longest"`` policy, rows whose oldest waiting packet is pushed out go to
     ``bf.victims`` (from ``n_vict``: the loop removes them right after); returns (verdict, n_vict).
-    ``pkt`` words ``W - J - 2`` hold the sizes of the packets in the router (router.state.pkt_width)."""
+    ``pkt`` words ``W - J - 2`` hold the sizes of the packets in the router (router.state.pkt_width).
+    An ECN-capable packet (B_ECN: a TCP flow's with ``transport.ecn``) that RED would drop is marked
+    instead (counted in B_MARKS when ``post``) and goes on to the limits: ACCEPT_MARKED when they take it."""
     fl, g = bf.fl, bf.g
     NBF = fl.shape[0] // max(n_static, 1)
     b = s * NBF
@@ -150,9 +154,13 @@ def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_v
     n = int(fl[b + B_ARRIVALS])
     fl[b + B_ARRIVALS] = n + 1
     verdict = ACCEPT
+    marked = False
     if g[G_AQM] == AQM_RED:
         if red_drops(fl, b, g, held, t, aqm_uniform(int(g[G_AQM_KEY]), uid, n)):
-            verdict = D_RED
+            if fl[b + B_ECN] != 0.0:
+                marked = True
+            else:
+                verdict = D_RED
     elif g[G_AQM] == AQM_FAIRDROP:
         fairdrop_drain(fl, g, NBF, n_static, J, slot_i, t)
         for r in range(J):
@@ -171,7 +179,7 @@ def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_v
         best = -1
         most = own
         for v in range(n_static):
-            if v == s or slot_i[v * N_ICOLS + I_CLASS] != STATIC_OPEN:
+            if v == s or slot_i[v * N_ICOLS + I_CLASS] > STATIC_OPEN:
                 continue
             hv = fl[v * NBF + B_BYTES] if by_bytes else slot_i[v * N_ICOLS + I_INFLIGHT] + slot_i[v * N_ICOLS + I_PENDING]
             if hv <= most:
@@ -213,6 +221,10 @@ def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_v
     if g[G_AQM] == AQM_FAIRDROP:  # an accepted packet's work at each resource joins the shadow (its mean there)
         for r in range(J):
             fl[b + B_FD_VQ + r] += sp.cost[row, r] + sp.per_byte[row, r] * size
+    if marked:
+        if post:
+            fl[b + B_MARKS] += 1.0
+        return ACCEPT_MARKED, n_vict
     return ACCEPT, n_vict
 
 
@@ -292,6 +304,19 @@ def codel(bf, s, NBF, t, sojourn, behind, phase):
         fl[b + B_CD_COUNT] += 1.0
         return CD_DROP
     return CD_DELIVER
+
+
+@jit_inline
+def codel_marked(bf, s, NBF, t, phase, post):
+    """CoDel marks the head of ECN-capable flow s's queue instead of dropping it (``phase``: the verdict,
+    CD_DROP or CD_ENTER) and delivers it, as Linux's codel_dequeue does: in the dropping state
+    ``drop_next`` moves on by the control law as after a drop.  Counted in B_MARKS when ``post``."""
+    fl, g = bf.fl, bf.g
+    b = s * NBF
+    if phase == CD_DROP:
+        fl[b + B_CD_DROP_NEXT] = fl[b + B_CD_DROP_NEXT] + g[G_P + C_INTERVAL] / math.sqrt(fl[b + B_CD_COUNT])
+    if post:
+        fl[b + B_MARKS] += 1.0
 
 
 @jit_inline

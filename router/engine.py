@@ -44,14 +44,15 @@ from mrfq.flows.notice import compiling
 from mrfq.router import heap
 from mrfq.router.batches import add_area_py, batch_starts
 from mrfq.router import delays, rfb as _rfb
-from mrfq.router.flowtable import DONE, GROW_RING, MORE_ARRIVALS, MORE_PACKETS
+from mrfq.router.flowtable import DONE, GROW_ACKS, GROW_RING, MORE_ARRIVALS, MORE_PACKETS, TCP_OVERFLOW
+from mrfq.router import transport as _tcp
 from mrfq.router.loop import loop_for
 from mrfq.router.state import (
     C_ARR_CUR, C_ARR_LAST, C_ARR_LOG_N, C_DEP_N, C_MAX_ACTIVE, C_NEXT_ARR, C_NEXT_PKT, C_NEXT_STATIC, C_NEXT_UID,
     C_PK_ADM, C_PK_DEP, C_PKT_CUR, C_PKT_LAST, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_WEIGHT, I_CLASS,
-    I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_WINDOWED,
+    I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_TCP, STATIC_WINDOWED,
     ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, keeps_times, n_fcols, pkt_width, ring_size,
-    RI_STAGE_CAP, STAGE_UNBOUNDED, C_GROW_ROW, N_REASONS, RI_DROPPED, cost_width, grow_ring, make_buffers,
+    RI_STAGE_CAP, STAGE_UNBOUNDED, C_GROW_ROW, B_MARKS, buffer_width, N_REASONS, RI_DROPPED, cost_width, grow_ring, make_buffers,
 )
 
 INF = np.inf
@@ -121,6 +122,8 @@ class KernelResult(NamedTuple):
     #                               dominant cost / w, the flow ids covered) (router/rfb.py); None: not computed
     share_x: np.ndarray | None = None  # [samples, covered flows] each covered flow's X (dominant service over
     #                                    weight) at 0, window, 2 window, ... (router/rfb.py); None: not asked
+    tcp: object = None            # the TCP flows' state at the end (router.transport.Tcp), or None
+    marks: np.ndarray | None = None  # [n_static] packets an AQM marked (ECN) from warm-up on
 
 
 def _type_key(a):
@@ -173,7 +176,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
                     min_cost: float = 1.0, record_delays: bool = True,
                     record_fairness: bool = True, share_window: float = 0.0, ingress: bool = False,
-                    stage_caps=None, buffers=None) -> tuple[KernelResult, float]:
+                    stage_caps=None, buffers=None, transport=None) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -199,7 +202,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     ``stage_caps``: the stage buffer in front of each resource 1..J-1 (packets; inf: unbounded), or
     None (docs/middlebox.md), compiled into the lean loop where it applies.  ``buffers``: the open-loop flows' buffer
     management (router.state.make_buffers; default: each flow's ``traffic.table_buffer`` packets, tail
-    drop; router/buffers.py).
+    drop; router/buffers.py).  ``transport``: the TCP flows (router/transport.py) as ``(list of (Transport,
+    loss), their static rows, their start times, the key of their losses)``, or None.
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -207,7 +211,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     lay = sched.module.layout(J)
     buf_max = int(traffic.table_buffer.max()) if len(traffic.table_buffer) else 0
     NR = ring_size(max(N + 1, buf_max))  # > N: a departure's record outlives the admission it triggers
-    lean = specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None)
+    lean = specialise and is_lean(sched, opt, J, rtt, trace_cap, packets is not None or transport is not None)
     W = pkt_width(lay, J, keeps_times(record_delays, lean), lean, bool(ingress))
     C = n_static + 64
     if hist_rows is None:
@@ -224,7 +228,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                warmup=float(warmup), B=int(B), max_services=int(max_services), trace_cap=int(trace_cap),
                n_static=n_static, K=int(K), cost_key=int(cost_key), HS=HS, NB=int(NB), hbase=int(hbase),
                dstat=(int(hbase) + int(NB)) * (J + 1), dfloor=delays.floor_value(hbase), rec_from=float(warmup) if record_delays else INF,
-               rfb_on=0, rfb_lim=1 << 62, ingress=int(bool(ingress)), staged=int(stage_caps is not None))
+               rfb_on=0, rfb_lim=1 << 62, ingress=int(bool(ingress)), staged=int(stage_caps is not None),
+               n_tcp=len(transport[0]) if transport is not None else 0,
+               loss_key=int(transport[3]) if transport is not None else 0)
     # the relative fairness bound (router/rfb.py): with delays recorded and 2 or more static flows
     # (every pair up to RFB_MAX, above that RFB_SUBSET covered flows)
     rfb_on = record_delays and record_fairness and n_static >= 2
@@ -249,6 +255,17 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             raise MrfqError(f"stage_caps: {len(stage_caps)} entries, must be {J - 1} (one per resource after the first)")
         rs.ri[RI_STAGE_CAP * J + 1:(RI_STAGE_CAP + 1) * J] = [
             STAGE_UNBOUNDED if not np.isfinite(b) else int(b) for b in stage_caps]
+    tc = _tcp.allocate([], [], [], 0)  # (one row of unread arrays without TCP flows)
+    if transport is not None:
+        tflows, trows, tstarts, _ = transport
+        tc = _tcp.allocate(tflows, list(trows), list(tstarts), n_static)
+        # a TCP flow's packet ring holds twice its receiver's window (its packets in the router are
+        # fewer; router.transport._transmit checks), its admissions at one instant a window each
+        for (tp, _), s in zip(tflows, trows):
+            while int(ft.ring[2 * s + 1]) + 1 < 2 * tp.max_window:
+                ft = grow_ring(ft, W, cost_width(J, lay.increments), int(s))
+        tcp_extra = sum(tp.max_window for tp, _ in tflows)
+        aq = aq._replace(now_s=np.zeros(aq.now_s.shape[0] + tcp_extra, np.int64))
     if rfb_on:
         ft.rfb_dom[cov] = (np.arange(len(cov), dtype=np.int64) << _rfb.RFB_SHIFT) | (dom + 1)
     # static flows own rows 0..n_static-1 (flow id = row)
@@ -256,6 +273,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         ft.slot_i[I_UID:n_static * N_ICOLS:N_ICOLS] = np.arange(n_static)
         ft.slot_i[I_CLASS:n_static * N_ICOLS:N_ICOLS] = np.where(
             traffic.table_buffer[traffic.static_spec[:n_static]] > 0, STATIC_OPEN, STATIC_WINDOWED)
+        if transport is not None:
+            ft.slot_i[np.asarray(transport[1], np.int64) * N_ICOLS + I_CLASS] = STATIC_TCP
         ft.slot_f[F_WEIGHT:n_static * NFC:NFC] = specs.weight[traffic.static_spec[:n_static]]
     ft.hrow[:n_static] = traffic.hist_row[:n_static] * delays.row_width(J, NB, B) - hbase * (J + 1)  # row_offset
     carry.ci[C_NEXT_UID] = n_static
@@ -289,7 +308,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                 stop_at = int(timed_from)
             if max_services > 0 and max_services < stop_at:
                 stop_at = int(max_services)
-            args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf)
+            args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf, tc)
             compile_seconds += _compile_seconds(loop, args, f"the {sched.name} loop for {J} resource{'s' if J != 1 else ''}")
             if not timing and done >= timed_from:
                 timing, loop_s0 = True, done
@@ -323,6 +342,14 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                 carry.ci[C_PKT_CUR] = 0
                 carry.ci[C_PKT_LAST] = len(more.time) < chunk
                 continue
+            if code == GROW_ACKS:
+                tc = _tcp.grow_acks(tc)
+                continue
+            if code == TCP_OVERFLOW:
+                row = int(tc.g[_tcp.G_OVERFLOW]) - 1
+                raise MrfqError(f"flow {row}: its packets in the router span more than {int(ft.ring[2 * row + 1]) + 1:,} "
+                                f"sequence numbers (at t = {carry.cf[C_T]:.6g}: many dropped at a queue's head); "
+                                "raise its transport.max_window or give it a smaller buffer")
             if code == GROW_RING:
                 # an open-loop flow's packets would not fit its ring: double it (router.state.grow_ring)
                 row = int(carry.ci[C_GROW_ROW])
@@ -345,6 +372,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                                 f"more than the {MAX_TABLE_BYTES / 2**30:g} GiB cap (at t = {carry.cf[C_T]:.6g}); the "
                                 "system is overloaded or nearly so: lower the load or shorten run.duration")
             C, ft, S, rs, aq = grow(C, J, NR, ft, S, rs, aq, carry, rtt)
+            if transport is not None:
+                aq = aq._replace(now_s=np.zeros(aq.now_s.shape[0] + tcp_extra, np.int64))
     finally:
         if shown is not None:
             shown.finish()
@@ -422,6 +451,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         dep_time=dep_times[:, 0].copy(), dep_arrived=dep_times[:, 1].copy(), dep_flow=dep_ids[:, 0].copy(),
         dep_seq=dep_ids[:, 1].copy(), rfb=rfb_out,
         share_x=_rfb.samples(acc.rfb_g, acc.rfb_ser) if rfb_on and share_window > 0.0 else None,
+        tcp=tc if transport is not None else None,
+        marks=bf.fl[B_MARKS::buffer_width(J)][:n_static].astype(np.int64) if transport is not None else None,
     ), compile_seconds
 
 

@@ -38,7 +38,7 @@ DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
 # codes the loop returns: DONE (time T or max_services reached), GROW_FLOWS (more flow arrivals due
 # at the next instant than free table rows), MORE_ARRIVALS (the chunk might not hold every arrival
 # due at the next instant: the host appends the next chunk)
-DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS, GROW_RING = 0, 1, 2, 3, 4
+DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS, GROW_RING, GROW_ACKS, TCP_OVERFLOW = 0, 1, 2, 3, 4, 5, 6
 
 
 @jit_inline
@@ -121,7 +121,7 @@ def depart(s, t, warmup, slot_i, departed, b_start, bcur, open_loop):
             slot_i[s * N_ICOLS + I_DEPPOST] += 1
         else:
             departed[k, bcur] += 1.0
-    if open_loop and k == STATIC_OPEN:  # (open_loop: a constant, False in the lean loop)
+    if open_loop and k <= STATIC_OPEN:  # (open_loop: a constant, False in the lean loop; a TCP flow too)
         slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
         if slot_i[s * N_ICOLS + I_REMAIN] == 0 and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 \
                 and slot_i[s * N_ICOLS + I_PENDING] == 0:

@@ -72,14 +72,15 @@ from mrfq.router import heap
 from mrfq.router.delays import SHIFT
 from mrfq.router.heap import f2i
 from mrfq.router.rfb import K_IDLE, RFB_MASK, RFB_SHIFT
-from mrfq.router.buffers import CD_DELIVER, codel, codel_emptied, leave
+from mrfq.router.buffers import CD_DELIVER, codel, codel_emptied, codel_marked, leave
 from mrfq.router.rfb import flush as rfb_flush
 from mrfq.router.flowtable import (
-    DEP_FLOW_DONE, DEP_NEXT, DONE, arrivals_ready, depart, flow_done, flow_starts, packets_ready, ring_room,
+    DEP_FLOW_DONE, DEP_NEXT, DONE, GROW_ACKS, TCP_OVERFLOW, arrivals_ready, depart, flow_done, flow_starts, packets_ready, ring_room,
 )
 from mrfq.router.packets import packet_exponential, packet_size
+from mrfq.router import transport as tcp
 from mrfq.router.state import (
-    RI_STAGE_CAP, RI_STAGE_N, ST_BLOCKED, ST_NONE, ST_STARTED, RI_DROPPED, B_J0, B_RED_IDLE, D_CODEL, N_REASONS,
+    RI_STAGE_CAP, RI_STAGE_N, ST_BLOCKED, STATIC_TCP, B_ECN, ST_NONE, ST_STARTED, RI_DROPPED, B_J0, B_RED_IDLE, D_CODEL, N_REASONS,
     AQM_CODEL, G_AQM, C_VICT_N,
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_DEP_N, C_NEXT_ARR,
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
@@ -368,7 +369,7 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         seq = qs[qb + QS_HEAD]
         rec = _rec(ft.ring, RV, NR, RM, s, seq)
         cb = _cost_base(PC, NFC, s, rec)
-        if not CODEL or ft.slot_i[s * N_ICOLS + I_CLASS] != STATIC_OPEN:
+        if not CODEL or ft.slot_i[s * N_ICOLS + I_CLASS] > STATIC_OPEN:
             break
         NBF = bf.fl.shape[0] // (bf.drops.shape[0] // N_REASONS)
         if j != int(bf.fl[s * NBF + B_J0]):
@@ -379,6 +380,12 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
         while True:
             phase = codel(bf, s, NBF, t, t - pkt[rec * W + W - J - 1], qs[qb + QS_COUNT] - 1, phase)
             if phase == CD_DELIVER:
+                break
+            if bf.fl[s * NBF + B_ECN] != 0.0:  # an ECN-capable TCP packet: marked (its word's low bit), delivered
+                codel_marked(bf, s, NBF, t, phase, t >= warmup)
+                if np.int64(pkt[rec * W + W - J - 3]) & 1 == 0:
+                    pkt[rec * W + W - J - 3] += 1.0
+                phase = CD_DELIVER
                 break
             cnt, rec = _drop_head(S, opt, J, RM, W, PC, NFC, s, j, t, ft, cst, ri, RV, LP)
             ft.slot_i[s * N_ICOLS + I_INFLIGHT] -= 1
@@ -480,7 +487,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
     under ingress placement; ING_CONST, STAGED_CONST: the lean loop's placement and stage buffers (the
     generic loop reads them at run time))."""
 
-    def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf):
+    def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf, tc):
         """The event loop proper (see the module docstring for the event order).
 
         Arrays are never reassigned here, and the loop is compiled without numba's runtime,
@@ -509,6 +516,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         # (router.state.grow_ring), queues linked through the packet records, drops (router/buffers.py)
         RV = not LEAN
         CODEL = RV and bf.g[G_AQM] == AQM_CODEL  # CoDel at the open-loop flows' queues
+        TCP = RV and P.n_tcp > 0  # TCP senders (router/transport.py)
         NBF = bf.fl.shape[0] // (bf.drops.shape[0] // N_REASONS)  # floats per static flow (router.state.buffer_width)
         ring = ft.ring
         NR = RM + 1
@@ -553,6 +561,11 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ext = next_pkt
             if rtt > 0.0 and adm_n > 0 and due_t[adm_head] < ext:  # (no such admissions in the lean loop)
                 ext = due_t[adm_head]
+            next_tcp = INF
+            if TCP:
+                next_tcp = tcp.next_event(tc)
+                if next_tcp < ext:
+                    ext = next_tcp
             tn = ext
             for j in range(J):
                 if service_end[j] < tn:
@@ -568,6 +581,9 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 code = arrivals_ready(tn, arr.time, ci[C_ARR_CUR], ci[C_ARR_LAST], n_free)
                 if code != DONE:
                     break
+            if TCP and tc.g[tcp.G_HN] + J >= tc.ah_t.shape[0]:  # the ACK heap may not hold the instant's ACKs
+                code = GROW_ACKS
+                break
             if next_pkt == tn:
                 code = packets_ready(tn, pk.time, ci[C_PKT_CUR], ci[C_PKT_LAST])
                 if code != DONE:
@@ -612,9 +628,11 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 # departure from the router
                 pk_departed += 1
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur, not LEAN)
-                if RV and slot_i[s * N_ICOLS + I_CLASS] == STATIC_OPEN:  # its buffer's counts (router/buffers.py)
+                if RV and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN:  # its buffer's counts (router/buffers.py)
                     leave(bf, s, NBF, pkt[pb + W - J - 2], t, slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING])
-                if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] == STATIC_OPEN \
+                    if TCP and slot_i[s * N_ICOLS + I_CLASS] == STATIC_TCP:  # the receiver's ACK, due rtt later
+                        tcp.receive(tc, s, np.int64(pkt[pb + W - J - 3]), t, pkt[pb + W - J - 1], warmup)  # (q << 1 | ce)
+                if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN \
                         and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
                     rfb_log[3 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
                     rfb_log[3 * rfb_n + 2] = ((rfb_dom[s] >> RFB_SHIFT) << 2) | K_IDLE
@@ -681,7 +699,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             #      reads; with rtt > 0 no departure admits at once, so the delayed admissions,
             #      taken first, precede them.  Nothing to do unless ext == t (an external
             #      event due now, or an admission queued above).
-            if ext == t and (next_static == t or next_arr == t or next_pkt == t):
+            if ext == t and (next_static == t or next_arr == t or next_pkt == t or next_tcp == t):
                 cf[C_NEXT_ARR] = next_arr
                 cf[C_NEXT_STATIC] = next_static
                 cf[C_NEXT_PKT] = next_pkt
@@ -689,7 +707,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ci[C_NFREE] = n_free
                 ci[C_ACTIVE] = n_active
                 ci[C_RFB_N] = rfb_n
-                now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap, bf)
+                if next_static == t or next_arr == t or next_pkt == t:
+                    now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap, bf)
+                if TCP and next_tcp == t:  # the TCP senders (router/transport.py), after the open-loop arrivals
+                    now_n = tcp.phase(J, t, P, sp, tf, ft, aq.now_s, now_n, acc, bf, ci, ri, tc)
                 next_arr = cf[C_NEXT_ARR]
                 next_static = cf[C_NEXT_STATIC]
                 next_pkt = cf[C_NEXT_PKT]
@@ -717,6 +738,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 _admit(S, o, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, P.cost_key, ri, hp, service_end, True,
                        ING, LP, RV)
                 pk_admitted += 1
+
+            if TCP and tc.g[tcp.G_OVERFLOW] > 0:  # a TCP flow's packets would overrun its ring (the host says so)
+                code = TCP_OVERFLOW
+                break
 
             # ---- the shared pool's push-outs decided at the arrivals above leave their queues, after
             #      every admission at t (router/buffers.py)

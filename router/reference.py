@@ -70,11 +70,12 @@ import simpy
 from mrfq.flows.scenario import MAX_TIME, Scenario
 from mrfq.fq.contract import has_eligibility
 from mrfq.fq.registry import at_ingress, resolve, used_resources
-from mrfq.flows.traffic import ArrivalStream, PacketStream, cost_key
+from mrfq.flows.traffic import ArrivalStream, PacketStream, cost_key, loss_key
 from mrfq.router.batches import batch_starts
 from mrfq.router.delays import PER_FLOW_MAX, bucket_py
 from mrfq.router.delays import layout as delay_layout
 from mrfq.router.reference_buffers import DELIVER, BufferManager
+from mrfq.router.reference_tcp import TcpFlow, loss_uniform
 from mrfq.router.state import REASONS
 from mrfq.router import rfb as _rfb
 
@@ -194,6 +195,9 @@ class Flow:
     departed_post: int = 0          # departures after warm-up
     done_at: float | None = None
     open_loop: bool = False         # an open-loop source (else a windowed flow)
+    tcp: object = None              # a TCP flow's sender and receiver (router.reference_tcp.TcpFlow)
+    loss: float = 0.0               # a TCP flow's random loss before the router
+    timer_set: set = field(default_factory=set)  # deadlines of its retransmission timer with a process
     offered: int = 0                # open-loop packet arrivals from warm-up on (t >= warmup)
     Q: list[int] = field(default_factory=list)      # packets at each resource, waiting or in service
     tag: dict = field(default_factory=dict)         # the scheduler's own per-flow values
@@ -201,6 +205,11 @@ class Flow:
     def __post_init__(self):
         self.Q = [0] * self.J
         self.to_admit = self.size if self.size > 0 else -1
+
+    @property
+    def buffered(self) -> bool:
+        """Its packets pass the buffer management: an open-loop source or a TCP flow."""
+        return self.open_loop or self.tcp is not None
 
 
 @dataclass(eq=False)
@@ -216,6 +225,8 @@ class Packet:
     staged: bool = False            # counted in the stage buffer of the resource it waits at
     size: float = 0.0               # bytes
     waits: list = field(default_factory=list)  # (resource, wait there) of each service started
+    tseq: int = -1                  # a TCP flow's sequence number (its n-th packet; a retransmission repeats it)
+    ce: bool = False                # an AQM marked it (ECN)
 
 
 def make_tags(sc: Scenario, router: "ReferenceRouter"):
@@ -237,6 +248,7 @@ class ReferenceFlow:
     drops: int = 0                  # open-loop packets from warm-up on dropped or pushed out
     offered: int = 0                # open-loop packet arrivals from warm-up on (t >= warmup)
     drops_by_reason: dict = field(default_factory=dict)
+    transport: dict | None = None   # a TCP flow's counts (router.run.FlowResult.transport)
 
 
 @dataclass(frozen=True)
@@ -307,8 +319,19 @@ class ReferenceRouter:
         spec = sc.static_spec()
         profiles = [Profile.of(f, J) for f in sc.flows]
         self.static = [Flow(i, names[i], profiles[s], s, None, sc.flows[s].start, sc.flows[s].packets, J,
-                            open_loop=sc.flows[s].open_loop)
+                            open_loop=sc.flows[s].open_loop, loss=sc.flows[s].loss)
                        for i, s in enumerate(spec.tolist())]
+        for f in self.static:
+            tp = sc.flows[f.static].transport
+            if tp is not None:
+                f.tcp = TcpFlow(tp, self.warmup, self._transmit)
+                f.tcp.flow = f
+        self.loss_key = loss_key(sc.run.seed)
+        self.ack_count = 0                           # ACKs sent so far (their order at one instant)
+        self.tcp_acks: list = []                     # (order, flow, ack, send time) due now
+        self.tcp_timers: set = set()                 # flows whose timer may expire now
+        self.tcp_opens: list[Flow] = []              # TCP flows starting now
+        self.victims: list[Flow] = []
         # delays (router/delays.py): one row per static flow (or [[flow]] table), then per class
         n = len(self.static)
         self.flow_row = list(range(n)) if n <= PER_FLOW_MAX else spec.tolist()
@@ -423,6 +446,24 @@ class ReferenceRouter:
         self.due_admissions.append(f)
         self._post()
 
+    def _ack_later(self, f: Flow, order: int, a: int, ts: float, ece: bool):
+        """The ACK a of TCP flow f, sent at a departure, reaches the sender the flow's rtt later."""
+        yield self.env.timeout(f.tcp.rtt)
+        self.tcp_acks.append((order, f, a, ts, ece))
+        self._post()
+
+    def _timer(self, f: Flow, at: float):
+        yield from _until(self.env, at)
+        self.tcp_timers.add(f)
+        self._post()
+
+    def _arm(self, f: Flow) -> None:
+        """A process for the deadline of f's retransmission timer, once per deadline set."""
+        d = f.tcp.rto_at
+        if d < math.inf and d not in f.timer_set:
+            f.timer_set.add(d)
+            self.env.process(self._timer(f, d))
+
     # ---- the coordinator of one instant -------------------------------------
     def _coordinator(self):
         yield self.env.timeout(0)   # after every primary event of this instant
@@ -432,6 +473,8 @@ class ReferenceRouter:
         packets = self.packet_arrivals
         self.completions, self.due_admissions, self.static_starts, self.poisson_arrivals = [], [], [], []
         self.packet_arrivals = []
+        acks, timers = sorted(self.tcp_acks, key=lambda e: e[0]), sorted(self.tcp_timers, key=lambda f: f.uid)
+        self.tcp_acks, self.tcp_timers = [], set()
         self.board_time = None
 
         # phase 1a: completing packets leave their servers
@@ -465,7 +508,7 @@ class ReferenceRouter:
             self.class_arrived[k] += 1
             self._start_flow(f, t)
         # ... then the open-loop packet arrivals (by flow id): admitted, or dropped by the buffer management
-        victims: list[Flow] = []
+        victims = self.victims = []
         for uid, size in packets:
             f = self.static[uid]
             post = t >= self.warmup
@@ -478,6 +521,20 @@ class ReferenceRouter:
                 if f.in_router == 0 and uid in self.rfb_index:
                     self.rfb.record(t, t, self.rfb_index[uid], _rfb.K_BACKLOG)
                 self._admit(f, t, size)
+        # ... then the TCP senders: the ACKs due now (in the order they were sent), then the
+        # retransmission timers expiring now (by flow id); each sends what its window allows
+        opens, self.tcp_opens = self.tcp_opens, []
+        for f in opens:   # (in static start order: by flow id)
+            f.tcp.open(t)
+            self._arm(f)
+        for _, f, a, ts, ece in acks:
+            f.tcp.ack(t, a, ts, ece)
+            self._arm(f)
+        for f in timers:
+            f.timer_set.discard(t)
+            if f.tcp.rto_at == t:
+                f.tcp.timeout(t)
+                self._arm(f)
         # the pool's push-outs leave their queues after the instant's admissions
         for v in victims:
             self._push_out(v, t)
@@ -524,7 +581,7 @@ class ReferenceRouter:
             fifo = self.fifo[j][uid]
             p = fifo[0]
             f = p.flow
-            if not (self.bm.policy == "codel" and f.open_loop and j == self.bm.flows[f.uid].j0):
+            if not (self.bm.policy == "codel" and f.buffered and j == self.bm.flows[f.uid].j0):
                 break
             nxt = p.route[p.hop + 1] if p.hop + 1 < len(p.route) else None
             if nxt is not None and self.stage_n[nxt] >= self.stage_cap[nxt]:
@@ -533,6 +590,11 @@ class ReferenceRouter:
             while True:
                 phase = self.bm.codel(f, t, t - p.arrived, len(fifo) - 1, phase)
                 if phase == DELIVER:
+                    break
+                if self.bm.flows[f.uid].ecn:   # an ECN-capable TCP packet: marked and delivered
+                    self.bm.codel_marked(f, phase, t >= self.warmup)
+                    p.ce = True
+                    phase = DELIVER
                     break
                 self._drop_head(p, j, t, rekey=False)
                 f.in_router -= 1
@@ -608,19 +670,41 @@ class ReferenceRouter:
 
     # ---- packet and flow life cycle ------------------------------------------
     def _start_flow(self, f: Flow, t: float) -> None:
-        if f.klass is None and not f.open_loop and f.uid in self.rfb_index:  # a windowed static flow: backlogged
+        if f.klass is None and not f.buffered and f.uid in self.rfb_index:  # a windowed static flow: backlogged
             self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_BACKLOG)
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         n0 = self.N if f.size == 0 or f.size >= self.N else f.size
         if f.open_loop:
             n0 = 0  # an open-loop source: its packets arrive by their own law
+        if f.tcp is not None:  # a TCP flow: its initial window goes with the instant's TCP events
+            self.tcp_opens.append(f)
+            return
         for _ in range(n0):
             if f.to_admit > 0:
                 f.to_admit -= 1
             self._admit(f, t)
 
-    def _admit(self, f: Flow, t: float, size: float | None = None) -> None:
+    def _transmit(self, tcp: TcpFlow, q: int, n: int, t: float) -> None:
+        """TCP flow tcp.flow sends packet q (its n-th send) at t: lost before the router (``loss``), dropped
+        by the buffer management, or admitted."""
+        f = tcp.flow
+        post = t >= self.warmup
+        if f.loss > 0.0 and loss_uniform(self.loss_key, f.uid, n) < f.loss:
+            if post:
+                tcp.lost += 1
+            return
+        if post:
+            f.offered += 1
+        z = f.profile.packet_size(self.cost_key, f.uid, f.next_seq, None)
+        verdict = self.bm.arrive(f, z, t, post, lambda v: self._waiting_before(v, t), self.victims)
+        if verdict in (None, "ce"):
+            if f.in_router == 0 and f.uid in self.rfb_index:
+                self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_BACKLOG)
+            self._admit(f, t, None, q)
+            self.last_packet.ce = verdict == "ce"
+
+    def _admit(self, f: Flow, t: float, size: float | None = None, tseq: int = -1) -> None:
         seq = f.next_seq
         f.next_seq += 1
         s = f.profile.packet_costs(self.cost_key, f.uid, seq, size)
@@ -629,7 +713,7 @@ class ReferenceRouter:
         if not [j for j in route if s[j] > 0.0]:
             raise ValueError(f"packet {seq} of flow {f.name!r} costs nothing at every resource "
                              f"(s = {list(s)}): the router model leaves such a packet undefined")
-        p = Packet(f, seq, s, route, arrived=t, size=z)
+        p = self.last_packet = Packet(f, seq, s, route, arrived=t, size=z, tseq=tseq)
         f.in_router += 1
         self.tags.admit(p, t)
         self._enqueue(p, route[0], t)
@@ -666,10 +750,15 @@ class ReferenceRouter:
             self.dsum[row, b] += t - p.arrived
             self.dcnt[row, b] += 1.0
         self.departures.append((float(t), float(t - p.arrived), f.uid, p.seq))
-        if f.open_loop:  # an open-loop source admits nothing when a packet leaves
+        if f.buffered:  # an open-loop source admits nothing when a packet leaves
             self.bm.leave(f, p.size, t)
             if f.in_router == 0 and f.klass is None and f.uid in self.rfb_index:
                 self.rfb.record(t, t, self.rfb_index[f.uid], _rfb.K_IDLE)
+            if f.tcp is not None:  # a TCP flow: the receiver's ACK, back at the sender rtt later
+                a = f.tcp.receive(p.tseq, t)
+                self.env.process(self._ack_later(f, self.ack_count, a, p.arrived, p.ce))
+                self.ack_count += 1
+                return
             if f.to_admit == 0 and f.in_router == 0:
                 f.done_at = t
                 self.active -= 1
@@ -713,8 +802,9 @@ class ReferenceRouter:
         flows = [ReferenceFlow(
             name=f.name, rate=f.departed_post / span if span > 0 else math.nan, packets=f.departed_post,
             completion_time=None if f.done_at is None else f.done_at - f.arrived, admitted=f.next_seq - 1,
-            drops=sum(self.bm.flows[f.uid].drops.values()) if f.open_loop else 0, offered=f.offered,
-            drops_by_reason=dict(self.bm.flows[f.uid].drops) if f.open_loop else dict.fromkeys(REASONS, 0))
+            drops=sum(self.bm.flows[f.uid].drops.values()) if f.buffered else 0, offered=f.offered,
+            drops_by_reason=dict(self.bm.flows[f.uid].drops) if f.buffered else dict.fromkeys(REASONS, 0),
+            transport=None if f.tcp is None else {**f.tcp.report(t_end, span), "marks": self.bm.flows[f.uid].marks})
             for f in self.static]
         return ReferenceResult(
             t_end=float(t_end), services=self.services, served=tuple(self.served), admitted=tuple(self.admitted),

@@ -46,6 +46,8 @@ class FlowBuffer:
     vq: list = field(default_factory=list)         # FairDrop: its virtual queue at each resource
     threshold: list = field(default_factory=list)  # FairDrop: its threshold at each resource
     drops: dict = field(default_factory=lambda: dict.fromkeys(REASONS, 0))
+    ecn: bool = False               # a TCP flow's ECN-capable packets: the AQM marks them instead of dropping
+    marks: int = 0                  # from warm-up on
 
 
 class BufferManager:
@@ -66,13 +68,13 @@ class BufferManager:
         self.flows: dict[int, FlowBuffer] = {}
         for uid, k in enumerate(sc.static_spec().tolist()):
             f = sc.flows[k]
-            if f.open_loop:
+            if f.buffered:
                 self.flows[uid] = FlowBuffer(
                     limit=math.inf if f.buffer is None else f.buffer,
                     limit_bytes=math.inf if f.buffer_bytes is None else f.buffer_bytes,
                     j0=first_resource(f.cost, f.per_byte, J, ingress),
                     packet_time=self.aqm.get("packet_time") or max(f.mean_cost()),
-                    weight=f.weight, vq=[0.0] * J,
+                    weight=f.weight, vq=[0.0] * J, ecn=f.tcp and f.transport.ecn,
                     threshold=[self.aqm.get("threshold", 0.0) * c for c in f.mean_cost()])
         self.J = J
         self.fd_t = 0.0   # FairDrop: the instant the shadow system was drained to
@@ -132,7 +134,7 @@ class BufferManager:
 
     def arrive(self, f, size: float, t: float, post: bool, waiting, victims: list) -> str | None:
         """Open-loop packet of flow f (``size`` bytes) arrives at t: None (accepted: the counts take
-        it) or the reason it is dropped.  ``waiting(v)``: the packets of flow v waiting at its first
+        it), "ce" (accepted with a congestion mark: ECN) or the reason it is dropped.  ``waiting(v)``: the packets of flow v waiting at its first
         resource that arrived before t, oldest first; flows whose oldest such packet the pool pushes
         out are appended to ``victims`` (removed after the instant's admissions)."""
         b = self.flows[f.uid]
@@ -140,8 +142,12 @@ class BufferManager:
         b.arrivals += 1
         held = f.in_router
         reason = None
+        marked = False
         if self.policy == "red" and self._red(b, held, t, f.uid, n):
-            reason = "red"
+            if b.ecn:
+                marked = True
+            else:
+                reason = "red"
         elif self.policy == "fairdrop":
             self._fairdrop_drain(t)
             if any(q > th for q, th in zip(b.vq, b.threshold)):
@@ -185,6 +191,10 @@ class BufferManager:
             prof = f.profile
             for r in range(self.J):
                 b.vq[r] += prof.cost[r] + prof.per_byte[r] * size
+        if marked:
+            if post:
+                b.marks += 1
+            return "ce"   # accepted, with a congestion mark
         return None
 
     def leave(self, f, size: float, t: float) -> None:
@@ -231,6 +241,14 @@ class BufferManager:
             b.drop_next = t + interval / math.sqrt(b.count)
             return ENTER
         return DELIVER
+
+    def codel_marked(self, f, phase: int, post: bool) -> None:
+        """CoDel marks the head instead of dropping it and delivers it (router.buffers.codel_marked)."""
+        b = self.flows[f.uid]
+        if phase == DROP:
+            b.drop_next += self.aqm["interval"] / math.sqrt(b.count)
+        if post:
+            b.marks += 1
 
     def codel_emptied(self, f, phase: int) -> None:
         b = self.flows[f.uid]

@@ -28,7 +28,7 @@ import numpy as np
 
 from mrfq.flows.errors import MrfqError
 from mrfq.flows.scenario import Scenario
-from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, aqm_key, cost_key
+from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, aqm_key, cost_key, loss_key
 from mrfq.fq.registry import at_ingress, resolve, used_resources
 from mrfq.router import delays as _delays, rfb as _rfb
 from mrfq.router.state import (
@@ -50,6 +50,10 @@ class FlowResult:
     offered: int = 0       # open-loop flows: packet arrivals from warm-up on (0 for a windowed flow)
     #: the drops by reason (router.state.REASONS: tail, pool, push_out, red, codel, fairdrop; docs/buffers.md)
     drops_by_reason: dict = field(default_factory=dict)
+    #: a TCP flow's sender and receiver from warm-up on (docs/transport.md): goodput (packets delivered
+    #: once per time unit), delivered, retransmissions, timeouts, random_losses, mean_cwnd, sends; None
+    #: for other flows
+    transport: dict | None = None
 
 
 class FlowResults(Sequence):
@@ -59,8 +63,10 @@ class FlowResults(Sequence):
 
     def __init__(self, scenario: Scenario, rate: np.ndarray, packets: np.ndarray, completion_time: np.ndarray,
                  drops: np.ndarray | None = None, offered: np.ndarray | None = None,
-                 drops_by_reason: np.ndarray | None = None):
+                 drops_by_reason: np.ndarray | None = None, transport: dict | None = None):
         self._sc = scenario
+        #: flow index -> its TCP counts (FlowResult.transport)
+        self.transport = transport or {}
         self._spec, self._index = scenario.static_ids()
         self.rate, self.packets, self.completion_time = rate, packets, completion_time
         z = np.zeros(len(rate), np.int64)
@@ -87,7 +93,8 @@ class FlowResults(Sequence):
         return FlowResult(name=self.name(i), rate=float(self.rate[i]), packets=int(self.packets[i]),
                           completion_time=None if math.isnan(ct) else ct, drops=int(self.drops[i]),
                           offered=int(self.offered[i]),
-                          drops_by_reason=dict(zip(REASONS, (int(x) for x in self.drops_by_reason[i]))))
+                          drops_by_reason=dict(zip(REASONS, (int(x) for x in self.drops_by_reason[i]))),
+                          transport=self.transport.get(i))
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (FlowResults, list)) else NotImplemented
@@ -361,7 +368,9 @@ class RunResult:
             "flows": [{"name": f.name, "rate": f.rate, "packets": f.packets,
                        "completion_time": nan(f.completion_time),
                        "drops": {"total": f.drops, "by_reason": f.drops_by_reason},
-                       "drop_fraction": f.drops / f.offered if f.offered else None} for f in self.flows],
+                       "drop_fraction": f.drops / f.offered if f.offered else None,
+                       **({"goodput": f.transport["goodput"], "transport": f.transport} if f.transport else {})}
+                      for f in self.flows],
             "classes": [{"name": c.name, "completed": c.completed, "arrived": c.arrived,
                          "mean_flows": nan(c.mean_flows), "throughput": nan(c.throughput)} for c in self.classes],
             "resources": [{"name": r.name, "utilization": r.utilization, "services": r.services}
@@ -413,8 +422,24 @@ def buffer_setup(sc: Scenario, ingress: bool) -> Buffers:
     threshold = None
     if pol == "fairdrop":  # threshold packets of the flow's mean work at each resource
         threshold = a["threshold"] * np.array([f.mean_cost() for f in tables], dtype=np.float64).reshape(-1, J)[spec]
+    ecn = np.array([1.0 if f.tcp and f.transport.ecn else 0.0 for f in tables])[spec]
     return make_buffers(nF, J, lim=lim, lim_bytes=lim_bytes, j0=j0, red_pt=pt, pool=pool, aqm=aqm, fd_weight=weight,
-                        fd_threshold=threshold)
+                        fd_threshold=threshold, ecn=ecn)
+
+
+def tcp_report(tc, rows, t_end: float, span: float, marks) -> dict:
+    """Each TCP flow's counts from warm-up on (FlowResult.transport), by static flow id."""
+    from mrfq.router import transport as T
+    T.finish_area(tc, t_end)
+    out = {}
+    for k, s in enumerate(rows):
+        i, f = tc.i[k * T.NTI:(k + 1) * T.NTI], tc.f[k * T.NTF:(k + 1) * T.NTF]
+        out[int(s)] = {"goodput": int(i[T.K_GOODPUT]) / span if span > 0 else math.nan,
+                       "delivered": int(i[T.K_GOODPUT]), "retransmissions": int(i[T.K_RETX]),
+                       "timeouts": int(i[T.K_TIMEOUTS]), "random_losses": int(i[T.K_LOST]),
+                       "mean_cwnd": float(f[T.T_AREA]) / span if span > 0 else math.nan, "sends": int(i[T.K_SENDS]),
+                       "marks": int(marks[s])}
+    return out
 
 
 def _spec_arrays(specs, J):
@@ -501,7 +526,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         static_spec=static_spec if nF else np.zeros(1, np.int64),
         class_spec=np.arange(len(sc.flows), len(sc.flows) + max(K, 1), dtype=np.int64),
         # an open-loop flow's first packet ring (router.state.grow_ring doubles it as needed); 0: windowed
-        table_buffer=np.array([min(f.buffer or ring0, ring0) if f.open_loop else 0 for f in sc.flows] or [0],
+        table_buffer=np.array([min(f.buffer or ring0, ring0) if f.buffered else 0 for f in sc.flows] or [0],
                               dtype=np.int64),
         hist_row=np.zeros(1, np.int64),
     )
@@ -514,6 +539,12 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         row_names = [f.name if f.count == 1 else f"{f.name}.*" for f in sc.flows]
     min_cost = sc.min_packet_time()
     open_loop = any(f.open_loop for f in sc.flows)
+    buffered = any(f.buffered for f in sc.flows)
+    transport = None
+    if any(f.tcp for f in sc.flows):
+        rows = [i for i in range(nF) if sc.flows[int(static_spec[i])].tcp]
+        transport = ([(sc.flows[int(static_spec[i])].transport, sc.flows[int(static_spec[i])].loss) for i in rows],
+                     rows, [float(table_start[static_spec[i]]) for i in rows], loss_key(sc.run.seed))
     B = sc.run.batches
     T = sc.run.duration
     warmup = sc.run.warmup
@@ -535,7 +566,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,
         record_delays=record_delays, record_fairness=record_fairness, share_window=float(share_window),
         ingress=at_ingress(sc.router, info.module, specs), stage_caps=sc.router.stage_caps(J),
-        buffers=buffer_setup(sc, at_ingress(sc.router, info.module, specs)) if open_loop else None)
+        buffers=buffer_setup(sc, at_ingress(sc.router, info.module, specs)) if buffered else None,
+        transport=transport)
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -559,7 +591,8 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     dep = st_dep_post[:nF].astype(np.int64)
     flows = FlowResults(sc, dep / span if span > 0 else np.full(nF, math.nan), dep,
                         st_done_t[:nF] - table_start[static_spec], out.drops[:nF], out.offered[:nF],
-                        out.drops_by_reason[:nF])
+                        out.drops_by_reason[:nF],
+                        tcp_report(out.tcp, transport[1], float(t_end), span, out.marks) if transport is not None else None)
     hs = hist_rows[0]
     nrow = hs + K
     dh = DelayHistograms(rows=list(row_names) + [c.name for c in sc.classes], per_flow=per_flow, n_static_rows=hs,
@@ -618,6 +651,7 @@ def restore_resources(r: RunResult, full: Scenario, kept: tuple[int, ...]) -> Ru
     if dh is not None:
         dh = dataclasses.replace(dh, hist=widen_histograms(dh.hist, full.n_resources, kept))
     fl = r.flows
-    flows = FlowResults(full, fl.rate, fl.packets, fl.completion_time, fl.drops, fl.offered, fl.drops_by_reason)
+    flows = FlowResults(full, fl.rate, fl.packets, fl.completion_time, fl.drops, fl.offered, fl.drops_by_reason,
+                        fl.transport)
     return dataclasses.replace(r, scenario=full, resources=idle, trace=tr, delays=dh, flows=flows)
 

@@ -52,7 +52,7 @@ INF = np.inf
 (I_UID, I_CLASS, I_REMAIN, I_INFLIGHT, I_NEXTSEQ, I_PENDING, I_DEPPOST, I_FIRST) = range(8)
 N_ICOLS = 8  # a power of two, so row offsets are shifts
 #: I_CLASS of a static flow: windowed (greedy, the default) or an open-loop source (flows.traffic.PacketLaw)
-STATIC_WINDOWED, STATIC_OPEN = -1, -2
+STATIC_WINDOWED, STATIC_OPEN, STATIC_TCP = -1, -2, -3
 
 
 def pkt_times(J: int, kept: bool = True) -> int:
@@ -64,10 +64,11 @@ def pkt_times(J: int, kept: bool = True) -> int:
 def pkt_width(lay: Layout, J: int, times: bool, lean: bool, ingress: bool = False) -> int:
     """A packet record's words: the scheduler's own slots, then (generic loop) the seq of the packet
     behind it in its flow's queue (``LP - 1``), the key at a later resource under ingress placement
-    (router/loop.py: ``LP = layout.pkt + 1``) and the packet's size in bytes (``LP + 1``: an open-loop
-    packet's, for the byte counts of router/buffers.py), then its times; the lean loop has none of the
-    three unless it runs under ingress placement (the key word)."""
-    return int(lay.pkt) + (0 if lean and not ingress else 3) + pkt_times(J, times)
+    (router/loop.py: ``LP = layout.pkt + 1``), a TCP packet's sequence number (``LP + 1``,
+    router/transport.py) and the packet's size in bytes (``LP + 2``: an open-loop or TCP packet's, for
+    the byte counts of router/buffers.py), then its times; the lean loop has none of the four, but the
+    link and key words and the size under ingress placement."""
+    return int(lay.pkt) + (0 if lean and not ingress else 3) + (0 if lean else 1) + pkt_times(J, times)
 
 
 def keeps_times(record_delays: bool, lean: bool) -> bool:
@@ -113,10 +114,11 @@ ADM_MASK = (1 << ADM_BITS) - 1
 # ring check), its arrivals so far (the AQM's random draws are keyed by them), RED's state (average
 # queue, count, the instant the queue went empty or -1) and its packet time, CoDel's (first_above_time, drop_next,
 # count, lastcount, dropping), FairDrop's (the instant its virtual queues were last drained, then
-# its weight, then per resource its virtual queue and threshold)
+# its weight, then whether its packets are ECN-capable (1: an AQM marks them instead of dropping) and
+# the marks from warm-up on, then per resource its virtual queue and threshold)
 (B_LIM, B_LIM_BYTES, B_BYTES, B_J0, B_LO, B_ARRIVALS, B_RED_AVG, B_RED_COUNT, B_RED_IDLE, B_RED_PT,
- B_CD_FIRST_ABOVE, B_CD_DROP_NEXT, B_CD_COUNT, B_CD_LASTCOUNT, B_CD_DROPPING, B_FD_W) = range(16)
-B_FD_VQ = 16  # FairDrop: the flow's virtual queue at each resource (J words), then its threshold there (J)
+ B_CD_FIRST_ABOVE, B_CD_DROP_NEXT, B_CD_COUNT, B_CD_LASTCOUNT, B_CD_DROPPING, B_FD_W, B_ECN, B_MARKS) = range(18)
+B_FD_VQ = 18  # FairDrop: the flow's virtual queue at each resource (J words), then its threshold there (J)
 
 
 def buffer_width(J: int) -> int:
@@ -177,6 +179,8 @@ class Params(NamedTuple):
     rfb_lim: int        # the log is flushed at the top of an instant when it holds more records than this
     ingress: int = 0    # 1: the scheduler orders resource 0 only, later resources FIFO (docs/middlebox.md)
     staged: int = 0     # 1: stage buffers with back-pressure (caps in Resources.ri[RI_STAGE_CAP])
+    n_tcp: int = 0      # TCP flows (router/transport.py)
+    loss_key: int = 0   # the key of their random losses before the router (flows.traffic.loss_key)
 
 
 class Specs(NamedTuple):
@@ -435,7 +439,7 @@ def grow_ring(ft: FlowTable, W: int, CW: int, s: int) -> FlowTable:
 
 def make_buffers(n_static: int, J: int, lim=None, lim_bytes=None, j0=None, red_pt=None,
                  pool: tuple = (INF, INF, POOL_TAIL), aqm: tuple = (AQM_NONE, 0, ()), fd_weight=None,
-                 fd_threshold=None) -> Buffers:
+                 fd_threshold=None, ecn=None) -> Buffers:
     """Buffers for ``n_static`` static flows: per flow its limits in packets and bytes (inf: none),
     its first resource and RED's packet time (arrays or None: none, 0, 0); the pool's
     ``(packets, bytes, policy)`` and the AQM's ``(code, key, parameters)`` (router/buffers.py)."""
@@ -450,6 +454,7 @@ def make_buffers(n_static: int, J: int, lim=None, lim_bytes=None, j0=None, red_p
     fl[B_RED_IDLE::NBF] = -1.0
     fl[B_RED_COUNT::NBF] = -1.0  # (Floyd & Jacobson's initial count)
     fl[B_FD_W::NBF] = 1.0 if fd_weight is None else fd_weight
+    fl[B_ECN::NBF] = 0.0 if ecn is None else ecn
     if fd_threshold is not None:  # [n, J]: FairDrop's threshold of each flow at each resource
         for r in range(J):
             fl[B_FD_VQ + J + r::NBF] = fd_threshold[:, r]

@@ -251,10 +251,10 @@ def test_byte_limits_refused_where_they_cannot_hold_a_packet():
         flows.from_dict(d)
     d = _base()
     d["flow"][2]["buffer_bytes"] = 1e6
-    with pytest.raises(ScenarioError, match=r"flow\[2\].buffer_bytes: only for an open-loop flow"):
+    with pytest.raises(ScenarioError, match=r"flow\[2\].buffer_bytes: only for an open-loop or TCP flow"):
         flows.from_dict(d)
     d = _base()
     d["flow"] = d["flow"][2:]
     d["router"] = {"aqm": {"policy": "red"}}
-    with pytest.raises(ScenarioError, match="router.aqm: no open-loop flow to manage"):
+    with pytest.raises(ScenarioError, match="router.aqm: no open-loop or TCP flow to manage"):
         flows.from_dict(d)

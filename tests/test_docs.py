@@ -49,7 +49,7 @@ def test_packet_scenario_reference_lists_exactly_the_gates_fields():
 
     documented = set(_reference_rows("Packet scenarios"))
     gate = _gate_fields(s._TOP, {"router": s._ROUTER, "run": s._RUN, "traffic": s._TRAFFIC,
-                                 "flow": s._FLOW, "class": s._CLASS})
+                                 "flow": s._FLOW, "class": s._CLASS, "flow.transport": s._TRANSPORT})
     assert documented == gate, (f"undocumented: {sorted(gate - documented)}; "
                                 f"documented but not accepted: {sorted(documented - gate)}")
 
@@ -72,7 +72,7 @@ def _defaults(cls) -> dict:
 def _check_defaults(rows: dict[str, str], owners: dict[str, type]) -> int:
     checked = 0
     for name, cell in rows.items():
-        table, _, key = name.partition(".")
+        table, _, key = name.rpartition(".")
         m = re.fullmatch(r"`([^`]+)`", cell)
         if table not in owners or not m:
             continue  # a default described in words ("required", "the file's name", ...)
@@ -90,7 +90,8 @@ def test_scenario_reference_defaults_are_the_dataclasses_defaults():
     from mrfq.flows import scenario as s
 
     n = _check_defaults(_reference_rows("Packet scenarios"),
-                        {"router": s.RouterConfig, "run": s.RunConfig, "flow": s.FlowSpec, "class": s.ClassSpec})
+                        {"router": s.RouterConfig, "run": s.RunConfig, "flow": s.FlowSpec, "class": s.ClassSpec,
+                         "flow.transport": s.Transport})
     n += _check_defaults(_reference_rows("Cluster scenarios"),
                          {"run": c.ClusterRun, "server": c.ServerSpec, "node": c.NodeSpec, "user": c.UserSpec,
                           "traffic": c.TrafficSpec})

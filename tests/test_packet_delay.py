@@ -56,7 +56,7 @@ BAD = [
     (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = 0\n', "flow[1].buffer = 0: out of range"),
     (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = 2000000\n', "flow[1].buffer = 2000000: out of range"),
     (VOIP + 'arrival = {law = "cbr", rate = 1.0}\nbuffer = "all"\n', "flow[1].buffer = 'all': must be a whole number"),
-    (VOIP + 'buffer = 10\n', "flow[1].buffer: only for an open-loop flow"),
+    (VOIP + 'buffer = 10\n', "flow[1].buffer: only for an open-loop or TCP flow"),
     (VOIP + 'arrival = "poisson"\n', "flow[1].arrival = 'poisson': must be a table"),
     (VOIP + 'arrival = {law = "trace"}\n', "flow[1].arrival.law = 'trace': the scenario has no [traffic] packet_trace"),
     (VOIP + 'arrival = {law = "cbr", rate = 1e12}\n', "flow[1].arrival.rate = 1e+12: more than one packet per"),
