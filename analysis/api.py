@@ -243,7 +243,10 @@ class RunReport:
     ``kind`` of ``"flow"`` or ``"class"``.  ``summary`` holds the run's scalars (scheduler, seed,
     services, duration, ``rfb``: the relative fairness bound reached, ...); ``shares``, with
     ``share_window``, one row per window and static flow (``window_start``, ``window_end``,
-    ``flow``, ``share``: its dominant share there); ``raw`` the :class:`router.run.RunResult`.
+    ``flow``, ``share``: its dominant share there); ``windows``, with ``cwnd_series``, one row per change
+    of a TCP flow's congestion window (``time``, ``flow``, ``cwnd``, ``ssthresh``; docs/transport.md: a
+    TCP flow's entry in ``flows`` has its ``goodput`` and ``transport`` counts); ``raw`` the
+    :class:`router.run.RunResult`.
     """
 
     def __init__(self, result):
@@ -259,6 +262,11 @@ class RunReport:
         self.shares = Records([] if ss is None else [
             {"window_start": k * ss.window, "window_end": (k + 1) * ss.window, "flow": name, "share": float(x)}
             for k, row in enumerate(ss.share.tolist()) for name, x in zip(ss.flows, row)])
+        cs = result.cwnd_series
+        names = result.scenario.static_flow_names()
+        self.windows = Records([] if cs is None else [
+            {"time": t, "flow": names[k], "cwnd": c, "ssthresh": h}
+            for t, k, c, h in zip(cs.time.tolist(), cs.flow.tolist(), cs.cwnd.tolist(), cs.ssthresh.tolist())])
 
     def __repr__(self) -> str:
         s = self.summary
@@ -275,11 +283,12 @@ class RunReport:
 
 
 def run(scenario, *, scheduler: str | None = None, seed: int | None = None, duration: float | None = None,
-        virtual_time: str | None = None, share_window: float | None = None) -> RunReport:
+        virtual_time: str | None = None, share_window: float | None = None, cwnd_series: bool = False) -> RunReport:
     """Run a packet scenario (a :class:`~flows.scenario.Scenario`, a preset name, a path or a dict)
     through the numba engine, as ``mrfq run`` does; the keywords override the scenario's own
     settings; ``share_window`` also gives each static flow's dominant share per window of that
-    width (:attr:`RunReport.shares`, as ``mrfq run --share-series``).  The first call of a
+    width (:attr:`RunReport.shares`, as ``mrfq run --share-series``); ``cwnd_series`` every change of each TCP
+    flow's window (:attr:`RunReport.windows`, as ``mrfq run --cwnd-series``).  The first call of a
     scheduler compiles its event loop (half a minute to a minute on two cores; kept on disk).
 
     Static backlogged flows get their long-run rates (packets per time unit after warm-up):
@@ -297,7 +306,8 @@ def run(scenario, *, scheduler: str | None = None, seed: int | None = None, dura
     from mrfq.router.run import simulate
 
     return RunReport(simulate(_scenario(scenario), scheduler=scheduler, seed=seed, duration=duration,
-                              virtual_time=virtual_time, share_window=share_window or 0.0))
+                              virtual_time=virtual_time, share_window=share_window or 0.0,
+                              cwnd_series=bool(cwnd_series)))
 
 
 # ---------------------------------------------------------------------------

@@ -232,10 +232,14 @@ def say_estimate(sc, what: str = "this run", runs: int = 1) -> None:
 def cmd_run(args) -> int:
     from mrfq.router.run import simulate
 
-    for field, path in (("--trace", args.trace), ("--delays", args.delays), ("--share-series", args.share_series)):
+    for field, path in (("--trace", args.trace), ("--delays", args.delays), ("--share-series", args.share_series),
+                        ("--cwnd-series", args.cwnd_series)):
         if path is not None:  # an empty name is refused, not ignored
             check_output_path(field, path)
-    check_distinct_outputs(("--trace", args.trace), ("--delays", args.delays), ("--share-series", args.share_series))
+    check_distinct_outputs(("--trace", args.trace), ("--delays", args.delays), ("--share-series", args.share_series),
+                           ("--cwnd-series", args.cwnd_series))
+    if args.cwnd_width is not None and not args.cwnd_series:
+        raise MrfqError("--cwnd-width: give --cwnd-series FILE.csv too (the file the windows go to)")
     if args.share_window is not None and not args.share_series:
         raise MrfqError("--share-window: give --share-series FILE.csv too (the file the shares go to)")
     if args.share_series and args.no_rfb:
@@ -265,12 +269,15 @@ def cmd_run(args) -> int:
     share_window = 0.0
     if args.share_series:
         share_window = args.share_window if args.share_window is not None else sc.run.duration / SHARE_WINDOWS
+    if args.cwnd_series and not any(f.tcp for f in sc.flows):
+        raise MrfqError("--cwnd-series: the scenario has no TCP flow; give a [[flow]] a transport = {cc = \"reno\", "
+                        "rtt = ...}")
     for line in sc.overload_warnings():
         print(f"mrfq: warning: {line}", file=sys.stderr)
     say_estimate(sc)
     try:
         r = simulate(sc, scheduler=args.scheduler, trace=args.trace_limit if args.trace else 0,
-                     record_fairness=not args.no_rfb, share_window=share_window)
+                     record_fairness=not args.no_rfb, share_window=share_window, cwnd_series=bool(args.cwnd_series))
     except MrfqError as e:
         m = str(e)
         if args.share_series and m.startswith("share window = ") and args.share_window is not None:
@@ -307,6 +314,20 @@ def cmd_run(args) -> int:
         except OSError as e:  # e.g. a full disk: the temporary file is removed, an older file kept
             raise MrfqError(f"--share-series {shorten(str(args.share_series))}: cannot write ({e.strerror}); "
                             "nothing was written (a file already there is unchanged)") from None
+    if args.cwnd_series:
+        cs = r.cwnd_series
+        if args.cwnd_width is not None:
+            tcp_ids = [i for i, k in enumerate(r.scenario.static_spec().tolist()) if r.scenario.flows[k].tcp]
+            cs = cs.sampled(args.cwnd_width, r.t_end, tcp_ids)
+        names = r.scenario.static_flow_names()
+        try:
+            with atomic_writer(args.cwnd_series, field="--cwnd-series") as f:
+                f.write("time,flow,cwnd,ssthresh\n")
+                for t, k, c, h in zip(cs.time.tolist(), cs.flow.tolist(), cs.cwnd.tolist(), cs.ssthresh.tolist()):
+                    f.write(f"{t!r},{names[k]},{c!r},{h!r}\n")
+        except OSError as e:  # e.g. a full disk: the temporary file is removed, an older file kept
+            raise MrfqError(f"--cwnd-series {shorten(str(args.cwnd_series))}: cannot write ({e.strerror}); "
+                            "nothing was written (a file already there is unchanged)") from None
     if args.json:
         print(dumps_strict(run_json(r)))
     else:
@@ -318,6 +339,9 @@ def cmd_run(args) -> int:
         if args.share_series:
             print(f"\nshare series: {n_windows:,} windows of {share_window:g} time units x "
                   f"{len(r.share_series.flows)} flows written to {args.share_series}")
+        if args.cwnd_series:
+            what = "every change of" if args.cwnd_width is None else f"samples every {args.cwnd_width:g} time units of"
+            print(f"\ncwnd series: {len(cs.time):,} rows ({what} each TCP flow's window) written to {args.cwnd_series}")
     return 0
 
 
@@ -348,6 +372,10 @@ def register(sub) -> None:
                    help=f"most service starts to record (default 1000000, at most {MAX_TRACE})")
     r.add_argument("--share-series", metavar="FILE.csv", help="write each static flow's dominant share per window "
                    "as CSV (window_start,window_end,flow,share; the flows the relative fairness bound covers)")
+    r.add_argument("--cwnd-series", metavar="FILE.csv", help="write each TCP flow's congestion window as CSV "
+                   "(time,flow,cwnd,ssthresh): every change, or sampled with --cwnd-width")
+    r.add_argument("--cwnd-width", type=number_type("--cwnd-width", lo=0.0, lo_open=True, hi=MAX_TIME),
+                   help="sample --cwnd-series at 0, W, 2W, ... (the window in force there) instead of every change")
     r.add_argument("--share-window", type=number_type("--share-window", lo=0.0, lo_open=True, hi=MAX_TIME),
                    help=f"the windows' width for --share-series (default: run.duration / {SHARE_WINDOWS})")
     r.add_argument("--no-rfb", action="store_true", help="do not compute the relative fairness bound "

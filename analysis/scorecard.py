@@ -218,8 +218,9 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
                 "max": d["max"], "packet_time": ptime, "p99_over_packet_time": d["p99"] / ptime,
                 "drops": {"total": drops, "by_reason": dict(zip(REASONS, (int(x) for x in
                                                                            r.flows.drops_by_reason[ids].sum(axis=0))))}
-                if f.open_loop else None,
-                "drop_fraction": drops / offered if f.open_loop and offered else None,
+                if f.buffered else None,
+                "drop_fraction": drops / offered if f.buffered and offered else None,
+                **(_tcp_row(r, ids, shares[k]) if f.tcp else {}),
             })
             counts = dh.hist[hrows, J].sum(axis=0)
             nz = np.flatnonzero(counts)
@@ -231,6 +232,15 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
             iv_rows.extend(_interval_rows(sc, r, s, [float(x) for x in intervals], costs))
     return ScorecardResult(scenario=sc, seed=sc.run.seed, rows=rows, schedulers=sched_rows, cdfs=cdfs,
                            intervals=iv_rows, runs=runs, interval_fairness=_fi.interval_indices(sc, iv_rows))
+
+
+def _tcp_row(r, ids, share: float) -> dict:
+    """A TCP [[flow]] table's goodput (per flow: a counted table's mean), its ratio to the DRF share, and
+    its flows' retransmissions, timeouts and marks in all (docs/transport.md)."""
+    t = [r.flows.transport[int(i)] for i in ids]
+    g = sum(x["goodput"] for x in t) / len(t)
+    return {"goodput": g, "goodput_over_share": g / share if share > 0 else math.nan,
+            **{k: sum(x[k] for x in t) for k in ("retransmissions", "timeouts", "marks")}}
 
 
 def _interval_rows(sc, r, s, edges, costs) -> list[dict]:
@@ -296,7 +306,22 @@ def format_scorecard(res: ScorecardResult) -> str:
               "rate with every flow present and each open-loop flow capped at its mean arrival rate "
               "(min(demand, DRF share)); mean, CI, p99 = sojourn in the router (time units; quantiles within "
               "0.8 %); p99/pkt = p99 over the flow's own packet time (the sum of its per-packet times); drops = "
-              "open-loop arrivals from warm-up on that found the buffer full", "",
+              "open-loop or TCP packets from warm-up on dropped (their buffer full, the shared pool, the AQM)", ""]
+    tcp = [r for r in res.rows if "goodput" in r]
+    if tcp:
+        lines.append(f"{'scheduler':<14} {'tcp flow':<12} {'source':<10} {'goodput':>8} {'share':>8} {'good/sh':>7} "
+                     f"{'retx':>8} {'timeouts':>8} {'marks':>7}")
+        prev = None
+        for r in tcp:
+            if prev is not None and r["scheduler"] != prev:
+                lines.append("")
+            prev = r["scheduler"]
+            lines.append(f"{r['scheduler']:<14} {r['flow']:<12} {r['source']:<10} {_g(r['goodput'], '.4f'):>8} "
+                         f"{_g(r['share'], '.4f'):>8} {_g(r['goodput_over_share'], '.3f'):>7} {r['retransmissions']:>8,} "
+                         f"{r['timeouts']:>8,} {r['marks']:>7,}")
+        lines += ["goodput = packets delivered once per time unit after warm-up (rate counts retransmitted copies "
+                  "too); retx, timeouts, marks: from warm-up on (docs/transport.md)", ""]
+    lines += [
               f"{'scheduler':<14} {'RFB (L)':>9} {'pair':<17} {'Jain':>7} {'max/min':>8} {'services':>12} {'CPU s':>8} "
               f"{'ns/service':>10}"]
     notes = []

@@ -148,7 +148,7 @@ def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_v
     An ECN-capable packet (B_ECN: a TCP flow's with ``transport.ecn``) that RED would drop is marked
     instead (counted in B_MARKS when ``post``) and goes on to the limits: ACCEPT_MARKED when they take it."""
     fl, g = bf.fl, bf.g
-    NBF = fl.shape[0] // max(n_static, 1)
+    NBF = B_FD_VQ + 2 * J  # floats per static flow (router.state.buffer_width: no division here)
     b = s * NBF
     held = slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING]
     n = int(fl[b + B_ARRIVALS])

@@ -44,7 +44,7 @@ from mrfq.flows.notice import compiling
 from mrfq.router import heap
 from mrfq.router.batches import add_area_py, batch_starts
 from mrfq.router import delays, rfb as _rfb
-from mrfq.router.flowtable import DONE, GROW_ACKS, GROW_RING, MORE_ARRIVALS, MORE_PACKETS, TCP_OVERFLOW
+from mrfq.router.flowtable import DONE, GROW_ACKS, GROW_LOG, GROW_RING, MORE_ARRIVALS, MORE_PACKETS, TCP_OVERFLOW
 from mrfq.router import transport as _tcp
 from mrfq.router.loop import loop_for
 from mrfq.router.state import (
@@ -176,7 +176,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
                     packet_costs: bool | None = None, timed_from: int = 0, packets=None, hist_rows=None,
                     min_cost: float = 1.0, record_delays: bool = True,
                     record_fairness: bool = True, share_window: float = 0.0, ingress: bool = False,
-                    stage_caps=None, buffers=None, transport=None) -> tuple[KernelResult, float]:
+                    stage_caps=None, buffers=None, transport=None, cwnd_log: bool = False) -> tuple[KernelResult, float]:
     """Run the router until time T (or ``max_services`` services); see the module docstring.
 
     ``sched`` is a registry entry (fq.registry.SchedulerInfo) and ``opt`` its encoded options.
@@ -203,7 +203,8 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     None (docs/middlebox.md), compiled into the lean loop where it applies.  ``buffers``: the open-loop flows' buffer
     management (router.state.make_buffers; default: each flow's ``traffic.table_buffer`` packets, tail
     drop; router/buffers.py).  ``transport``: the TCP flows (router/transport.py) as ``(list of (Transport,
-    loss), their static rows, their start times, the key of their losses)``, or None.
+    loss), their static rows, their start times, the key of their losses)``, or None; ``cwnd_log``: keep every
+    change of their windows (router.transport.Tcp.log).
     Returns ``(KernelResult, compile_seconds)``.
     """
     if not np.isfinite(T):
@@ -258,11 +259,13 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     tc = _tcp.allocate([], [], [], 0)  # (one row of unread arrays without TCP flows)
     if transport is not None:
         tflows, trows, tstarts, _ = transport
-        tc = _tcp.allocate(tflows, list(trows), list(tstarts), n_static)
-        # a TCP flow's packet ring holds twice its receiver's window (its packets in the router are
-        # fewer; router.transport._transmit checks), its admissions at one instant a window each
-        for (tp, _), s in zip(tflows, trows):
-            while int(ft.ring[2 * s + 1]) + 1 < 2 * tp.max_window:
+        holds = [min(tp.max_window, int(traffic.table_buffer[traffic.static_spec[s]]) or tp.max_window)
+                 for (tp, _), s in zip(tflows, trows)]
+        tc = _tcp.allocate(tflows, list(trows), list(tstarts), n_static, log=cwnd_log, holds=holds)
+        # a TCP flow's packet ring holds twice the packets it may have in the router (its buffer, at most
+        # its window); it doubles when drops at a queue's head spread them wider (router.transport.ring_room)
+        for h, s in zip(holds, trows):
+            while int(ft.ring[2 * s + 1]) + 1 < 2 * h:
                 ft = grow_ring(ft, W, cost_width(J, lay.increments), int(s))
         tcp_extra = sum(tp.max_window for tp, _ in tflows)
         aq = aq._replace(now_s=np.zeros(aq.now_s.shape[0] + tcp_extra, np.int64))
@@ -345,11 +348,17 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             if code == GROW_ACKS:
                 tc = _tcp.grow_acks(tc)
                 continue
+            if code == GROW_LOG:
+                if 2 * tc.log.nbytes > MAX_TABLE_BYTES:
+                    raise MrfqError(f"--cwnd-series: more than {tc.log.shape[0] // _tcp.LOG_WIDTH:,} window changes (at t = "
+                                    f"{carry.cf[C_T]:.6g}) would take the log past {MAX_TABLE_BYTES / 2**30:g} GiB; shorten "
+                                    "run.duration")
+                tc = _tcp.grow_log(tc)
+                continue
             if code == TCP_OVERFLOW:
                 row = int(tc.g[_tcp.G_OVERFLOW]) - 1
-                raise MrfqError(f"flow {row}: its packets in the router span more than {int(ft.ring[2 * row + 1]) + 1:,} "
-                                f"sequence numbers (at t = {carry.cf[C_T]:.6g}: many dropped at a queue's head); "
-                                "raise its transport.max_window or give it a smaller buffer")
+                raise RuntimeError(f"flow {row}: its packets in the router outgrew its packet ring at t = "
+                                   f"{carry.cf[C_T]:.6g} (router.transport.ring_room should have grown it first)")
             if code == GROW_RING:
                 # an open-loop flow's packets would not fit its ring: double it (router.state.grow_ring)
                 row = int(carry.ci[C_GROW_ROW])

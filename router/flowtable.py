@@ -38,7 +38,7 @@ DEP_NONE, DEP_NEXT, DEP_FLOW_DONE = 0, 1, 2
 # codes the loop returns: DONE (time T or max_services reached), GROW_FLOWS (more flow arrivals due
 # at the next instant than free table rows), MORE_ARRIVALS (the chunk might not hold every arrival
 # due at the next instant: the host appends the next chunk)
-DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS, GROW_RING, GROW_ACKS, TCP_OVERFLOW = 0, 1, 2, 3, 4, 5, 6
+DONE, GROW_FLOWS, MORE_ARRIVALS, MORE_PACKETS, GROW_RING, GROW_ACKS, TCP_OVERFLOW, GROW_LOG = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 @jit_inline

@@ -75,7 +75,7 @@ from mrfq.router.rfb import K_IDLE, RFB_MASK, RFB_SHIFT
 from mrfq.router.buffers import CD_DELIVER, codel, codel_emptied, codel_marked, leave
 from mrfq.router.rfb import flush as rfb_flush
 from mrfq.router.flowtable import (
-    DEP_FLOW_DONE, DEP_NEXT, DONE, GROW_ACKS, TCP_OVERFLOW, arrivals_ready, depart, flow_done, flow_starts, packets_ready, ring_room,
+    DEP_FLOW_DONE, DEP_NEXT, DONE, GROW_ACKS, GROW_LOG, GROW_RING, TCP_OVERFLOW, arrivals_ready, depart, flow_done, flow_starts, packets_ready, ring_room,
 )
 from mrfq.router.packets import packet_exponential, packet_size
 from mrfq.router import transport as tcp
@@ -581,8 +581,14 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 code = arrivals_ready(tn, arr.time, ci[C_ARR_CUR], ci[C_ARR_LAST], n_free)
                 if code != DONE:
                     break
-            if TCP and tc.g[tcp.G_HN] + J >= tc.ah_t.shape[0]:  # the ACK heap may not hold the instant's ACKs
+            if TCP and tc.g[tcp.G_FULL] == 1:  # an ACK ring may not hold the instant's ACKs
                 code = GROW_ACKS
+                break
+            if TCP and not tcp.log_room(tc, P.n_tcp):  # nor the window log its changes
+                code = GROW_LOG
+                break
+            if TCP and next_tcp == tn and not tcp.ring_room(tc, tn, J, slot_i, ring, ft.qs, ri, bf, ci):
+                code = GROW_RING  # a TCP flow's packet ring may not hold what it sends at tn
                 break
             if next_pkt == tn:
                 code = packets_ready(tn, pk.time, ci[C_PKT_CUR], ci[C_PKT_LAST])
@@ -631,7 +637,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 if RV and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN:  # its buffer's counts (router/buffers.py)
                     leave(bf, s, NBF, pkt[pb + W - J - 2], t, slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING])
                     if TCP and slot_i[s * N_ICOLS + I_CLASS] == STATIC_TCP:  # the receiver's ACK, due rtt later
-                        tcp.receive(tc, s, np.int64(pkt[pb + W - J - 3]), t, pkt[pb + W - J - 1], warmup)  # (q << 1 | ce)
+                        tcp.receive(tc, s, np.int64(pkt[pb + W - J - 3]), t, pkt[pb + W - J - 1], warmup, J)  # (q << 1 | ce)
                 if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN \
                         and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
                     rfb_log[3 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
@@ -699,7 +705,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             #      reads; with rtt > 0 no departure admits at once, so the delayed admissions,
             #      taken first, precede them.  Nothing to do unless ext == t (an external
             #      event due now, or an admission queued above).
-            if ext == t and (next_static == t or next_arr == t or next_pkt == t or next_tcp == t):
+            if ext == t and (next_static == t or next_arr == t or next_pkt == t):
                 cf[C_NEXT_ARR] = next_arr
                 cf[C_NEXT_STATIC] = next_static
                 cf[C_NEXT_PKT] = next_pkt
@@ -707,10 +713,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ci[C_NFREE] = n_free
                 ci[C_ACTIVE] = n_active
                 ci[C_RFB_N] = rfb_n
-                if next_static == t or next_arr == t or next_pkt == t:
-                    now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap, bf)
-                if TCP and next_tcp == t:  # the TCP senders (router/transport.py), after the open-loop arrivals
-                    now_n = tcp.phase(J, t, P, sp, tf, ft, aq.now_s, now_n, acc, bf, ci, ri, tc)
+                now_n = flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trace_cap, bf)
                 next_arr = cf[C_NEXT_ARR]
                 next_static = cf[C_NEXT_STATIC]
                 next_pkt = cf[C_NEXT_PKT]
@@ -718,6 +721,11 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 n_free = ci[C_NFREE]
                 n_active = ci[C_ACTIVE]
                 rfb_n = ci[C_RFB_N]
+            if TCP and next_tcp == t:  # the TCP senders (router/transport.py), after the open-loop arrivals
+                ci[C_RFB_N] = rfb_n
+                now_n = tcp.phase(J, t, P, sp, tf, ft, aq.now_s, now_n, acc, bf, ci, ri, tc)
+                rfb_n = ci[C_RFB_N]
+                ext = t  # (its sends are admitted below)
             now_i = 0
             while ext == t:
                 if rtt > 0.0 and adm_n > 0 and due_t[adm_head] == t:

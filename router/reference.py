@@ -249,6 +249,7 @@ class ReferenceFlow:
     offered: int = 0                # open-loop packet arrivals from warm-up on (t >= warmup)
     drops_by_reason: dict = field(default_factory=dict)
     transport: dict | None = None   # a TCP flow's counts (router.run.FlowResult.transport)
+    cwnd_log: list | None = None     # a TCP flow's (time, cwnd, ssthresh) at every change of its window
 
 
 @dataclass(frozen=True)
@@ -804,7 +805,8 @@ class ReferenceRouter:
             completion_time=None if f.done_at is None else f.done_at - f.arrived, admitted=f.next_seq - 1,
             drops=sum(self.bm.flows[f.uid].drops.values()) if f.buffered else 0, offered=f.offered,
             drops_by_reason=dict(self.bm.flows[f.uid].drops) if f.buffered else dict.fromkeys(REASONS, 0),
-            transport=None if f.tcp is None else {**f.tcp.report(t_end, span), "marks": self.bm.flows[f.uid].marks})
+            transport=None if f.tcp is None else {**f.tcp.report(t_end, span), "marks": self.bm.flows[f.uid].marks},
+            cwnd_log=None if f.tcp is None else f.tcp.log)
             for f in self.static]
         return ReferenceResult(
             t_end=float(t_end), services=self.services, served=tuple(self.served), admitted=tuple(self.admitted),

@@ -72,6 +72,7 @@ class TcpFlow:
         self.marks = 0
         self.cwnd_area = 0.0
         self.t_area = warmup
+        self.log: list[tuple[float, float, float]] = []   # (time, cwnd, ssthresh) at every change
 
     # ---- the sender -----------------------------------------------------------------------------
     def _area(self, t: float) -> None:
@@ -144,10 +145,15 @@ class TcpFlow:
         if self.cwnd > self.max_window:
             self.cwnd = float(self.max_window)
 
+    def _logged(self, t: float) -> None:
+        if not self.log or self.log[-1][1:] != (self.cwnd, self.ssthresh):
+            self.log.append((t, self.cwnd, self.ssthresh))
+
     def open(self, t: float) -> None:
         """The flow starts at t: its initial window."""
         self.t_area = max(t, self.warmup)
         self._send_more(t)
+        self._logged(t)
 
     def ack(self, t: float, a: int, ts: float, ece: bool) -> None:
         """The ACK of ``a`` (the next packet the receiver expects), echoing send time ts and mark ece."""
@@ -194,6 +200,7 @@ class TcpFlow:
                 self.cwnd = self.ssthresh + 3.0
                 self.rto_at = t + self.rto
         self._send_more(t)
+        self._logged(t)
 
     def timeout(self, t: float) -> None:
         """The retransmission timer expires at t (RFC 6298 (5.4)-(5.6)): back to slow start from the
@@ -210,6 +217,7 @@ class TcpFlow:
         self.rto = min(2.0 * self.rto, RTO_BACKOFF_CAP * self.min_rto)
         self.rto_at = math.inf
         self._send_more(t)
+        self._logged(t)
 
     # ---- the receiver ---------------------------------------------------------------------------
     def receive(self, q: int, t: float) -> int:

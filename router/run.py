@@ -355,6 +355,7 @@ class RunResult:
     departures: Departures | None = None  # with ``trace``: the first ``trace`` departures
     rfb: RelativeFairness | None = None   # the relative fairness bound reached (router/rfb.py)
     share_series: ShareSeries | None = None  # with ``share_window``: each static flow's dominant share per window
+    cwnd_series: "CwndSeries | None" = None   # with ``cwnd_series``: every change of each TCP flow's window
 
     def to_json(self) -> dict:
         nan = lambda v: None if v is None or (isinstance(v, float) and math.isnan(v)) else v  # noqa: E731
@@ -427,6 +428,41 @@ def buffer_setup(sc: Scenario, ingress: bool) -> Buffers:
                         fd_threshold=threshold, ecn=ecn)
 
 
+@dataclass(frozen=True)
+class CwndSeries:
+    """Every change of each TCP flow's window (docs/transport.md): time, flow id, cwnd, ssthresh (packets),
+    in time order (the flow's window after the event at that time)."""
+
+    time: np.ndarray
+    flow: np.ndarray
+    cwnd: np.ndarray
+    ssthresh: np.ndarray
+
+    def sampled(self, width: float, t_end: float, flows) -> "CwndSeries":
+        """Each flow's window at 0, width, 2 width, ... up to t_end (the value in force there), for the
+        flows ``flows`` (ids), flow by flow."""
+        ts, fs, cs, ss = [], [], [], []
+        grid = np.arange(0.0, t_end + width * 0.5, width)
+        for f in flows:
+            m = self.flow == f
+            t, c, s = self.time[m], self.cwnd[m], self.ssthresh[m]
+            i = np.searchsorted(t, grid, side="right") - 1
+            ok = i >= 0
+            ts.append(grid[ok])
+            fs.append(np.full(int(ok.sum()), f, np.int64))
+            cs.append(c[i[ok]])
+            ss.append(s[i[ok]])
+        cat = lambda x, d: np.concatenate(x) if x else np.zeros(0, d)  # noqa: E731
+        return CwndSeries(cat(ts, float), cat(fs, np.int64), cat(cs, float), cat(ss, float))
+
+
+def _cwnd_series(tc) -> CwndSeries:
+    from mrfq.router import transport as T
+    n = int(tc.g[T.G_LOG_N])
+    rows = tc.log[:n * T.LOG_WIDTH].reshape(n, T.LOG_WIDTH)
+    return CwndSeries(rows[:, 0].copy(), rows[:, 1].astype(np.int64), rows[:, 2].copy(), rows[:, 3].copy())
+
+
 def tcp_report(tc, rows, t_end: float, span: float, marks) -> dict:
     """Each TCP flow's counts from warm-up on (FlowResult.transport), by static flow id."""
     from mrfq.router import transport as T
@@ -473,7 +509,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
              seed: int | None = None, duration: float | None = None, trace: int = 0,
              max_services: int | None = None, specialise: bool = True, arrival_chunk: int = CHUNK,
              packet_costs: bool | None = None, timed_from: int = 0, record_delays: bool = True,
-             record_fairness: bool = True, share_window: float = 0.0) -> RunResult:
+             record_fairness: bool = True, share_window: float = 0.0, cwnd_series: bool = False) -> RunResult:
     """Run one scenario through the numba engine.
 
     Keyword overrides replace the scenario's own settings (and are validated
@@ -492,6 +528,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     (the same services and results otherwise).  ``share_window > 0``: :attr:`RunResult.share_series`,
     each static flow's dominant share in windows of that width (2 to router.rfb.RFB_MAX static flows).
     With ``trace``, :attr:`RunResult.departures` lists the first ``trace`` departures from the router.
+    ``cwnd_series``: :attr:`RunResult.cwnd_series`, every change of each TCP flow's window.
     """
     sc = scenario.with_overrides(scheduler=scheduler, virtual_time=virtual_time, seed=seed, duration=duration,
                                  max_services=max_services)
@@ -567,7 +604,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         record_delays=record_delays, record_fairness=record_fairness, share_window=float(share_window),
         ingress=at_ingress(sc.router, info.module, specs), stage_caps=sc.router.stage_caps(J),
         buffers=buffer_setup(sc, at_ingress(sc.router, info.module, specs)) if buffered else None,
-        transport=transport)
+        transport=transport, cwnd_log=bool(cwnd_series))
     cpu = time.process_time() - c0 - compile_seconds
     wall = time.perf_counter() - w0 - compile_seconds
     t_end, services = out.t_end, out.services
@@ -620,6 +657,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
         rfb=relative_fairness(out.rfb, nF, K, lambda i: _flow_names(sc, [i])[0], record_delays, record_fairness),
         share_series=_share_series(sc, float(share_window), out.share_x, out.rfb[4], specs, J)
         if out.share_x is not None else None,
+        cwnd_series=_cwnd_series(out.tcp) if cwnd_series and out.tcp is not None else None,
     )
     return result if sc is full else restore_resources(result, full, kept)
 

@@ -18,8 +18,10 @@ order they were sent, then the timers expiring at t (by flow id); every packet t
 State: per TCP flow ``NTF`` floats and ``NTI`` ints, indexed by its TCP index ``k``
 (``Tcp.tix[s]`` of its static row s); the receiver's out-of-order packets in a ring of ``R`` bytes
 per flow (``R`` a power of two >= the flow's ``max_window``: a packet in flight is never ``R`` or
-more past the next one expected); the ACKs in flight in a binary heap keyed by (due time, order
-sent).
+more past the next one expected); the ACKs in flight in one FIFO ring per distinct ``rtt`` (ACKs
+leave in departure order, so each ring's due times never decrease): the next ACK is the earliest
+(due time, order sent) among the rings' heads, a scan of as many rings as there are distinct
+round-trip times.
 """
 
 from __future__ import annotations
@@ -28,18 +30,22 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mrfq.fq._jit import jit_inline, jit_internal, no_wraparound
+from mrfq.fq._jit import jit_inline, no_wraparound
 from mrfq.router.buffers import ACCEPT, ACCEPT_MARKED
-from mrfq.router.buffers import arrive as buffer_arrive
+from mrfq.router.buffers import arrive as _arrive_out_of_line
 from mrfq.router.packets import M32, hash32, packet_size
 from mrfq.router.rfb import K_BACKLOG, RFB_SHIFT
 from mrfq.router.state import (
-    ADM_BITS, ADM_MASK, B_LO, C_RFB_N, C_VICT_N, I_INFLIGHT, I_NEXTSEQ, I_PENDING, N_ICOLS, QS_COUNT, QS_HEAD,
+    ADM_BITS, ADM_MASK, B_FD_VQ, B_LO, C_GROW_ROW, C_RFB_N, C_VICT_N, I_INFLIGHT, I_NEXTSEQ, I_PENDING, N_ICOLS, QS_COUNT, QS_HEAD,
     QS_WIDTH, RI_BUSY_SEQ, RI_BUSY_SLOT,
 )
 
 INF = np.inf
 NO_WRAPAROUND = no_wraparound(__name__)
+
+#: router.buffers.arrive inlined into the sender (it runs at every send; the open-loop arrivals call
+#: the out-of-line one, once per instant's batch)
+buffer_arrive = jit_inline(getattr(_arrive_out_of_line, "py_func", _arrive_out_of_line), python=False)
 
 #: CUBIC's multiplicative decrease (RFC 9438 §4.6) and its Reno-friendly additive increase (§4.3)
 CUBIC_BETA = 0.7
@@ -49,15 +55,22 @@ RTO_BACKOFF_CAP = 64.0
 
 # per-flow floats Tcp.f[k * NTF + T_*]
 (T_CWND, T_SSTHRESH, T_SRTT, T_RTTVAR, T_RTO, T_RTO_AT, T_WMAX, T_EPOCH, T_K, T_ORIGIN, T_WEST, T_AREA, T_TAREA,
- T_RTT, T_MINRTO, T_C, T_LOSS, T_START) = range(18)
-NTF = 18
+ T_RTT, T_MINRTO, T_C, T_LOSS, T_START, T_LOG_CWND, T_LOG_SSTHRESH) = range(20)
+NTF = 20
 # per-flow ints Tcp.i[k * NTI + K_*]
 (K_UNA, K_NXT, K_MAX, K_DUP, K_INREC, K_RECOVER, K_ECNREC, K_SAMPLED, K_RCVNXT, K_SENDS, K_RETX, K_TIMEOUTS,
- K_GOODPUT, K_LOST, K_CUBIC, K_MAXWIN, K_ROW, K_ECN) = range(18)
-NTI = 18
-# globals Tcp.g: ACKs in the heap, ACKs sent so far, the next flow to open (index into Tcp.order), the
-# receiver ring's size, a flow whose packets would overrun its packet ring (row + 1; 0: none)
-(G_HN, G_ACKS, G_OPEN, G_R, G_OVERFLOW) = range(5)
+ K_GOODPUT, K_LOST, K_CUBIC, K_MAXWIN, K_ROW, K_ECN, K_HOLD) = range(19)
+NTI = 19
+# globals Tcp.g: ACKs in flight, ACKs sent so far, the next flow to open (index into Tcp.order), the
+# receiver ring's size, a flow whose packets would overrun its packet ring (row + 1; 0: none), the
+# window log's rows and whether it is kept (1), the ACK rings (one per distinct rtt), the ring of the
+# next ACK (-1: none), 1 when a ring may not hold an instant's ACKs (the host doubles them)
+(G_HN, G_ACKS, G_OPEN, G_R, G_OVERFLOW, G_LOG_N, G_LOG_ON, G_NQ, G_NEXTQ, G_FULL) = range(10)
+# per ACK ring Tcp.q[r * QW + Q_*]: its first slot in the ah_* arrays, its size, its head, its ACKs
+(Q_BASE, Q_CAP, Q_HEAD, Q_N) = range(4)
+QW = 4
+#: a window log row: time, flow id, cwnd, ssthresh
+LOG_WIDTH = 4
 # Tcp.gf: the earliest timer deadline, the next flow start
 (GF_NEXT_RTO, GF_NEXT_OPEN) = range(2)
 
@@ -70,13 +83,16 @@ class Tcp(NamedTuple):
     held: np.ndarray    # [n * R] int8: the receiver holds packet q (beyond the next expected) at q & (R - 1)
     tix: np.ndarray     # [n_static] int64: the TCP index of each static row, -1 for other flows
     order: np.ndarray   # [n] TCP indices by (start, flow id)
-    ah_t: np.ndarray    # the ACK heap: due time
+    ah_t: np.ndarray    # the ACK rings: due time
     ah_o: np.ndarray    # ... order sent
     ah_k: np.ndarray    # ... TCP index
-    ah_a: np.ndarray    # ... the next packet the receiver expects
+    ah_a: np.ndarray    # ... the next packet the receiver expects << 1 | its congestion mark
     ah_ts: np.ndarray   # ... the echoed send time
+    q: np.ndarray       # [rings * QW] int64 the ACK rings (Q_*)
+    qk: np.ndarray      # [n] int64 the ACK ring of each flow
     g: np.ndarray       # int64 globals (G_*)
     gf: np.ndarray      # float64 globals (GF_*)
+    log: np.ndarray     # the window log (G_LOG_ON): LOG_WIDTH floats per change of a flow's cwnd or ssthresh
 
 
 def ring_for(max_window: int) -> int:
@@ -86,10 +102,11 @@ def ring_for(max_window: int) -> int:
     return r
 
 
-def allocate(flows, static_rows, starts, n_static: int, cap: int = 0) -> Tcp:
+def allocate(flows, static_rows, starts, n_static: int, cap: int = 0, log: bool = False, holds=None) -> Tcp:
     """The state of TCP flows ``flows`` (flows.scenario.Transport and loss of each) in static rows
-    ``static_rows`` starting at ``starts``; the ACK heap holds ``cap`` (default: twice every flow's
-    receiver window)."""
+    ``static_rows`` starting at ``starts``; each ACK ring holds ``cap`` (at least twice the receiver
+    windows of its flows); ``log``: keep every change of each flow's window (time, flow, cwnd, ssthresh);
+    ``holds``: the most packets each flow can have in the router (its buffer, at most its window)."""
     n = len(flows)
     R = ring_for(max([tp.max_window for tp, _ in flows] or [1]))
     f = np.zeros(max(n, 1) * NTF)
@@ -107,88 +124,124 @@ def allocate(flows, static_rows, starts, n_static: int, cap: int = 0) -> Tcp:
         f[b + T_C] = tp.cubic_c
         f[b + T_LOSS] = loss
         f[b + T_START] = starts[k]
+        f[b + T_LOG_CWND] = -1.0
+        f[b + T_LOG_SSTHRESH] = -1.0
         i[c + K_RECOVER] = -1
         i[c + K_ECNREC] = -1
         i[c + K_CUBIC] = 1 if tp.cc == "cubic" else 0
         i[c + K_MAXWIN] = tp.max_window
         i[c + K_ROW] = s
         i[c + K_ECN] = 1 if tp.ecn else 0
+        i[c + K_HOLD] = tp.max_window if holds is None else holds[k]
         tix[s] = k
     order = np.array(sorted(range(n), key=lambda k: (starts[k], static_rows[k])), np.int64) if n else np.zeros(1, np.int64)
-    cap = max(cap, 2 * sum(tp.max_window for tp, _ in flows) + 64)
-    g = np.zeros(5, np.int64)
+    rtts = sorted({tp.rtt for tp, _ in flows})
+    qk = np.array([rtts.index(tp.rtt) for tp, _ in flows] or [0], np.int64)
+    caps = [max(cap, 2 * sum(tp.max_window for tp, _ in flows if tp.rtt == r) + 64) for r in rtts] or [1]
+    q = np.zeros(len(caps) * QW, np.int64)
+    q[Q_BASE::QW] = np.concatenate([[0], np.cumsum(caps)[:-1]])
+    q[Q_CAP::QW] = caps
+    total = int(sum(caps))
+    g = np.zeros(10, np.int64)
+    g[G_NQ] = len(rtts)
+    g[G_NEXTQ] = -1
     g[G_R] = R
+    g[G_LOG_ON] = 1 if log else 0
     gf = np.full(2, INF)
     if n:
         gf[GF_NEXT_OPEN] = starts[order[0]]
     return Tcp(f=f, i=i, held=np.zeros(max(n, 1) * R, np.int8), tix=tix, order=order,
-               ah_t=np.zeros(cap), ah_o=np.zeros(cap, np.int64), ah_k=np.zeros(cap, np.int64),
-               ah_a=np.zeros(cap, np.int64), ah_ts=np.zeros(cap), g=g, gf=gf)
+               ah_t=np.zeros(total), ah_o=np.zeros(total, np.int64), ah_k=np.zeros(total, np.int64),
+               ah_a=np.zeros(total, np.int64), ah_ts=np.zeros(total), q=q, qk=qk, g=g, gf=gf,
+               log=np.zeros(LOG_WIDTH * (1 << 14) if log else 1))
+
+
+@jit_inline
+def log_room(tc, n_tcp):
+    """Whether the window log holds the rows an instant can add (one per ACK in flight, two per flow)."""
+    return tc.g[G_LOG_ON] == 0 or (tc.g[G_LOG_N] + tc.g[G_HN] + 2 * n_tcp + 1) * LOG_WIDTH <= tc.log.shape[0]
+
+
+def grow_log(tc: Tcp) -> Tcp:
+    out = np.zeros(2 * tc.log.shape[0])
+    out[:tc.log.shape[0]] = tc.log
+    return tc._replace(log=out)
 
 
 def grow_acks(tc: Tcp) -> Tcp:
-    """The ACK heap, twice as large (its entries stay where they are)."""
-    def more(a):
-        out = np.zeros(2 * a.shape[0], a.dtype)
-        out[:a.shape[0]] = a
-        return out
-    return tc._replace(ah_t=more(tc.ah_t), ah_o=more(tc.ah_o), ah_k=more(tc.ah_k), ah_a=more(tc.ah_a),
-                       ah_ts=more(tc.ah_ts))
+    """Every ACK ring twice as large, its ACKs in order from its new first slot."""
+    nq = int(tc.g[G_NQ])
+    caps = [2 * int(tc.q[r * QW + Q_CAP]) for r in range(nq)]
+    bases = np.concatenate([[0], np.cumsum(caps)[:-1]]).astype(np.int64)
+    out = [np.zeros(int(sum(caps)), a.dtype) for a in (tc.ah_t, tc.ah_o, tc.ah_k, tc.ah_a, tc.ah_ts)]
+    q = tc.q.copy()
+    for r in range(nq):
+        base, cap, head, n = (int(x) for x in tc.q[r * QW:(r + 1) * QW])
+        idx = base + (head + np.arange(n)) % cap
+        for o, a in zip(out, (tc.ah_t, tc.ah_o, tc.ah_k, tc.ah_a, tc.ah_ts)):
+            o[bases[r]:bases[r] + n] = a[idx]
+        q[r * QW + Q_BASE], q[r * QW + Q_CAP], q[r * QW + Q_HEAD] = bases[r], caps[r], 0
+    g = tc.g.copy()
+    g[G_FULL] = 0
+    return tc._replace(ah_t=out[0], ah_o=out[1], ah_k=out[2], ah_a=out[3], ah_ts=out[4], q=q, g=g)
 
 
 # ---------------------------------------------------------------------------------------------------
-# the ACK heap
+# the ACK rings
 @jit_inline
-def _before(tc, x, y):
-    return tc.ah_t[x] < tc.ah_t[y] or (tc.ah_t[x] == tc.ah_t[y] and tc.ah_o[x] < tc.ah_o[y])
+def _next_ring(tc):
+    """The ring whose head is the earliest (due time, order sent), or -1: none."""
+    best = -1
+    bt = INF
+    bo = 0
+    for r in range(tc.g[G_NQ]):
+        if tc.q[r * QW + Q_N] > 0:
+            x = tc.q[r * QW + Q_BASE] + tc.q[r * QW + Q_HEAD]
+            if best < 0 or tc.ah_t[x] < bt or (tc.ah_t[x] == bt and tc.ah_o[x] < bo):
+                best, bt, bo = r, tc.ah_t[x], tc.ah_o[x]
+    return best
 
 
-@jit_inline
-def _swap(tc, x, y):
-    tc.ah_t[x], tc.ah_t[y] = tc.ah_t[y], tc.ah_t[x]
-    tc.ah_o[x], tc.ah_o[y] = tc.ah_o[y], tc.ah_o[x]
-    tc.ah_k[x], tc.ah_k[y] = tc.ah_k[y], tc.ah_k[x]
-    tc.ah_a[x], tc.ah_a[y] = tc.ah_a[y], tc.ah_a[x]
-    tc.ah_ts[x], tc.ah_ts[y] = tc.ah_ts[y], tc.ah_ts[x]
-
-
-@jit_internal
-def _ack_push(tc, due, k, a, ts):
-    n = tc.g[G_HN]
-    tc.ah_t[n] = due
-    tc.ah_o[n] = tc.g[G_ACKS]
-    tc.ah_k[n] = k
-    tc.ah_a[n] = a
-    tc.ah_ts[n] = ts
+@jit_inline(python=False)
+def _ack_push(tc, due, k, a, ts, J):
+    r = tc.qk[k]
+    b = r * QW
+    n = tc.q[b + Q_N]
+    cap = tc.q[b + Q_CAP]
+    x = tc.q[b + Q_HEAD] + n
+    if x >= cap:
+        x -= cap
+    x += tc.q[b + Q_BASE]
+    tc.ah_t[x] = due
+    tc.ah_o[x] = tc.g[G_ACKS]
+    tc.ah_k[x] = k
+    tc.ah_a[x] = a
+    tc.ah_ts[x] = ts
     tc.g[G_ACKS] += 1
-    tc.g[G_HN] = n + 1
-    x = n
-    while x > 0:
-        p = (x - 1) >> 1
-        if not _before(tc, x, p):
-            break
-        _swap(tc, x, p)
-        x = p
+    tc.g[G_HN] += 1
+    tc.q[b + Q_N] = n + 1
+    if n + 1 + J >= cap:  # the next instant might not fit: the host doubles the rings first
+        tc.g[G_FULL] = 1
+    nq = tc.g[G_NEXTQ]
+    if nq < 0 or due < tc.ah_t[tc.q[nq * QW + Q_BASE] + tc.q[nq * QW + Q_HEAD]]:
+        tc.g[G_NEXTQ] = r
 
 
-@jit_internal
+@jit_inline(python=False)
 def _ack_pop(tc):
-    n = tc.g[G_HN] - 1
-    tc.g[G_HN] = n
-    if n == 0:
-        return
-    _swap(tc, 0, n)
-    x = 0
-    while True:
-        c = 2 * x + 1
-        if c >= n:
-            break
-        if c + 1 < n and _before(tc, c + 1, c):
-            c += 1
-        if not _before(tc, c, x):
-            break
-        _swap(tc, x, c)
-        x = c
+    """The next ACK leaves its ring; returns its slot (read before the next push)."""
+    r = tc.g[G_NEXTQ]
+    b = r * QW
+    h = tc.q[b + Q_HEAD]
+    x = tc.q[b + Q_BASE] + h
+    h += 1
+    if h == tc.q[b + Q_CAP]:
+        h = 0
+    tc.q[b + Q_HEAD] = h
+    tc.q[b + Q_N] -= 1
+    tc.g[G_HN] -= 1
+    tc.g[G_NEXTQ] = _next_ring(tc)
+    return x
 
 
 @jit_inline
@@ -197,9 +250,81 @@ def next_event(tc):
     t = tc.gf[GF_NEXT_RTO]
     if tc.gf[GF_NEXT_OPEN] < t:
         t = tc.gf[GF_NEXT_OPEN]
-    if tc.g[G_HN] > 0 and tc.ah_t[0] < t:
-        t = tc.ah_t[0]
+    r = tc.g[G_NEXTQ]
+    if r >= 0:
+        x = tc.ah_t[tc.q[r * QW + Q_BASE] + tc.q[r * QW + Q_HEAD]]
+        if x < t:
+            t = x
     return t
+
+
+@jit_inline
+def _log(tc, k, t):
+    """Flow k's window after an event at t, logged when it changed (G_LOG_ON)."""
+    b = k * NTF
+    if tc.g[G_LOG_ON] == 1 and (tc.f[b + T_CWND] != tc.f[b + T_LOG_CWND] or
+                                tc.f[b + T_SSTHRESH] != tc.f[b + T_LOG_SSTHRESH]):
+        n = tc.g[G_LOG_N]
+        tc.log[LOG_WIDTH * n] = t
+        tc.log[LOG_WIDTH * n + 1] = tc.i[k * NTI + K_ROW]
+        tc.log[LOG_WIDTH * n + 2] = tc.f[b + T_CWND]
+        tc.log[LOG_WIDTH * n + 3] = tc.f[b + T_SSTHRESH]
+        tc.g[G_LOG_N] = n + 1
+        tc.f[b + T_LOG_CWND] = tc.f[b + T_CWND]
+        tc.f[b + T_LOG_SSTHRESH] = tc.f[b + T_SSTHRESH]
+
+
+@jit_inline
+def _room(tc, k, J, slot_i, ring, qs, ri, bf, NBF):
+    """Whether flow k's packet ring holds its packets in the router and as many more as it may
+    hold (K_HOLD): seqs lo .. NEXTSEQ + PENDING + hold distinct modulo its size, lo the oldest in the
+    router (B_LO a lower bound of it, found again only near the ring's end)."""
+    s = tc.i[k * NTI + K_ROW]
+    hi = slot_i[s * N_ICOLS + I_NEXTSEQ] + slot_i[s * N_ICOLS + I_PENDING] + tc.i[k * NTI + K_HOLD]
+    size = ring[2 * s + 1] + 1
+    if hi - bf.fl[s * NBF + B_LO] <= size:
+        return True
+    lo = slot_i[s * N_ICOLS + I_NEXTSEQ]
+    for j in range(J):
+        if qs[(s * J + j) * QS_WIDTH + QS_COUNT] > 0 and qs[(s * J + j) * QS_WIDTH + QS_HEAD] < lo:
+            lo = qs[(s * J + j) * QS_WIDTH + QS_HEAD]
+        if ri[RI_BUSY_SLOT * J + j] == s and ri[RI_BUSY_SEQ * J + j] < lo:
+            lo = ri[RI_BUSY_SEQ * J + j]
+    bf.fl[s * NBF + B_LO] = lo
+    return hi - lo <= size
+
+
+@jit_inline(python=False)
+def ring_room(tc, tn, J, slot_i, ring, qs, ri, bf, ci):
+    """Before the loop handles instant tn with TCP events due: True when the packet ring of every flow
+    that acts at tn (a start, an ACK, a timer) holds what it may send, else False with the row in
+    ``ci[C_GROW_ROW]`` (the host doubles its ring: router.state.grow_ring)."""
+    NBF = B_FD_VQ + 2 * J
+    n = tc.order.shape[0]
+    p = tc.g[G_OPEN]
+    while p < n and tc.f[tc.order[p] * NTF + T_START] == tn:
+        if not _room(tc, tc.order[p], J, slot_i, ring, qs, ri, bf, NBF):
+            ci[C_GROW_ROW] = tc.i[tc.order[p] * NTI + K_ROW]
+            return False
+        p += 1
+    for r in range(tc.g[G_NQ]):
+        b = r * QW
+        for m in range(tc.q[b + Q_N]):
+            x = tc.q[b + Q_HEAD] + m
+            if x >= tc.q[b + Q_CAP]:
+                x -= tc.q[b + Q_CAP]
+            x += tc.q[b + Q_BASE]
+            if tc.ah_t[x] != tn:
+                break
+            if not _room(tc, tc.ah_k[x], J, slot_i, ring, qs, ri, bf, NBF):
+                ci[C_GROW_ROW] = tc.i[tc.ah_k[x] * NTI + K_ROW]
+                return False
+    if tc.gf[GF_NEXT_RTO] <= tn:
+        for k in range(n):
+            if tc.f[k * NTF + T_RTO_AT] == tn and not _room(tc, k, J, slot_i, ring, qs, ri, bf, NBF):
+                ci[C_GROW_ROW] = tc.i[k * NTI + K_ROW]
+                return False
+    return True
 
 
 @jit_inline
@@ -212,8 +337,8 @@ def loss_uniform(key, uid, n):
 
 # ---------------------------------------------------------------------------------------------------
 # the receiver (at a departure from the router)
-@jit_internal
-def receive(tc, s, word, t, ts, warmup):
+@jit_inline(python=False)
+def receive(tc, s, word, t, ts, warmup, J):
     """Packet q of the TCP flow in static row s leaves the router at t (sent at ts; ``word = q << 1 | ce``,
     ce: an AQM marked it): the receiver's cumulative ACK, echoing the mark, due at the sender the flow's
     rtt later, joins the heap (``a << 1 | ce``)."""
@@ -231,7 +356,7 @@ def receive(tc, s, word, t, ts, warmup):
             tc.held[base + (rn & (R - 1))] = 0
             rn += 1
         tc.i[c + K_RCVNXT] = rn
-    _ack_push(tc, t + tc.f[k * NTF + T_RTT], k, (rn << 1) | (word & 1), ts)
+    _ack_push(tc, t + tc.f[k * NTF + T_RTT], k, (rn << 1) | (word & 1), ts, J)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -243,7 +368,7 @@ def _area(tc, b, t):
         tc.f[b + T_TAREA] = t
 
 
-@jit_internal
+@jit_inline(python=False)
 def _transmit(tc, k, q, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
     """TCP flow k sends packet q at t: lost before the router (``loss``), dropped by the buffer
     management (router.buffers.arrive), or queued for admission at t (``now_s``; its sequence number
@@ -281,20 +406,10 @@ def _transmit(tc, k, q, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
         acc.rfb_log[3 * rfb_n] = t
         acc.rfb_log[3 * rfb_n + 2] = ((ft.rfb_dom[s] >> RFB_SHIFT) << 2) | K_BACKLOG
         ci[C_RFB_N] = rfb_n + 1
-    # the ring holds the flow's packets in the router: seqs lo .. seq distinct modulo its size (lo, the
-    # oldest in the router, found only near the ring's end; router.flowtable.ring_room)
-    NBF = bf.fl.shape[0] // max(P.n_static, 1)
-    if seq + 1 - bf.fl[s * NBF + B_LO] > ft.ring[2 * s + 1] + 1:
-        lo = slot_i[s * N_ICOLS + I_NEXTSEQ]
-        for j in range(J):
-            if ft.qs[(s * J + j) * QS_WIDTH + QS_COUNT] > 0 and ft.qs[(s * J + j) * QS_WIDTH + QS_HEAD] < lo:
-                lo = ft.qs[(s * J + j) * QS_WIDTH + QS_HEAD]
-            if ri[RI_BUSY_SLOT * J + j] == s and ri[RI_BUSY_SEQ * J + j] < lo:
-                lo = ri[RI_BUSY_SEQ * J + j]
-        bf.fl[s * NBF + B_LO] = lo
-        if seq + 1 - lo > ft.ring[2 * s + 1] + 1:
-            tc.g[G_OVERFLOW] = s + 1
-            return now_n
+    # (ring_room made sure before the instant that the flow's ring holds it; the check stays, cheap)
+    if seq + 1 - bf.fl[s * (B_FD_VQ + 2 * J) + B_LO] > ft.ring[2 * s + 1] + 1:
+        tc.g[G_OVERFLOW] = s + 1
+        return now_n
     rec = ft.ring[2 * s] + (seq & ft.ring[2 * s + 1])
     W = P.W
     ft.pkt[rec * W + W - J - 2] = size
@@ -308,7 +423,7 @@ def _transmit(tc, k, q, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
     return now_n
 
 
-@jit_internal
+@jit_inline(python=False)
 def _send_more(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
     """Send while the packets in flight are below the window (and the receiver's)."""
     b, c = k * NTF, k * NTI
@@ -374,7 +489,7 @@ def _increase(tc, b, c, acked, t):
         f[b + T_CWND] = float(tc.i[c + K_MAXWIN])
 
 
-@jit_internal
+@jit_inline(python=False)
 def _ack(tc, k, t, a, ts, ece, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
     """The ACK of ``a`` (the next packet the receiver expects, echoing send time ts and, ``ece``, a
     congestion mark) reaches flow k at t."""
@@ -427,7 +542,7 @@ def _ack(tc, k, t, a, ts, ece, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
     return _send_more(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
 
 
-@jit_internal
+@jit_inline(python=False)
 def _timeout(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
     """Flow k's retransmission timer expires at t (RFC 6298 (5.4)-(5.6)): back to slow start from the
     oldest packet not acknowledged (go-back-N)."""
@@ -449,32 +564,57 @@ def _timeout(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
     return _send_more(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
 
 
-@jit_internal
+@jit_inline(python=False)
 def phase(J, t, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri, tc):
     """The TCP senders at instant t (the loop's phase 2, after the open-loop arrivals): flows starting
     at t, then the ACKs due at t (in the order sent), then the timers expiring at t (by flow id).
     Returns the new length of ``now_s``."""
     n = tc.order.shape[0]
+    opened = False
     while tc.g[G_OPEN] < n and tc.f[tc.order[tc.g[G_OPEN]] * NTF + T_START] == t:
         k = tc.order[tc.g[G_OPEN]]
         tc.g[G_OPEN] += 1
         tc.f[k * NTF + T_TAREA] = t if t > P.warmup else P.warmup
         now_n = _send_more(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
+        _log(tc, k, t)
+        opened = True
     tc.gf[GF_NEXT_OPEN] = tc.f[tc.order[tc.g[G_OPEN]] * NTF + T_START] if tc.g[G_OPEN] < n else INF
-    while tc.g[G_HN] > 0 and tc.ah_t[0] == t:
-        k, a, ts = tc.ah_k[0], tc.ah_a[0], tc.ah_ts[0]
-        _ack_pop(tc)
+    stale = False  # the earliest deadline moved later: found again below
+    while tc.g[G_NEXTQ] >= 0 and tc.ah_t[tc.q[tc.g[G_NEXTQ] * QW + Q_BASE] + tc.q[tc.g[G_NEXTQ] * QW + Q_HEAD]] == t:
+        x = _ack_pop(tc)
+        k, a, ts = tc.ah_k[x], tc.ah_a[x], tc.ah_ts[x]
+        old = tc.f[k * NTF + T_RTO_AT]
         now_n = _ack(tc, k, t, a >> 1, ts, a & 1, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
-    if tc.gf[GF_NEXT_RTO] == t:
+        _log(tc, k, t)
+        new = tc.f[k * NTF + T_RTO_AT]
+        if new < tc.gf[GF_NEXT_RTO]:
+            tc.gf[GF_NEXT_RTO] = new
+        elif old == tc.gf[GF_NEXT_RTO] and new != old:
+            stale = True
+    if tc.gf[GF_NEXT_RTO] == t and not stale:
         for s in range(tc.tix.shape[0]):  # by flow id
             k = tc.tix[s]
             if k >= 0 and tc.f[k * NTF + T_RTO_AT] == t:
                 now_n = _timeout(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
-    nxt = INF
-    for k in range(n):
-        if tc.f[k * NTF + T_RTO_AT] < nxt:
-            nxt = tc.f[k * NTF + T_RTO_AT]
-    tc.gf[GF_NEXT_RTO] = nxt
+                _log(tc, k, t)
+        stale = True
+    if stale or opened:
+        nxt = INF
+        for k in range(n):
+            if tc.f[k * NTF + T_RTO_AT] < nxt:
+                nxt = tc.f[k * NTF + T_RTO_AT]
+        tc.gf[GF_NEXT_RTO] = nxt
+        if nxt == t:  # (a timer of a flow whose deadline was behind a stale one: due now too)
+            for s in range(tc.tix.shape[0]):
+                k = tc.tix[s]
+                if k >= 0 and tc.f[k * NTF + T_RTO_AT] == t:
+                    now_n = _timeout(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
+                    _log(tc, k, t)
+            nxt = INF
+            for k in range(n):
+                if tc.f[k * NTF + T_RTO_AT] < nxt:
+                    nxt = tc.f[k * NTF + T_RTO_AT]
+            tc.gf[GF_NEXT_RTO] = nxt
     return now_n
 
 

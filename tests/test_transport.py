@@ -3,8 +3,11 @@ packet, hand-checked windows, and the scenario gate's refusals."""
 
 from __future__ import annotations
 
+import json
 import math
+import tomllib
 
+import numpy as np
 import pytest
 
 from mrfq.flows.errors import MrfqError
@@ -20,9 +23,13 @@ def _scenario(flows, scheduler="drfq", duration=1500.0, warmup=100.0, router=Non
 
 def _agree(sc, **kw):
     """The engine and the SimPy reference: the same service trace, departures, drops and TCP counts."""
-    e = simulate(sc, trace=10**7, **kw)
+    e = simulate(sc, trace=10**7, cwnd_series=True, **kw)
     r = simulate_reference(sc, trace=None, **kw)
     assert trace_tuples(e.trace) == r.trace
+    cs = e.cwnd_series
+    for i, f in enumerate(r.flows):  # every change of every window, at the same instants
+        m = cs.flow == i
+        assert list(zip(cs.time[m].tolist(), cs.cwnd[m].tolist(), cs.ssthresh[m].tolist())) == (f.cwnd_log or [])
     for a, b in zip(e.flows, r.flows):
         assert (a.name, a.packets, a.drops, a.offered, a.drops_by_reason) == \
             (b.name, b.packets, b.drops, b.offered, b.drops_by_reason)
@@ -130,3 +137,69 @@ def test_bad_transport_is_refused_naming_the_field(flow, msg):
 def test_tcp_on_a_class_is_refused():
     with pytest.raises(MrfqError, match=r"^class\[0\]\.transport: TCP senders are for \[\[flow\]\] tables only"):
         from_dict({"resources": ["cpu"], "class": [{"cost": [1.0], "rate": 0.1, "transport": {"cc": "reno"}}]})
+
+
+SCENARIO_TOML = """resources = ["cpu", "link"]
+[run]
+duration = 600
+warmup = 50
+[[flow]]
+name = "a"
+cost = [0.5, 1.0]
+transport = {cc = "reno", rtt = 20}
+buffer = 20
+[[flow]]
+name = "w"
+cost = [1.0, 0.25]
+"""
+
+
+def test_cli_reports_tcp_flows_and_writes_the_window_series(tmp_path, capsys):
+    from mrfq.analysis.cli import main
+
+    sc_path = tmp_path / "tcp.toml"
+    sc_path.write_text(SCENARIO_TOML)
+    out = tmp_path / "cwnd.csv"
+    assert main(["run", str(sc_path), "--cwnd-series", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    a = d["flows"][0]
+    assert a["goodput"] == a["transport"]["goodput"] and "transport" not in d["flows"][1]
+    rt = a["transport"]["round_trip"]
+    assert rt["mean"] == pytest.approx(20.0 + a["delay"]["mean"])
+    rows = out.read_text().splitlines()
+    assert rows[0] == "time,flow,cwnd,ssthresh" and rows[1] == "0.0,a,10.0,1000.0"
+    e = simulate(from_dict({**tomllib.loads(SCENARIO_TOML), "name": "tcp"}), cwnd_series=True)
+    assert len(rows) - 1 == len(e.cwnd_series.time)
+    # sampled: the window in force at 0, 100, ..., 600
+    assert main(["run", str(sc_path), "--cwnd-series", str(out), "--cwnd-width", "100"]) == 0
+    text = capsys.readouterr().out
+    assert "tcp " in text and "goodput" in text
+    rows = [r.split(",") for r in out.read_text().splitlines()[1:]]
+    assert [float(r[0]) for r in rows] == [0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0]
+    cs = e.cwnd_series
+    for t, _, c, s in rows:
+        i = int(np.searchsorted(cs.time, float(t), side="right")) - 1
+        assert (float(c), float(s)) == (cs.cwnd[i], cs.ssthresh[i])
+
+
+@pytest.mark.nojit
+def test_cli_refuses_a_window_series_without_tcp_flows(tmp_path, capsys):
+    from mrfq.analysis.cli import main
+
+    sc_path = tmp_path / "win.toml"
+    sc_path.write_text('resources = ["cpu"]\n[[flow]]\ncost = [1.0]\n')
+    assert main(["run", str(sc_path), "--cwnd-series", str(tmp_path / "c.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("mrfq: error: --cwnd-series: the scenario has no TCP flow; give a [[flow]] a transport = "
+                           '{cc = "reno", rtt = ...}')
+    assert not (tmp_path / "c.csv").exists()
+
+
+def test_api_run_gives_goodput_and_the_window_series():
+    from mrfq.analysis import api
+
+    r = api.run({**tomllib.loads(SCENARIO_TOML), "name": "tcp"}, cwnd_series=True)
+    a = r.flows[0]
+    assert a["goodput"] > 0 and a["transport"]["retransmissions"] >= 0
+    w = r.windows.to_records()
+    assert w[0] == {"time": 0.0, "flow": "a", "cwnd": 10.0, "ssthresh": 1000.0} and len(w) == len(r.raw.cwnd_series.time)

@@ -1,0 +1,67 @@
+"""Speed of TCP flows against fixed windows on the same router, interleaved: CPU ns per service.
+
+    python scripts/bench_tcp.py [--reps N] [--services N] [--flows N]
+
+Both workloads are the ``mrfq bench`` rows' CPU-then-link router under ``drfq`` with N static flows
+(default 30) whose costs cycle through the bench's class vectors (router.bench.VECTORS): once as
+windowed flows (window 30, ``router.rtt`` = R) and once as Reno flows (``transport = {cc = "reno",
+rtt = R}``, a buffer of 60 packets each, so that they lose packets and recover), R = 200 time units
+(about the router's time to serve 30 windows of 30 packets: both keep the router busy).  Every loop is
+compiled and run once before timing; then each repetition runs both in turn (interleaved, so a burst
+of load on the machine lands on both), with the delays recorded, as ``mrfq run`` does.  It prints the
+minimum and median CPU ns per service of each, and the median of the per-repetition ratios of the TCP
+flows' service rate to the windowed flows'; it never fails on timing (docs/performance.md).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+
+from mrfq.flows.scenario import from_dict
+from mrfq.router.bench import VECTORS
+from mrfq.router.run import simulate
+
+RTT = 200.0
+
+
+def scenario(n: int, services: int, tcp: bool):
+    flows = []
+    for i in range(n):
+        f = {"name": f"f{i}", "cost": list(VECTORS[i % len(VECTORS)])}
+        if tcp:
+            f.update(transport={"cc": "reno", "rtt": RTT}, buffer=60)
+        flows.append(f)
+    router = {"scheduler": "drfq", "window": 30, **({} if tcp else {"rtt": RTT})}
+    return from_dict({"name": "bench-tcp" if tcp else "bench-windows", "resources": ["cpu", "link"],
+                      "router": router, "run": {"duration": 1e10, "warmup": 0.0, "max_services": services},
+                      "flow": flows})
+
+
+def ns_per_service(sc) -> tuple[float, int]:
+    r = simulate(sc, timed_from=1)
+    return r.loop_cpu_seconds / r.loop_services * 1e9, r.services
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--services", type=int, default=2_000_000)
+    ap.add_argument("--flows", type=int, default=30)
+    args = ap.parse_args()
+    sc = {"windows": scenario(args.flows, args.services, False), "reno": scenario(args.flows, args.services, True)}
+    for s in sc.values():   # compile (or load) both loops first
+        simulate(s.replace(**{"run.max_services": 10_000}))
+    t = {k: [] for k in sc}
+    for _ in range(args.reps):
+        for k, s in sc.items():
+            t[k].append(ns_per_service(s)[0])
+    print(f"{args.flows} static flows, drfq, rtt {RTT:g}, {args.services:,} services, {args.reps} interleaved "
+          "repetitions: CPU ns per service (min / median)")
+    for k in sc:
+        print(f"  {k:8s} {min(t[k]):7.1f} / {statistics.median(t[k]):7.1f} ns")
+    ratio = statistics.median(a / b for a, b in zip(t["windows"], t["reno"]))
+    print(f"TCP (reno) service rate / fixed windows': {ratio:.2f} (median of the per-repetition ratios)")
+
+
+if __name__ == "__main__":
+    main()
