@@ -70,6 +70,24 @@ def packets_ready(tn, pk_t, pk_cur, pk_last):
     return DONE
 
 
+@jit_inline
+def ring_holds(s, hi, J, slot_i, ring, qs, ri, bf, NBF):
+    """Whether row s's packet ring holds seqs lo .. hi, lo the oldest of its packets in the router
+    (waiting at a resource or in service): ``bf.fl``'s B_LO keeps a lower bound of lo (it only grows),
+    and the exact one is looked for (and kept) only when the bound says the ring may be short."""
+    size = ring[2 * s + 1] + 1
+    if hi - bf.fl[s * NBF + B_LO] <= size:
+        return True
+    lo = slot_i[s * N_ICOLS + I_NEXTSEQ]
+    for j in range(J):
+        if qs[(s * J + j) * QS_WIDTH + QS_COUNT] > 0 and qs[(s * J + j) * QS_WIDTH + QS_HEAD] < lo:
+            lo = qs[(s * J + j) * QS_WIDTH + QS_HEAD]
+        if ri[RI_BUSY_SLOT * J + j] == s and ri[RI_BUSY_SEQ * J + j] < lo:
+            lo = ri[RI_BUSY_SEQ * J + j]
+    bf.fl[s * NBF + B_LO] = lo
+    return hi - lo <= size
+
+
 @jit_internal
 def ring_room(tn, pk_t, pk_f, pk_cur, slot_i, ring, qs, ri, J, bf, ci):
     """Before the loop handles instant ``tn`` with open-loop packet arrivals due: DONE when each
@@ -89,18 +107,9 @@ def ring_room(tn, pk_t, pk_f, pk_cur, slot_i, ring, qs, ri, J, bf, ci):
             m += 1
             i += 1
         hi = slot_i[s * N_ICOLS + I_NEXTSEQ] + slot_i[s * N_ICOLS + I_PENDING] + m
-        size = ring[2 * s + 1] + 1
-        if hi - bf.fl[s * NBF + B_LO] > size:
-            lo = slot_i[s * N_ICOLS + I_NEXTSEQ]
-            for j in range(J):
-                if qs[(s * J + j) * QS_WIDTH + QS_COUNT] > 0 and qs[(s * J + j) * QS_WIDTH + QS_HEAD] < lo:
-                    lo = qs[(s * J + j) * QS_WIDTH + QS_HEAD]
-                if ri[RI_BUSY_SLOT * J + j] == s and ri[RI_BUSY_SEQ * J + j] < lo:
-                    lo = ri[RI_BUSY_SEQ * J + j]
-            bf.fl[s * NBF + B_LO] = lo
-            if hi - lo > size:
-                ci[C_GROW_ROW] = s
-                return GROW_RING
+        if not ring_holds(s, hi, J, slot_i, ring, qs, ri, bf, NBF):
+            ci[C_GROW_ROW] = s
+            return GROW_RING
     return DONE
 
 

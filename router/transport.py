@@ -33,11 +33,11 @@ import numpy as np
 from mrfq.fq._jit import jit_inline, no_wraparound
 from mrfq.router.buffers import ACCEPT, ACCEPT_MARKED
 from mrfq.router.buffers import arrive as _arrive_out_of_line
+from mrfq.router.flowtable import ring_holds
 from mrfq.router.packets import M32, hash32, packet_size
 from mrfq.router.rfb import K_BACKLOG, RFB_SHIFT
 from mrfq.router.state import (
-    ADM_BITS, ADM_MASK, B_FD_VQ, B_LO, C_GROW_ROW, C_RFB_N, C_VICT_N, I_INFLIGHT, I_NEXTSEQ, I_PENDING, N_ICOLS, QS_COUNT, QS_HEAD,
-    QS_WIDTH, RI_BUSY_SEQ, RI_BUSY_SLOT,
+    ADM_BITS, ADM_MASK, B_FD_VQ, B_LO, C_GROW_ROW, C_RFB_N, C_VICT_N, I_INFLIGHT, I_NEXTSEQ, I_PENDING, N_ICOLS,
 )
 
 INF = np.inf
@@ -281,17 +281,7 @@ def _room(tc, k, J, slot_i, ring, qs, ri, bf, NBF):
     router (B_LO a lower bound of it, found again only near the ring's end)."""
     s = tc.i[k * NTI + K_ROW]
     hi = slot_i[s * N_ICOLS + I_NEXTSEQ] + slot_i[s * N_ICOLS + I_PENDING] + tc.i[k * NTI + K_HOLD]
-    size = ring[2 * s + 1] + 1
-    if hi - bf.fl[s * NBF + B_LO] <= size:
-        return True
-    lo = slot_i[s * N_ICOLS + I_NEXTSEQ]
-    for j in range(J):
-        if qs[(s * J + j) * QS_WIDTH + QS_COUNT] > 0 and qs[(s * J + j) * QS_WIDTH + QS_HEAD] < lo:
-            lo = qs[(s * J + j) * QS_WIDTH + QS_HEAD]
-        if ri[RI_BUSY_SLOT * J + j] == s and ri[RI_BUSY_SEQ * J + j] < lo:
-            lo = ri[RI_BUSY_SEQ * J + j]
-    bf.fl[s * NBF + B_LO] = lo
-    return hi - lo <= size
+    return ring_holds(s, hi, J, slot_i, ring, qs, ri, bf, NBF)
 
 
 @jit_inline(python=False)
