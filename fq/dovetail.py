@@ -28,6 +28,22 @@ unchanged.  Option ``router.skipped`` (choice) says whether it enters the key:
   further behind b's at the link: c starved (0.16 packets per time unit over
   3,000 time units, 0.059 over 20,000, against DRF's 0.5).
 
+Option ``router.dovetail_bound`` = Δ (R): how much of a flow's past under-use of a resource
+may be credited, in virtual time.  With ``K`` the key above (the largest of the
+packet's unbounded start tags, and of the skipped resources' ``V_j`` under
+``"virtual-time"``), the start tag at every visited resource is held within Δ of it::
+
+    S_ij^k = max(V_j(A), F_ij^{k-1}, K - Δ)
+
+so the key stays ``K``.  Δ = ∞ (default) is the dovetailing above; Δ = 0 puts every
+start tag at ``K``: then ``F_ij^k = K + s_ij^k / w_i``, the next key is
+``max(max_j V_j, K + max_j s_ij^k / w_i)`` and the largest ``V_j`` is the largest key
+begun anywhere: memoryless DRFQ ([BR] eq. (2), :mod:`fq.drfq` with its default
+``virtual_time = "started"``), the same schedule bit for bit (``fl(K + x)`` is
+monotone in ``x``).  (R): [DRFQ] names the two extremes; bounding the credit against
+the packet's own key, rather than a flow's finish tags against each other, is the
+reading under which Δ = 0 is memoryless DRFQ exactly.
+
 Option ``router.idle_reset`` (classic SFQ): when j goes idle, ``V_j`` jumps to
 the largest finish tag *at j* (``F_ij``) of the packets served at j.
 
@@ -36,6 +52,8 @@ the largest finish tag begun at j; per packet its ``S_ij`` (J slots) and key.
 """
 
 from __future__ import annotations
+
+import math
 
 from mrfq.flows.errors import ScenarioError
 from mrfq.fq._jit import jit_inline
@@ -47,7 +65,10 @@ REFERENCE = "[DRFQ] sec. 4"
 OBJECTIVE = "drf"
 OPTIONS = (Option("idle_reset", False, "V_j jumps to the largest finish tag served at j when j goes idle"),
            Option("skipped", "virtual-time", "a resource the packet skips enters its key with its virtual time "
-                                            "('virtual-time') or takes no part ('ignore')", examples=("ignore",)))
+                                            "('virtual-time') or takes no part ('ignore')", examples=("ignore",)),
+           Option("dovetail_bound", "inf", "Δ: how far (virtual time) a start tag may lag the packet's key, the "
+                                           "credit for past under-use; 0 = memoryless DRFQ, 'inf' = full dovetailing",
+                  examples=(0.0, 0.5, 3.0)))
 SKIPPED = ("virtual-time", "ignore")
 
 R_V, R_MAXFIN = 0, 1
@@ -58,37 +79,52 @@ def layout(J):
 
 
 def encode(router, resources):
-    """``opt = (idle_reset, skipped is "ignore")``."""
+    """``opt = (idle_reset, skipped is "ignore", Δ)``."""
     if not isinstance(router.idle_reset, bool):
         raise ScenarioError(f"router.idle_reset = {router.idle_reset!r}: must be true or false")
     skipped = option_value(router, "skipped", "virtual-time")
     if skipped not in SKIPPED:
         raise ScenarioError(f"router.skipped = {skipped!r}: must be 'virtual-time' (a resource the packet skips "
                             "enters its key with its virtual time) or 'ignore'")
-    return (1.0 if router.idle_reset else 0.0, 1.0 if skipped == "ignore" else 0.0)
+    bound = option_value(router, "dovetail_bound", "inf")
+    if bound == "inf":
+        bound = math.inf
+    elif isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound >= 0:
+        raise ScenarioError(f"router.dovetail_bound = {bound!r}: must be a number >= 0 (0: memoryless DRFQ) "
+                            "or 'inf' (the default: full dovetailing)")
+    return (1.0 if router.idle_reset else 0.0, 1.0 if skipped == "ignore" else 0.0, float(bound))
 
 
 @jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
-    """Per-resource start tags ``S_ij``; the key is their max over the visited resources, and over
-    the skipped ones' virtual times ``V_j(A)`` unless ``skipped = "ignore"``."""
+    """Per-resource start tags ``S_ij``; the key ``K`` is their max over the visited resources, and over
+    the skipped ones' virtual times ``V_j(A)`` unless ``skipped = "ignore"``; with Δ < inf each start
+    tag is at least ``K - Δ`` (the key stays ``K``)."""
     key = 0.0
     for j in range(J):
-        s = cst[cb + j]
         start_tag = S.res[2 * j + R_V]
-        if s > 0.0:
+        if cst[cb + j] > 0.0:
             if S.flow_res[slot * J + j] > start_tag:
                 start_tag = S.flow_res[slot * J + j]
-            S.flow_res[slot * J + j] = start_tag + s / weight
-            pkt[pb + j] = start_tag
             if start_tag > key:
                 key = start_tag
+        elif opt[1] == 0.0 and start_tag > key:
+            key = start_tag
+    floor = key - opt[2]
+    for j in range(J):
+        s = cst[cb + j]
+        if s > 0.0:
+            start_tag = S.res[2 * j + R_V]
+            if S.flow_res[slot * J + j] > start_tag:
+                start_tag = S.flow_res[slot * J + j]
+            if floor > start_tag:
+                start_tag = floor
+            S.flow_res[slot * J + j] = start_tag + s / weight
+            pkt[pb + j] = start_tag
         else:
             # a packet that skips j passes it in zero time under ingress placement: its start
             # there must leave V_j as it is (as under "every", where it never reaches j)
             pkt[pb + j] = 0.0
-            if opt[1] == 0.0 and start_tag > key:
-                key = start_tag
     pkt[pb + J] = key
 
 
@@ -139,18 +175,20 @@ class Reference(ReferenceTags):
         self.Vj = [0.0] * J
         self.idle_reset = opt[0] != 0.0
         self.skipped_enter = opt[1] == 0.0
+        self.bound = opt[2]
         self.max_finish_started = [0.0] * J
 
     def admit(self, p, t):
         Fj = p.flow.tag.setdefault("Fj", [0.0] * self.J)
+        used = [j for j in range(self.J) if p.s[j] > 0.0]   # the resources it uses (not the ingress pass)
+        key = max(max(self.Vj[j], Fj[j]) for j in used)
+        if self.skipped_enter:
+            key = max([key] + [self.Vj[j] for j in range(self.J) if j not in used])
         S, Fin = {}, {}
-        for j in (j for j in range(self.J) if p.s[j] > 0.0):   # the resources it uses (not the ingress pass)
-            S[j] = max(self.Vj[j], Fj[j])
+        for j in used:
+            S[j] = max(self.Vj[j], Fj[j], key - self.bound)   # the credit is at most Δ
             Fin[j] = S[j] + p.s[j] / p.flow.profile.weight
             Fj[j] = Fin[j]
-        key = max(S.values())
-        if self.skipped_enter:
-            key = max([key] + [self.Vj[j] for j in range(self.J) if j not in S])
         p.tag.update(S=S, Fin=Fin, key=key)
 
     def start(self, p, j, next_p, t):
@@ -164,14 +202,17 @@ class Reference(ReferenceTags):
             self.Vj[j] = self.max_finish_started[j]
 
 
-def twin_admit(state: dict, flow: int, s, weight: float, skipped: str = "virtual-time") -> float:
-    """Plain-Python tag rule for hand-computed examples: ``state = {"V": [V_j], "F": {(flow, j): F_ij}}``."""
-    key = 0.0
-    for j, sj in enumerate(s):
-        if sj > 0:
-            st = max(state["V"][j], state["F"].get((flow, j), 0.0))
-            state["F"][(flow, j)] = st + sj / weight
-            key = max(key, st)
-        elif skipped == "virtual-time":
-            key = max(key, state["V"][j])
+def twin_admit(state: dict, flow: int, s, weight: float, skipped: str = "virtual-time",
+               bound: float = math.inf) -> float:
+    """Plain-Python tag rule for hand-computed examples: ``state = {"V": [V_j], "F": {(flow, j): F_ij}}``;
+    returns the key and leaves the start tags in ``state["S"]``."""
+    used = [j for j, sj in enumerate(s) if sj > 0]
+    key = max(max(state["V"][j], state["F"].get((flow, j), 0.0)) for j in used)
+    if skipped == "virtual-time":
+        key = max([key] + [state["V"][j] for j in range(len(s)) if j not in used])
+    state["S"] = {}
+    for j in used:
+        st = max(state["V"][j], state["F"].get((flow, j), 0.0), key - bound)
+        state["S"][j] = st
+        state["F"][(flow, j)] = st + s[j] / weight
     return key
