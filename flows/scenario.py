@@ -244,6 +244,9 @@ class FlowSpec:
     transport: "Transport | None" = None
     #: each packet of a TCP flow lost on its way to the router with this probability (validation only)
     loss: float = 0.0
+    #: the share of the fair-queued resource's time the flow reserves (key ``rate``: virtual-clock,
+    #: wf2q-plus; fq.contract ``increment_scale``), or None: its weight's share
+    reserved_rate: float | None = None
 
     def mean_cost(self) -> tuple[float, ...]:
         return _mean_cost(self.cost, self.per_byte, self.packet_sizes)
@@ -588,7 +591,7 @@ _RUN = ("duration", "warmup", "seed", "batches", "confidence", "gamma_method", "
 FLOW_ORDERS = ("tables", "round-robin")
 _TRAFFIC = ("load", "trace", "packet_trace")
 _FLOW = ("name", "cost", "weight", "start", "packets", "per_byte", "packet_sizes", "packet_size_probs", "count",
-         "arrival", "buffer", "buffer_bytes", "cost_law", "shaper", "transport", "loss")
+         "arrival", "buffer", "buffer_bytes", "cost_law", "shaper", "transport", "loss", "rate")
 _TRANSPORT = ("cc", "rtt", "initial_window", "ecn", "min_rto", "max_window", "cubic_c")
 _CLASS = ("name", "cost", "rate", "share", "mean_packets", "weight", "per_byte", "packet_sizes",
           "packet_size_probs", "size", "cost_law")
@@ -1066,6 +1069,8 @@ def from_dict(d: Mapping[str, Any], *, name: str = "scenario", base_dir: str | P
             per_byte=pb if ps is not None or "per_byte" in f else None, packet_sizes=ps,
             count=_int(f"{w}.count", f.get("count", 1), lo=1, hi=MAX_STATIC_FLOWS),
             cost_law=_cost_law(w, f),
+            reserved_rate=(None if "rate" not in f else
+                           _num(f"{w}.rate", f["rate"], lo=0.0, lo_open=True, hi=1.0)),
         ))
     n_static = sum(f.count for f in flows)
     if n_static > MAX_STATIC_FLOWS:
@@ -1339,6 +1344,9 @@ def to_dict(s: Scenario) -> dict[str, Any]:
             elif f.name == "shaper":
                 if v is not None:
                     out["shaper"] = {"rate": v[0], "burst": v[1]}
+            elif f.name == "reserved_rate":
+                if v is not None:
+                    out["rate"] = v
             elif f.name == "packet_sizes":
                 if v is not None:
                     out["packet_sizes"] = list(v.sizes)

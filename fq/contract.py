@@ -25,6 +25,13 @@ Module attributes (plain Python)::
     PLACEMENT (optional)             "ingress" for a scheduler defined at the first resource only
                                      (its later resources FIFO, every packet through its first
                                      resource): the router runs it so (fq.registry.at_ingress)
+    HOST_OPT (optional)              indices of ``opt`` the hooks never read (values only the host uses,
+                                     such as in ``increment_scale``): the lean loop compiles them in as 0,
+                                     so scenarios that differ only there share one loop
+    increment_scale(opt, weight, rate) (optional, with ``Layout.increments``) the factor the engine
+                                     multiplies a flow's increments ``s_ij / w_i`` by: its weight, its
+                                     ``[[flow]]`` table's reserved ``rate`` (None: not given, or a class);
+                                     without it the factor is 1 and a flow's ``rate`` is refused
 
 State (all float64, zeroed; a flow's rows are zeroed again when a flow takes a table row):
 ``S = SchedState(flow, flow_res, res, glob)`` with ``S.flow[slot * NF + m]``,
@@ -211,6 +218,23 @@ def one_resource(router, resources, what: str) -> int:
                             f"resource's queue is scheduled, so {what} must run there; set fq_resource = "
                             f"{resources[0]!r} (or leave it out), or schedule_at = 'every'")
     return resources.index(name)
+
+
+def host_opt(module) -> tuple[int, ...]:
+    """The indices of ``opt`` the module's hooks never read (``HOST_OPT``; none by default)."""
+    return tuple(int(i) for i in getattr(module, "HOST_OPT", ()))
+
+
+def compiled_opt(module, opt) -> tuple[float, ...]:
+    """``opt`` as the lean loop compiles it in: the entries only the host reads (:func:`host_opt`) set to 0."""
+    rt = host_opt(module)
+    return tuple(0.0 if i in rt else float(x) for i, x in enumerate(opt))
+
+
+def increment_scale(module, opt, weight: float, rate) -> float:
+    """The factor of a flow's increments ``s_ij / w_i`` (the module's ``increment_scale``; 1 without it)."""
+    fn = getattr(module, "increment_scale", None)
+    return 1.0 if fn is None else float(fn(opt, weight, rate))
 
 
 def option_value(router, name: str, default: Any) -> Any:

@@ -116,6 +116,11 @@ def resolve(router, resources, *, used: tuple | None = None, specs: list | None 
             raise ScenarioError(f"router.{key}: not an option of scheduler {quote(info.name)} "
                                 f"(its options: {', '.join(sorted(own)) or 'none'})")
     if specs is not None:
+        reserved = [i for i, s in enumerate(specs) if getattr(s, "reserved_rate", None) is not None]
+        if reserved and foreign == "refuse" and not hasattr(info.module, "increment_scale"):
+            users = ", ".join(n for n, i in SCHEDULERS.items() if hasattr(i.module, "increment_scale"))
+            raise ScenarioError(f"flow[{reserved[0]}].rate: a reserved rate, which scheduler {quote(info.name)} "
+                                f"does not use (it reserves rates: {users}); remove it or choose one of those")
         given = {k for k, _ in getattr(router, "options", ()) or ()}
         fill = tuple((o.name, o.flow_default(specs)) for o in info.options
                      if o.flow_default is not None and o.name not in given)

@@ -18,17 +18,17 @@ the packet's own time at j.  Unlike SFQ and SCFQ the clock is real time, so
 a flow that sent faster than its rate while others were idle is stamped
 ahead of real time and waits for it later (the "punishment" of [VC]).
 
-(choice) The reserved rate ``r_i``, a share of the resource's time.  The
-scheduler contract passes the hooks the flow's weight and no other per-flow
-value, so the rate is the weight's share of a total:
+The reserved rate ``r_i``, a share of the resource's time: a ``[[flow]]`` table's
+``rate`` (0 < r_i <= 1), or (choice) the weight's share of a total,
 ``r_i = w_i / W`` with ``W = router.total_weight``, by default the sum of the
 weights of the scenario's flows: each ``[[flow]]`` table's ``count`` times its
 weight, plus each ``[[class]]``'s weight counted once (a class stands for one
 flow at a time in this reckoning; its flows come and go).  With the default
 the static flows reserve the whole resource between them.  ``L / r_i`` is
-computed as ``(s_ij / w_i) * W``: the engine's stored quotient
-(``Layout.increments``) times W, the same bits in the engine and the twin.
-Without the scenario's flows (a bare ``RouterConfig``) ``W = 1``.
+the engine's increment ``s_ij / w_i`` (``Layout.increments``) times the flow's
+factor :func:`increment_scale`, ``W``, or ``w_i / r_i`` for a given rate: the
+same bits in the engine and the twin.  Without the scenario's flows (a bare
+``RouterConfig``) ``W = 1``.
 
 State: per (flow, resource) ``aux_ij``; per packet its key (the stamp at j,
 the arrival time elsewhere).
@@ -60,6 +60,10 @@ OPTIONS = (
            flow_default=total_weight),
 )
 
+#: W enters the increments on the host (:func:`increment_scale`); the hooks never read it, so every
+#: scenario's default shares one lean loop
+HOST_OPT = (1,)
+
 FR_AUX = 0      # aux_ij: the flow's virtual clock at j
 P_KEY = 0       # the stamp at the Virtual Clock resource, the arrival time elsewhere
 
@@ -81,9 +85,14 @@ def encode(router, resources, what: str = "virtual-clock"):
     return (float(jv), float(w))
 
 
+def increment_scale(opt, weight, rate):
+    """``L / r_i = (s_ij / w_i) * scale``: ``W`` (``r_i = w_i / W``), or ``w_i / r_i`` for a flow's own ``rate``."""
+    return opt[1] if rate is None else weight / rate
+
+
 @jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
-    """[VC] §3: ``aux = max(t, aux) + s_ij / r_i``, ``s_ij / r_i = (s_ij / w_i) * W``."""
+    """[VC] §3: ``aux = max(t, aux) + s_ij / r_i``, the engine's increment (:func:`increment_scale`)."""
     if j != opt[0]:
         pkt[pb + P_KEY] = t
         return
@@ -91,7 +100,7 @@ def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     aux = S.flow_res[b + FR_AUX]
     if t > aux:
         aux = t
-    aux = aux + cst[cb + J + j] * opt[1]
+    aux = aux + cst[cb + J + j]
     S.flow_res[b + FR_AUX] = aux
     pkt[pb + P_KEY] = aux
 
@@ -109,6 +118,7 @@ class Reference(ReferenceTags):
         if j != self.vc:
             p.tag["key"] = t
             return
-        vtick = (p.s[j] / p.flow.profile.weight) * self.W     # L / r_i with r_i = w_i / W
+        w, rate = p.flow.profile.weight, p.flow.profile.rate
+        vtick = (p.s[j] / w) * (self.W if rate is None else w / rate)   # L / r_i, r_i = w_i / W or its rate
         self.aux[p.flow.uid] = max(t, self.aux.get(p.flow.uid, 0.0)) + vtick
         p.tag["key"] = self.aux[p.flow.uid]

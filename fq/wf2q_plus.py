@@ -6,13 +6,13 @@ smallest eligible finish tag first), after [WF2Q] J. C. R. Bennett, H. Zhang,
 *WF²Q: worst-case fair weighted fair queueing*, IEEE INFOCOM 1996.  At the
 fair-queued resource ``j`` (option ``router.fq_resource``, default the last one
 some flow uses, chosen as for ``fq-single``: :func:`fq.contract.one_resource`),
-flow i reserves the rate ``r_i = w_i / W`` of the resource (``W =
-router.total_weight``, by default the sum of the flows' weights, as for
-``virtual-clock``), and its head-of-line packet carries the tags::
+flow i reserves the rate ``r_i`` of the resource, its ``[[flow]]`` table's ``rate`` or
+``w_i / W`` (``W = router.total_weight``, by default the sum of the flows' weights), as
+for ``virtual-clock``, and its head-of-line packet carries the tags::
 
     S_i = max(F_i, V(a))   if the packet arrives at a to find the flow with nothing at j
     S_i = F_i              otherwise (when its predecessor begins service)
-    F_i = S_i + L / r_i,   here  L / r_i = (s_ij / w_i) * W
+    F_i = S_i + L / r_i,   here  L / r_i = the engine's increment (virtual_clock.increment_scale)
 
 The system virtual time advances by the work done at j and never lags the smallest
 start tag of the flows with packets waiting there [BZ, eq. (27)]::
@@ -58,6 +58,8 @@ REFERENCE = "[BZ] Bennett & Zhang, IEEE/ACM ToN 1997, sec. IV-B"
 OBJECTIVE = None
 OPTIONS = (Option("fq_resource", None, "the WF2Q+ resource (default: the last); FIFO elsewhere"),
            _virtual_clock.OPTIONS[1])   # total_weight, as virtual-clock reserves its rates
+HOST_OPT = _virtual_clock.HOST_OPT               # W: in the increments, never read by the hooks
+increment_scale = _virtual_clock.increment_scale  # L / r_i as virtual-clock's
 
 INF = float("inf")
 FR_F = 0        # F_ij: the finish tag of the flow's last packet tagged at j
@@ -93,7 +95,7 @@ def _virtual_time(S, j, t):
 
 @jit_inline
 def _tag(S, pkt, opt, J, slot, pb, cst, cb, j, start):
-    fin = start + cst[cb + J + j] * opt[1]
+    fin = start + cst[cb + J + j]
     S.flow_res[slot * J + j] = fin
     pkt[pb + P_S] = start
     pkt[pb + P_KEY] = fin
@@ -168,7 +170,8 @@ class Reference(ReferenceTags):
 
     def _tag(self, p, j, start):
         p.tag["S"] = start
-        p.tag["key"] = start + (p.s[j] / p.flow.profile.weight) * self.W   # L / r_i with r_i = w_i / W
+        w, rate = p.flow.profile.weight, p.flow.profile.rate
+        p.tag["key"] = start + (p.s[j] / w) * (self.W if rate is None else w / rate)   # L / r_i
         self.F[p.flow.uid] = p.tag["key"]
 
     def arrive(self, p, j, t):

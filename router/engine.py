@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mrfq.flows.errors import MrfqError
+from mrfq.fq.contract import compiled_opt
 from mrfq.flows.scenario import MAX_TIME
 from mrfq.flows import notice as _notice
 from mrfq.flows.notice import compiling
@@ -167,7 +168,7 @@ def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int, open_loop: bo
     scheduler's options at their defaults (compiled in as constants).  Other settings take the
     generic variant, so that a run compiles at most two loops per (J, scheduler)."""
     return (rtt == 0.0 and trace_cap == 0 and not open_loop
-            and tuple(float(x) for x in opt) == sched.default_opt(J))
+            and compiled_opt(sched.module, opt) == compiled_opt(sched.module, sched.default_opt(J)))
 
 
 def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, warmup: float, B: int,

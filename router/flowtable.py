@@ -244,6 +244,7 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
             # s_ij / w_i (Layout.increments)
             CW = NFC - F_COST
             w = slot_f[s * NFC + F_WEIGHT]
+            k = sp.scale[sp_row]  # the increments' factor (1, or a reserved rate's: fq.contract.increment_scale)
             dom = 0.0
             first = -1
             for jj in range(J):
@@ -253,11 +254,11 @@ def flow_starts(J, t, P, sp, tf, arr, pk, carry, ft, S, aq, now_n, acc, tr, trac
                     for q in range(ft.ring[2 * s + 1] + 1):
                         cst[(base + q) * CW + jj] = c
                         if CW > J:
-                            cst[(base + q) * CW + J + jj] = c / w
+                            cst[(base + q) * CW + J + jj] = c / w * k
                 else:
                     slot_f[s * NFC + F_COST + jj] = c
                     if CW > J:
-                        slot_f[s * NFC + F_COST + J + jj] = c / w
+                        slot_f[s * NFC + F_COST + J + jj] = c / w * k
                 if c > dom:
                     dom = c
                 if c > 0.0 and first < 0:

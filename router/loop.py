@@ -67,7 +67,7 @@ import types as _types
 import numpy as np
 
 from mrfq.fq._jit import engine_sources_hash, jit_inline, jit_no_refcount, no_wraparound
-from mrfq.fq.contract import has_eligibility, hook
+from mrfq.fq.contract import compiled_opt, has_eligibility, hook
 from mrfq.router import heap
 from mrfq.router.delays import SHIFT
 from mrfq.router.heap import f2i
@@ -187,8 +187,8 @@ def _admit(S, opt, J, RM, W, PC, NFC, TIMES, s, t, ft, cst, sp, tf, cost_key, ri
             if sp.law[row] != 0 and c > 0.0:
                 c *= packet_exponential(cost_key, uid, seq, jj)
             cst[cb + jj] = c
-            if NFC - F_COST > J:  # the increments s_ij / w_i (Layout.increments)
-                cst[cb + J + jj] = c / weight
+            if NFC - F_COST > J:  # the increments s_ij / w_i (Layout.increments) times the row's factor
+                cst[cb + J + jj] = c / weight * sp.scale[row]
             if c > dominant:
                 dominant = c
         dominant_service = dominant / weight
@@ -859,12 +859,13 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
     lean = opt is not None
     nr_const = int(nr) if lean and nr in CONST_RINGS else 0
     ing, staged = (bool(ing), bool(staged)) if lean else (False, False)
-    key = (int(J), info.name, tuple(opt) if lean else None, bool(pc), nr_const, bool(rec), ing, staged)
+    # the options compiled in (lean), those only the host reads as 0 (fq.contract.HOST_OPT)
+    const = compiled_opt(info.module, opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
+    key = (int(J), info.name, const if lean else None, bool(pc), nr_const, bool(rec), ing, staged)
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
         g = _bound(info)
-        const = tuple(float(x) for x in opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
         tag = int(hashlib.sha256(f"{info.name}:{_sources_hash()}".encode()).hexdigest()[:15], 16)
         lay = mod.layout(J)
         times = keeps_times(rec, lean)

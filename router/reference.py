@@ -143,18 +143,20 @@ class Profile:
     cdf: tuple[float, ...]          # cumulative probabilities of ``sizes``, last = 1
     weight: float
     exponential: bool = False       # cost_law = "exponential"
+    rate: float | None = None       # a [[flow]] table's reserved rate (virtual-clock, wf2q-plus), else None
 
     @classmethod
     def of(cls, spec, J: int) -> "Profile":
         exp = spec.cost_law == "exponential"
+        rate = getattr(spec, "reserved_rate", None)
         if spec.packet_sizes is None and spec.per_byte is not None:  # sizes from the packet trace
-            return cls(tuple(spec.cost), tuple(spec.per_byte), (), (), spec.weight, exp)
+            return cls(tuple(spec.cost), tuple(spec.per_byte), (), (), spec.weight, exp, rate)
         if spec.packet_sizes is None:
-            return cls(tuple(spec.cost), (0.0,) * J, (0.0,), (1.0,), spec.weight, exp)
+            return cls(tuple(spec.cost), (0.0,) * J, (0.0,), (1.0,), spec.weight, exp, rate)
         cdf = [float(x) for x in np.cumsum(spec.packet_sizes.probs)]   # as router.run._spec_arrays
         cdf[-1] = 1.0
         return cls(tuple(spec.cost), tuple(spec.per_byte), tuple(spec.packet_sizes.sizes), tuple(cdf),
-                   spec.weight, exp)
+                   spec.weight, exp, rate)
 
     def packet_size(self, cost_key: int, uid: int, seq: int, size: float | None = None) -> float:
         """The size of packet seq: drawn by the counter-based hash, or given (the packet trace's)."""

@@ -29,6 +29,7 @@ import numpy as np
 from mrfq.flows.errors import MrfqError
 from mrfq.flows.scenario import Scenario
 from mrfq.flows.traffic import CHUNK, ArrivalStream, PacketStream, aqm_key, cost_key, loss_key
+from mrfq.fq.contract import increment_scale
 from mrfq.fq.registry import at_ingress, resolve, used_resources
 from mrfq.router import delays as _delays, rfb as _rfb
 from mrfq.router.state import (
@@ -478,7 +479,9 @@ def tcp_report(tc, rows, t_end: float, span: float, marks) -> dict:
     return out
 
 
-def _spec_arrays(specs, J):
+def _spec_arrays(specs, J, module=None, opt=()):
+    """The Specs arrays of the scenario's [[flow]] tables then classes; ``module`` and ``opt``, the
+    scheduler's, give each row's increment factor (fq.contract.increment_scale; without: 1)."""
     S = len(specs)
     Z = max([1] + [len(s.packet_sizes.sizes) for s in specs if s.packet_sizes is not None])
     cost = np.zeros((max(S, 1), J))
@@ -488,9 +491,12 @@ def _spec_arrays(specs, J):
     nz = np.ones(max(S, 1), np.int64)
     w = np.ones(max(S, 1))
     law = np.zeros(max(S, 1), np.int64)
+    scale = np.ones(max(S, 1))
     for i, s in enumerate(specs):
         cost[i] = s.cost
         w[i] = s.weight
+        if module is not None:
+            scale[i] = increment_scale(module, opt, s.weight, getattr(s, "reserved_rate", None))
         law[i] = s.cost_law == "exponential"
         if s.packet_sizes is None and s.per_byte is not None:  # sizes from the packet trace
             pb[i] = s.per_byte
@@ -502,7 +508,7 @@ def _spec_arrays(specs, J):
             sizes[i, :n] = s.packet_sizes.sizes
             cdf[i, :n] = np.cumsum(s.packet_sizes.probs)
             cdf[i, n - 1] = 1.0
-    return Specs(cost=cost, per_byte=pb, sizes=sizes, cdf=cdf, n_sizes=nz, weight=w, law=law)
+    return Specs(cost=cost, per_byte=pb, sizes=sizes, cdf=cdf, n_sizes=nz, weight=w, law=law, scale=scale)
 
 
 def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: str | None = None,
@@ -597,7 +603,7 @@ def simulate(scenario: Scenario, *, scheduler: str | None = None, virtual_time: 
     c0 = time.process_time()
     out, compile_seconds = simulate_kernel(
         info, opt, J, N, rtt=float(sc.router.rtt), T=float(T), warmup=float(warmup), B=B,
-        max_services=sc.run.max_services, trace_cap=int(trace), specs=_spec_arrays(specs, J), traffic=traffic,
+        max_services=sc.run.max_services, trace_cap=int(trace), specs=_spec_arrays(specs, J, info.module, opt), traffic=traffic,
         n_static=nF, K=K, arrivals=ArrivalStream(sc), cost_key=cost_key(sc.run.seed), specialise=specialise,
         chunk=int(arrival_chunk), packet_costs=packet_costs, timed_from=int(timed_from),
         packets=PacketStream(sc) if open_loop else None, hist_rows=hist_rows, min_cost=min_cost,

@@ -193,6 +193,9 @@ class Specs(NamedTuple):
     n_sizes: np.ndarray    # [S] number of sizes (1 = constant costs; 0 = each packet's size from the packet trace)
     weight: np.ndarray     # [S]
     law: np.ndarray        # [S] 1: each packet's cost at each resource times an exponential of mean 1 (cost_law)
+    #: [S] the factor of the increments s_ij / w_i (Layout.increments): 1, or the scheduler's
+    #: fq.contract.increment_scale (a reserved rate)
+    scale: np.ndarray
 
 
 class Traffic(NamedTuple):

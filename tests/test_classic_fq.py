@@ -112,6 +112,47 @@ def test_virtual_clock_punishes_a_flow_that_ran_ahead():
     assert [(r[0], r[3], r[4]) for r in both(link("virtual-clock", AHEAD, window=6, total_weight=1.0))] == alternate
 
 
+def test_virtual_clock_reserved_rates_by_hand():
+    """A flow's own ``rate``: s / r_i.  AHEAD with a's rate 1/4 (s / r = 4): a's stamps 4, 8, ..., 24
+    (all at 0), a1, a2, a3 [0, 3] alone.
+
+    b's rate 1/2 (s / r = 2): at 3 b1 = 3 + 2 = 5, b2 = 7, both below a4's 16: b1 [3, 4], b2 [4, 5],
+    then a4, a5, a6 [5, 8].  b's rate 1/8 (s / r = 8): b1 = 11, b2 = 19: b1 (11) [3, 4], a4 (16)
+    [4, 5], b2 (19) [5, 6], a5 (20) [6, 7], a6 (24) [7, 8]."""
+    fl = [dict(AHEAD[0], rate=0.25), dict(AHEAD[1], rate=0.5)]
+    assert [(r[0], r[3], r[4]) for r in both(link("virtual-clock", fl, window=6))] == [
+        (0.0, A, 1), (1.0, A, 2), (2.0, A, 3), (3.0, B, 1), (4.0, B, 2), (5.0, A, 4), (6.0, A, 5), (7.0, A, 6)]
+    fl = [dict(AHEAD[0], rate=0.25), dict(AHEAD[1], rate=0.125)]
+    assert [(r[0], r[3], r[4]) for r in both(link("virtual-clock", fl, window=6))] == [
+        (0.0, A, 1), (1.0, A, 2), (2.0, A, 3), (3.0, B, 1), (4.0, A, 4), (5.0, B, 2), (6.0, A, 5), (7.0, A, 6)]
+
+
+def test_reserved_rates_set_the_long_run_shares():
+    """Backlogged flows share the link in proportion to their reserved rates, whatever their
+    weights; a flow without ``rate`` reserves w_i / W; both baselines that reserve rates agree."""
+    from mrfq.router.run import simulate
+
+    fl = [{"name": "a", "cost": [1.0], "rate": 0.5, "weight": 3.0}, {"name": "b", "cost": [1.0], "rate": 0.1},
+          {"name": "c", "cost": [1.0], "weight": 1.0}]
+    for scheduler in ("virtual-clock", "wf2q-plus"):
+        sc = link(scheduler, fl, window=8, duration=6000.0, total_weight=4.0)   # c: r = 1 / 4
+        got = [f.rate for f in simulate(sc).flows]
+        want = [0.5 / 0.85, 0.1 / 0.85, 0.25 / 0.85]
+        assert got == pytest.approx(want, rel=2e-3), scheduler
+
+
+def test_reserved_rate_refused_where_unused():
+    sc = link("drr", [{"name": "a", "cost": [1.0], "rate": 0.5}])
+    from mrfq.router.run import simulate
+
+    with pytest.raises(ScenarioError, match=r"flow\[0\]\.rate: a reserved rate, which scheduler 'drr' does not use"):
+        simulate(sc)
+    assert simulate(sc, scheduler="drfq").flows[0].packets > 0     # an override leaves it unused
+    for bad in (0.0, 1.5, -0.1, "half"):
+        with pytest.raises(ScenarioError, match=r"flow\[0\]\.rate"):
+            link("virtual-clock", [{"name": "a", "cost": [1.0], "rate": bad}])
+
+
 def test_virtual_clock_default_total_weight_counts_tables_and_classes():
     """W = each [[flow]] table's count x weight + each class's weight once."""
     from mrfq.fq.registry import resolve
