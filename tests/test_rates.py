@@ -162,6 +162,24 @@ def test_idle_cpu_drfq_degrades_to_fifo_dovetail_keeps_drf():
         assert got == pytest.approx([0.5, 1.0], rel=2e-3), s
 
 
+def test_drfq_equal_rates_where_a_later_resource_is_drfs_bottleneck():
+    """(0.5, 1), (1, 0.25), (0.25, 0.5), window 30: DRF 0.444 / 0.444 / 0.889 (the link binds, the CPU
+    0.889 busy).  Both DRFQ variants give 0.571 each with both resources saturated; mr3 reaches DRF
+    and bmf-wfq BMF (docs/schedulers.md, 'drfq')."""
+    from mrfq.analysis.allocations import bmf, drf
+
+    costs = [[0.5, 1.0], [1.0, 0.25], [0.25, 0.5]]
+    sc = flows.from_dict({"resources": ["cpu", "link"], "router": {"window": 30},
+                          "run": {"duration": 20000.0, "warmup": 2000.0},
+                          "flow": [{"name": n, "cost": c} for n, c in zip("abc", costs)]})
+    for s in ("drfq", "drfq-dovetail"):
+        r = simulate(sc, scheduler=s)
+        assert [f.rate for f in r.flows] == pytest.approx([4 / 7] * 3, rel=2e-3), s
+    assert [f.rate for f in simulate(sc, scheduler="mr3").flows] == pytest.approx(drf(np.array(costs)).phi, rel=2e-3)
+    assert [f.rate for f in simulate(sc, scheduler="bmf-wfq").flows] == pytest.approx(bmf(np.array(costs)).phi,
+                                                                                    rel=2e-3)
+
+
 def test_dovetail_reaches_drf_when_flows_skip_resources():
     """a = (1, 0), b = (0, 1), c = (0.5, 1): weighted DRF gives 0.75 / 0.5 / 0.5 (the link saturates
     at dominant share 0.5 for b and c; a then fills the CPU).  Dovetailing DRFQ's default
