@@ -19,7 +19,17 @@ flow i (time units on its dominant resource, divided by the flow weight).
    flows with packets waiting there form the *active list* and are visited in
    rounds, round robin.  A flow joins the tail of the list when a packet
    arrives at resource 0 to an empty queue, and leaves it when its queue there
-   is empty after one of its packets begins service.
+   is empty after one of its packets begins service.  (choice) Flows that join
+   at the same instant, with no decision at resource 0 in between (every flow
+   at the start of a run), line up by their head packet's dominant service
+   ``d(p)``, smallest first, ties by flow id (``router.join_order =
+   "dominant"``, the default), so the order of the ``[[flow]]`` tables does
+   not decide the rounds' order: the turns of a round reach the later (FIFO)
+   resources in that order, and a flow with small packets queued behind one
+   large packet per round needs a window for two rounds (b = (0.05, 1) listed
+   before a = (0.05, 0.05), window 30: 0.571 / 8.57 in the order listed
+   against DRF's 0.5 / 10).  ``"arrival"``: the order the router meets them
+   ([ERR]'s list; among simultaneous arrivals, the engine's event order).
 2. [MR3 §IV, Alg. 1; ERR] Elastic allowance.  Each flow keeps an *excess
    counter* ``EC_i``; ``MaxEC(k)`` is the largest ``EC_i`` left by a turn of
    round k.  At its visit in round k flow i gets the balance
@@ -122,7 +132,12 @@ OPTIONS = (Option("progress", "auto", "MR3 progress control: how many rounds (or
                                       "(per group under 'resource', all of them otherwise); 0 = off (0..7)",
                   examples=(0, 1, 3)),
            Option("progress_scope", "resource", "'resource': rounds paced per last resource used; 'round': global "
-                                                "rounds; 'flow': each flow's own turns", examples=("round", "flow")))
+                                                "rounds; 'flow': each flow's own turns", examples=("round", "flow")),
+           Option("join_order", "dominant", "the order of flows that join MR3's active list at one instant: "
+                                            "'dominant': their head packets' dominant service, smallest first; "
+                                            "'arrival': the order the router meets them ([ERR])",
+                  examples=("arrival",)))
+JOIN_ORDERS = ("dominant", "arrival")
 MAX_LAG = 7
 
 # per-flow slots
@@ -146,7 +161,12 @@ G_ROUND = 3       # current round k (1, 2, ...; 0 before the first)
 G_MAXEC_PREV = 4  # MaxEC(k - 1)
 G_MAXEC_CUR = 5   # largest EC left by a turn of round k so far
 G_TURN_OPEN = 6   # 1 while some flow's turn goes on
-G_SCHED = 7       # G_SCHED + (k % RING): packets of round k begun at resource 0
+G_HANDED = 7      # tokens handed out (one per join; G_ISSUED counts join instants)
+G_ROUND_END_N = 8  # G_HANDED when round k began
+G_NOW = 9         # the time of the last arrival or service start at resource 0
+G_BATCH_OPEN = 10  # 1 while flows that join at G_BATCH_TIME share an instant number (a decision at
+G_BATCH_TIME = 11  # resource 0 closes it)
+G_SCHED = 12      # G_SCHED + (k % RING): packets of round k begun at resource 0
 G_DONE = G_SCHED + RING   # G_DONE + (k % RING): packets of round k that left their last resource
 G_GROUPS = G_DONE + RING  # then per group g (the last resource of a turn's first packet), GW slots:
 GR_ROUND = 0              #   the group's round
@@ -172,7 +192,8 @@ def layout(J):
 
 
 def encode(router, resources):
-    """``opt = (L, scope)``: L = -1 for 'auto'; scope 0 round, 1 flow, 2 resource."""
+    """``opt = (L, scope, join order)``: L = -1 for 'auto'; scope 0 round, 1 flow, 2 resource; join order 0
+    dominant, 1 arrival."""
     lag = option_value(router, "progress", "auto")
     if lag != "auto" and (isinstance(lag, bool) or not isinstance(lag, int) or not 0 <= lag <= MAX_LAG):
         raise ScenarioError(f"router.progress = {lag!r}: must be 'auto' or an integer 0..{MAX_LAG} (rounds the "
@@ -181,7 +202,11 @@ def encode(router, resources):
     if scope not in SCOPES:
         raise ScenarioError(f"router.progress_scope = {scope!r}: choose 'resource' (rounds paced per last resource "
                             f"used), 'round' (global rounds) or 'flow' (each flow's own turns)")
-    return (-1.0 if lag == "auto" else float(lag), SCOPE_CODE[scope])
+    order = option_value(router, "join_order", "dominant")
+    if order not in JOIN_ORDERS:
+        raise ScenarioError(f"router.join_order = {order!r}: choose 'dominant' (flows joining at one instant line "
+                            f"up by dominant service) or 'arrival' (in the order the router meets them)")
+    return (-1.0 if lag == "auto" else float(lag), SCOPE_CODE[scope], float(JOIN_ORDERS.index(order)))
 
 
 @jit_inline
@@ -216,6 +241,15 @@ def _lag(opt, J, g):
 
 
 @jit_inline
+def _join_order(cst, J, cb, weight):
+    """Rule 1's order among the flows that join the list at one instant: the head packet's dominant
+    service ``d = max_j s_pj / w_i``, smallest first, as ``0.5 d / (1 + d)`` in [0, 0.5) (ties, to
+    the key's precision, by flow id)."""
+    d = _dominant(cst, J, cb) / weight
+    return 0.5 * (d / (1.0 + d))
+
+
+@jit_inline
 def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
     """No round yet (the engine reuses packet records: clear the slot)."""
     pkt[pb + P_ROUND] = 0.0
@@ -224,18 +258,35 @@ def admit(S, pkt, opt, J, slot, pb, cst, cb, weight, dominant_service, t):
 @jit_inline
 def arrive(S, pkt, opt, J, slot, pb, cst, cb, j, weight, q_ij, t):
     pkt[pb + P_ARRIVAL] = t
+    if j == 0:
+        S.glob[G_NOW] = t
 
 
 @jit_inline
 def head(S, pkt, opt, J, slot, pb, cst, cb, j, weight):
-    """Resource 0: the flow's turn token (rules 1, 3); later resources: the arrival time (rule 4)."""
+    """Resource 0: the flow's turn token (rules 1, 3); later resources: the arrival time (rule 4).
+    A token is the join instant's number (a new one unless a flow already joined at this instant
+    since the last decision at resource 0) plus the flow's place among that instant's joins."""
     if j != 0:
         return pkt[pb + P_ARRIVAL]
     b = slot * NF
     if S.flow[b + F_IN_TURN] != 0.0:
         return S.flow[b + F_TOKEN]
-    token = S.glob[G_ISSUED]
-    S.glob[G_ISSUED] = token + 1.0
+    g = S.glob
+    g[G_HANDED] += 1.0
+    if opt[2] != 0.0:                                  # 'arrival': every join its own number
+        token = g[G_ISSUED]
+        g[G_ISSUED] = token + 1.0
+        S.flow[b + F_TOKEN] = token
+        return token
+    if g[G_BATCH_OPEN] != 0.0 and g[G_BATCH_TIME] == g[G_NOW]:
+        instant = g[G_ISSUED] - 1.0
+    else:
+        instant = g[G_ISSUED]
+        g[G_ISSUED] = instant + 1.0
+        g[G_BATCH_OPEN] = 1.0
+        g[G_BATCH_TIME] = g[G_NOW]
+    token = instant + _join_order(cst, J, cb, weight)
     S.flow[b + F_TOKEN] = token
     return token
 
@@ -247,12 +298,15 @@ def start(S, pkt, opt, J, slot, pb, cst, cb, j, weight, next_pb, next_cb, t):
     if j != 0:
         return
     g = S.glob
+    g[G_NOW] = t
+    g[G_BATCH_OPEN] = 0.0                              # a decision: later joins are a new instant's
     b = slot * NF
     if S.flow[b + F_IN_TURN] == 0.0:
         g[G_TURNS] += 1.0
         if S.flow[b + F_TOKEN] >= g[G_ROUND_END]:      # the first visit of round k + 1
             g[G_ROUND] += 1.0
             g[G_ROUND_END] = g[G_ISSUED]
+            g[G_ROUND_END_N] = g[G_HANDED]
             g[G_MAXEC_PREV] = g[G_MAXEC_CUR]
             g[G_MAXEC_CUR] = 0.0
             r = int(g[G_ROUND]) % RING
@@ -347,7 +401,7 @@ def ready(S, pkt, opt, J, j, t):
     if j != 0 or opt[0] == 0.0 or opt[1] != SCOPE_ROUND:
         return True
     g = S.glob
-    if g[G_TURN_OPEN] != 0.0 or g[G_TURNS] < g[G_ROUND_END]:
+    if g[G_TURN_OPEN] != 0.0 or g[G_TURNS] < g[G_ROUND_END_N]:
         return True                                    # the next visit belongs to the current round
     r = g[G_ROUND] + 1.0 - _lag(opt, J, 0)
     if r < 1.0:
@@ -368,9 +422,12 @@ class Reference(ReferenceTags):
         super().__init__(J, opt, router)
         self.scope = next(name for name, code in SCOPE_CODE.items() if code == opt[1])
         self.lag_option = opt[0]
+        self.by_dominant = opt[2] == 0.0
         self.active: deque = deque()
         self.serving_turn = None          # the flow whose turn goes on
-        self.tickets = 0
+        self.tickets = 0                  # join instants numbered (a ticket: the instant's number plus the
+        self.batch_time = None            # flow's place in it); the open instant (None: a decision closed it)
+        self.now = 0.0
         self.round = 0
         self.round_end = 0                # the first ticket of round k + 1
         self.max_ec_prev = 0.0
@@ -389,16 +446,31 @@ class Reference(ReferenceTags):
 
     def arrive(self, p, j, t):
         p.tag["key"] = t
+        if j == 0:
+            self.now = t
 
     def head(self, p, j):
+        """A flow joins the tail of the list; flows that join at one instant (no decision at resource 0
+        in between) line up by their head packet's dominant service, smallest first, then flow id."""
         if j != 0:
             return p.tag["key"]
         f = p.flow
         if f is self.serving_turn:
             return f.tag["ticket"]
-        self.active.append(f)
-        f.tag["ticket"] = self.tickets
-        self.tickets += 1
+        if not self.by_dominant:
+            self.active.append(f)
+            f.tag["ticket"] = float(self.tickets)
+            self.tickets += 1
+            return f.tag["ticket"]
+        if self.batch_time is None or self.batch_time != self.now:
+            self.tickets += 1
+            self.batch_time = self.now
+        d = max(p.s) / f.profile.weight
+        f.tag["ticket"] = (self.tickets - 1) + 0.5 * (d / (1.0 + d))
+        place = len(self.active)
+        while place > 0 and (self.active[place - 1].tag["ticket"], self.active[place - 1].uid) > (f.tag["ticket"], f.uid):
+            place -= 1
+        self.active.insert(place, f)
         return f.tag["ticket"]
 
     def _may_begin_turn(self, f, p) -> bool:
@@ -428,6 +500,7 @@ class Reference(ReferenceTags):
     def start(self, p, j, next_p, t):
         if j != 0:
             return
+        self.now, self.batch_time = t, None
         f = p.flow
         if f is not self.serving_turn:    # a visit
             passed = []

@@ -133,9 +133,11 @@ def test_an_unused_resource_changes_nothing_in_the_engine(scheduler, data):
 RATE_COSTS = (0.0, 0.05, 0.25, 0.5, 1.0)
 #: reversing the [[flow]] tables changes the flow ids, hence which flow wins a tie
 #: (docs/schedulers.md, 'Event order and ties'): rates move by at most this much (relative), except
-#: under mr3, whose rounds visit the flows in the order they joined the active list, so the order of
-#: a round's turns decides how long each flow's packets wait at the later resources (docs/schedulers.md, mr3)
-REORDER_RTOL = {"mr3": 0.2}
+#: under mr3, whose rounds visit the flows in the order they joined the active list (flows joining at
+#: one instant by dominant service, then flow id), so where a flow's window does not hold two rounds'
+#: packets the order of a round's turns decides how long they wait at the later resources: up to 8.6 %
+#: over 120 random scenarios (docs/schedulers.md, mr3)
+REORDER_RTOL = {"mr3": 0.1}
 REORDER_RTOL_DEFAULT = 0.06
 
 

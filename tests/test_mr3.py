@@ -29,15 +29,50 @@ def rows(sc, resource, n):
     return eng
 
 
-def link_bound(progress=None, scope=None):
-    """f1 s = (1/2, 1) (d = 1), f2 s = (1/4, 1/2) (d = 1/2), window 3: the link is the bottleneck."""
+def link_bound(progress=None, scope=None, join_order="arrival"):
+    """f1 s = (1/2, 1) (d = 1), f2 s = (1/4, 1/2) (d = 1/2), window 3: the link is the bottleneck.
+    ``join_order = "arrival"``: flows that join at one instant line up in flow order (f1 first)."""
     router = {"scheduler": "mr3", "window": 3}
+    if join_order is not None:
+        router["join_order"] = join_order
     if progress is not None:
         router["progress"] = progress
     if scope is not None:
         router["progress_scope"] = scope
     return flows.from_dict({"resources": ["cpu", "link"], "router": router, "run": {"duration": 12.0},
                             "flow": [{"name": "f1", "cost": [0.5, 1.0]}, {"name": "f2", "cost": [0.25, 0.5]}]})
+
+
+@pytest.mark.nojit
+def test_mr3_trace_by_hand_flows_joining_at_one_instant_line_up_by_dominant_service():
+    """The default ``join_order = "dominant"``: f1 (d = 1) and f2 (d = 1/2) join at 0; f2 goes first
+    although listed second.  A token is the join instant's number plus 0.5 d / (1 + d); a decision at
+    the CPU closes an instant.  Rounds paced with L = 2, as in the round-progress trace below.
+      0    instant 0: f2 (0.167), f1 (0.25).  Round 1, MaxEC(0) = 0.  f2: B = 0 -> f2p1 (B = -.5):
+           EC2 = .5, f2 to the tail (1.167).                                   CPU f2p1 [0, .25]
+      .25  f1: B = 0 -> f1p1, EC1 = 1 (2.25).                   CPU f1p1 [.25, .75], link f2p1 [.25, .75]
+      .75  f2p1 leaves, f2p4 admitted.  Round 2 (f2's 1.167 >= 1), MaxEC(1) = 1: f2: B = 1 - .5 = .5
+           -> f2p2 (B = 0), f2p3 (B = -.5): EC2 = .5 (3.167).   CPU f2p2 [.75, 1], f2p3 [1, 1.25]
+      1.25 f1 (2.25 < 3: round 2): B = 0 -> f1p2, EC1 = 1 (4.25).             CPU f1p2 [1.25, 1.75]
+      1.75 f1p1 leaves the link: round 1 is out; round 3, MaxEC(2) = 1: f2: B = .5 -> f2p4, nothing
+           more waiting: leaves, EC2 = 0.                                       CPU f2p4 [1.75, 2]
+           link (FIFO): f2p2 [1.75, 2.25], f2p3 [2.25, 2.75], f1p2 [2.75, 3.75], f2p4, f1p3 [4.25, 5.25]
+      2    f1 (4.25 < 5): B = 0 -> f1p3 (5.25).                                 CPU f1p3 [2, 2.5]
+      2.25 f2p5 admitted: f2 joins (6.167).
+      2.5  round 4 needs round 2 off the link: f1p2 leaves at 3.75; the CPU idles until then.
+      3.75 round 4, MaxEC(3) = 1: f1: B = 0 -> f1p4.                             CPU f1p4 [3.75, 4.25]
+      4.25 f2 (6.167 < 7: round 4): B = 1 - 0 -> f2p5, f2p6 (admitted at 2.75), f2p7 (admitted at 4.25),
+           nothing more: leaves.                            CPU f2p5 [4.25, 4.5], f2p6, f2p7 [4.75, 5]
+      5    round 5 needs round 3 (f2p4, f1p3) off the link: at 5.25.             CPU f1p5 [5.25, 5.75]
+    """
+    sc = link_bound(join_order="dominant")
+    assert rows(sc, 0, 12) == [
+        (0.0, "f2", 1), (0.25, "f1", 1), (0.75, "f2", 2), (1.0, "f2", 3), (1.25, "f1", 2), (1.75, "f2", 4),
+        (2.0, "f1", 3), (3.75, "f1", 4), (4.25, "f2", 5), (4.5, "f2", 6), (4.75, "f2", 7), (5.25, "f1", 5)]
+    assert rows(sc, 1, 7) == [
+        (0.25, "f2", 1), (0.75, "f1", 1), (1.75, "f2", 2), (2.25, "f2", 3), (2.75, "f1", 2), (3.75, "f2", 4),
+        (4.25, "f1", 3)]
+    assert rows(link_bound(join_order=None), 0, 12) == rows(sc, 0, 12)     # the default
 
 
 @pytest.mark.nojit
@@ -211,12 +246,13 @@ def test_engine_equals_reference_with_mr3_options(sc, progress, scope):
                                                 "router.progress_scope": scope}))
 
 
-def ordered_rates(a, weights, scope, reverse, progress="auto"):
+def ordered_rates(a, weights, scope, reverse, progress="auto", join_order="dominant"):
     """Long-run rates (window 30, duration 20000, warm-up 2000) in the flows' own order, with the
     [[flow]] tables listed as given or reversed."""
     idx = list(range(len(a)))[::-1] if reverse else list(range(len(a)))
     sc = flows.from_dict({"resources": [f"r{j}" for j in range(len(a[0]))],
-                          "router": {"scheduler": "mr3", "window": 30, "progress_scope": scope, "progress": progress},
+                          "router": {"scheduler": "mr3", "window": 30, "progress_scope": scope, "progress": progress,
+                                     "join_order": join_order},
                           "run": {"duration": 20000.0, "warmup": 2000.0},
                           "flow": [{"name": f"f{i}", "cost": a[i], "weight": weights[i]} for i in idx]})
     got = {f.name: f.rate for f in simulate(sc).flows}
@@ -243,16 +279,30 @@ def test_rounds_paced_per_last_resource_reach_drf_where_global_rounds_do_not(a, 
 
 def test_a_flow_that_needs_more_than_its_window():
     """b = (0.05, 1) and a = (0.05, 0.05), window 30: DRF is 0.5 / 10 (a sends about 20 packets a
-    turn, two rounds in the router exceed its window).  Rounds (global, or per last resource: both
-    flows leave at the link) give 0.571 / 8.57 with b listed first and DRF with a first; per-flow
-    progress gives 0.571 / 8.57 in both orders: b's packets ahead of a's at the link's FIFO hold a's
-    back."""
+    turn, two rounds in the router exceed its window).  With the flows joining in the order listed
+    (``join_order = "arrival"``), rounds (global, or per last resource: both flows leave at the link)
+    give 0.571 / 8.57 with b listed first, as b's packet goes ahead of a's at the link's FIFO, and DRF
+    with a first; lined up by dominant service (the default) a goes first in either order: DRF.
+    Per-flow progress gives 0.571 / 8.57 in every case."""
     a = [[0.05, 1.0], [0.05, 0.05]]
     for reverse in (False, True):
-        assert np.allclose(ordered_rates(a, [1, 1], "flow", reverse), [4 / 7, 60 / 7], rtol=2e-3)
+        for join_order in ("dominant", "arrival"):
+            assert np.allclose(ordered_rates(a, [1, 1], "flow", reverse, join_order=join_order), [4 / 7, 60 / 7],
+                               rtol=2e-3)
     for scope in ("resource", "round"):
-        assert np.allclose(ordered_rates(a, [1, 1], scope, False), [4 / 7, 60 / 7], rtol=2e-3)
-        assert np.allclose(ordered_rates(a, [1, 1], scope, True), [0.5, 10.0], rtol=2e-3)
+        assert np.allclose(ordered_rates(a, [1, 1], scope, False, join_order="arrival"), [4 / 7, 60 / 7], rtol=2e-3)
+        assert np.allclose(ordered_rates(a, [1, 1], scope, True, join_order="arrival"), [0.5, 10.0], rtol=2e-3)
+        for reverse in (False, True):
+            assert np.allclose(ordered_rates(a, [1, 1], scope, reverse), [0.5, 10.0], rtol=2e-3)
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize("value", ["size", 0, True])
+def test_mr3_bad_join_order(value):
+    router = {"scheduler": "mr3", "join_order": value}
+    with pytest.raises(ScenarioError, match=r"router.join_order = .*: choose 'dominant' .* or 'arrival'"):
+        simulate(flows.from_dict({"resources": ["cpu", "link"], "router": router, "run": {"duration": 1.0},
+                                  "flow": [{"name": "f", "cost": [1, 1]}]}))
 
 
 @pytest.mark.nojit
