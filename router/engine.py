@@ -54,6 +54,7 @@ from mrfq.router.state import (
     I_DEPPOST, I_INFLIGHT, I_NEXTSEQ, I_UID, N_ICOLS, QS_COUNT, QS_WIDTH, STATIC_OPEN, STATIC_TCP, STATIC_WINDOWED,
     ArrivalChunk, PacketChunk, Params, Specs, Traffic, allocate, grow, int_views, keeps_times, n_fcols, pkt_width, ring_size,
     RI_STAGE_CAP, STAGE_UNBOUNDED, C_GROW_ROW, B_MARKS, buffer_width, N_REASONS, RI_DROPPED, cost_width, grow_ring, make_buffers,
+    AQM_CODEL, G_AQM, G_POOL_POLICY, POOL_LONGEST,
 )
 
 INF = np.inf
@@ -263,6 +264,13 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         holds = [min(tp.max_window, int(traffic.table_buffer[traffic.static_spec[s]]) or tp.max_window)
                  for (tp, _), s in zip(tflows, trows)]
         tc = _tcp.allocate(tflows, list(trows), list(tstarts), n_static, log=cwnd_log, holds=holds)
+        # the rings need no check where every TCP flow's packets in the router are held to a buffer of at
+        # most its window (its ring holds twice that) and consecutive (no drops at a queue's head); a flow
+        # without one can hold old packets beside the window it resends after a timeout
+        held_to_buffer = all(0 < int(traffic.table_buffer[traffic.static_spec[s]]) <= tp.max_window
+                             for (tp, _), s in zip(tflows, trows))
+        tc.g[_tcp.G_RING_CHECK] = int(not held_to_buffer or bf.g[G_AQM] == AQM_CODEL
+                                      or bf.g[G_POOL_POLICY] == POOL_LONGEST)
         # a TCP flow's packet ring holds twice the packets it may have in the router (its buffer, at most
         # its window); it doubles when drops at a queue's head spread them wider (router.transport.ring_room)
         for h, s in zip(holds, trows):

@@ -584,12 +584,13 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             if TCP and tc.g[tcp.G_FULL] == 1:  # an ACK ring may not hold the instant's ACKs
                 code = GROW_ACKS
                 break
-            if TCP and not tcp.log_room(tc, P.n_tcp):  # nor the window log its changes
-                code = GROW_LOG
-                break
-            if TCP and next_tcp == tn and not tcp.ring_room(tc, tn, J, slot_i, ring, ft.qs, ri, bf, ci):
-                code = GROW_RING  # a TCP flow's packet ring may not hold what it sends at tn
-                break
+            if TCP and next_tcp == tn:  # the senders act at tn:
+                if not tcp.log_room(tc, P.n_tcp):  # the window log may not hold their changes
+                    code = GROW_LOG
+                    break
+                if not tcp.ring_room(tc, tn, J, slot_i, ring, ft.qs, ri, bf, ci):
+                    code = GROW_RING  # a TCP flow's packet ring may not hold what it sends at tn
+                    break
             if next_pkt == tn:
                 code = packets_ready(tn, pk.time, ci[C_PKT_CUR], ci[C_PKT_LAST])
                 if code != DONE:
@@ -725,6 +726,9 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ci[C_RFB_N] = rfb_n
                 now_n = tcp.phase(J, t, P, sp, tf, ft, aq.now_s, now_n, acc, bf, ci, ri, tc)
                 rfb_n = ci[C_RFB_N]
+                if tc.g[tcp.G_OVERFLOW] > 0:  # a TCP flow's packets would overrun its ring (the host says so)
+                    code = TCP_OVERFLOW
+                    break
                 ext = t  # (its sends are admitted below)
             now_i = 0
             while ext == t:
@@ -747,9 +751,6 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                        ING, LP, RV)
                 pk_admitted += 1
 
-            if TCP and tc.g[tcp.G_OVERFLOW] > 0:  # a TCP flow's packets would overrun its ring (the host says so)
-                code = TCP_OVERFLOW
-                break
 
             # ---- the shared pool's push-outs decided at the arrivals above leave their queues, after
             #      every admission at t (router/buffers.py)

@@ -64,15 +64,21 @@ NTI = 19
 # globals Tcp.g: ACKs in flight, ACKs sent so far, the next flow to open (index into Tcp.order), the
 # receiver ring's size, a flow whose packets would overrun its packet ring (row + 1; 0: none), the
 # window log's rows and whether it is kept (1), the ACK rings (one per distinct rtt), the ring of the
-# next ACK (-1: none), 1 when a ring may not hold an instant's ACKs (the host doubles them)
-(G_HN, G_ACKS, G_OPEN, G_R, G_OVERFLOW, G_LOG_N, G_LOG_ON, G_NQ, G_NEXTQ, G_FULL) = range(10)
+# next ACK (-1: none), 1 when a ring may not hold an instant's ACKs (the host doubles them), 1 when
+# GF_NEXT_RTO may lie below the earliest timer deadline (an ACK moved that deadline later: it is found
+# again only when it could be the next event, so an ACK costs no scan of the flows), 1 when drops at a
+# queue's head (CoDel, the pool's push-out) can spread a flow's packets wider than its ring, or a flow
+# has no packet buffer of at most its window: else a flow's packets in the router are consecutive and
+# at most its buffer (K_HOLD), and its ring, twice that, always holds what it may send
+(G_HN, G_ACKS, G_OPEN, G_R, G_OVERFLOW, G_LOG_N, G_LOG_ON, G_NQ, G_NEXTQ, G_FULL, G_RTO_LOW, G_RING_CHECK) = range(12)
 # per ACK ring Tcp.q[r * QW + Q_*]: its first slot in the ah_* arrays, its size, its head, its ACKs
 (Q_BASE, Q_CAP, Q_HEAD, Q_N) = range(4)
 QW = 4
 #: a window log row: time, flow id, cwnd, ssthresh
 LOG_WIDTH = 4
-# Tcp.gf: the earliest timer deadline, the next flow start
-(GF_NEXT_RTO, GF_NEXT_OPEN) = range(2)
+# Tcp.gf: the earliest timer deadline (or a lower bound of it: G_RTO_LOW), the next flow start, the
+# due time of the next ACK (the head of ring G_NEXTQ; inf: none)
+(GF_NEXT_RTO, GF_NEXT_OPEN, GF_NEXT_ACK) = range(3)
 
 
 class Tcp(NamedTuple):
@@ -142,12 +148,12 @@ def allocate(flows, static_rows, starts, n_static: int, cap: int = 0, log: bool 
     q[Q_BASE::QW] = np.concatenate([[0], np.cumsum(caps)[:-1]])
     q[Q_CAP::QW] = caps
     total = int(sum(caps))
-    g = np.zeros(10, np.int64)
+    g = np.zeros(12, np.int64)
     g[G_NQ] = len(rtts)
     g[G_NEXTQ] = -1
     g[G_R] = R
     g[G_LOG_ON] = 1 if log else 0
-    gf = np.full(2, INF)
+    gf = np.full(3, INF)
     if n:
         gf[GF_NEXT_OPEN] = starts[order[0]]
     return Tcp(f=f, i=i, held=np.zeros(max(n, 1) * R, np.int8), tix=tix, order=order,
@@ -190,7 +196,8 @@ def grow_acks(tc: Tcp) -> Tcp:
 # the ACK rings
 @jit_inline
 def _next_ring(tc):
-    """The ring whose head is the earliest (due time, order sent), or -1: none."""
+    """The ring whose head is the earliest (due time, order sent), or -1: none; its due time goes to
+    GF_NEXT_ACK."""
     best = -1
     bt = INF
     bo = 0
@@ -199,6 +206,7 @@ def _next_ring(tc):
             x = tc.q[r * QW + Q_BASE] + tc.q[r * QW + Q_HEAD]
             if best < 0 or tc.ah_t[x] < bt or (tc.ah_t[x] == bt and tc.ah_o[x] < bo):
                 best, bt, bo = r, tc.ah_t[x], tc.ah_o[x]
+    tc.gf[GF_NEXT_ACK] = bt
     return best
 
 
@@ -222,9 +230,9 @@ def _ack_push(tc, due, k, a, ts, J):
     tc.q[b + Q_N] = n + 1
     if n + 1 + J >= cap:  # the next instant might not fit: the host doubles the rings first
         tc.g[G_FULL] = 1
-    nq = tc.g[G_NEXTQ]
-    if nq < 0 or due < tc.ah_t[tc.q[nq * QW + Q_BASE] + tc.q[nq * QW + Q_HEAD]]:
+    if tc.g[G_NEXTQ] < 0 or due < tc.gf[GF_NEXT_ACK]:
         tc.g[G_NEXTQ] = r
+        tc.gf[GF_NEXT_ACK] = due
 
 
 @jit_inline(python=False)
@@ -245,17 +253,28 @@ def _ack_pop(tc):
 
 
 @jit_inline
+def _earliest_deadline(tc):
+    """The earliest timer deadline, found again (GF_NEXT_RTO exact from here)."""
+    nxt = INF
+    for k in range(tc.order.shape[0]):
+        if tc.f[k * NTF + T_RTO_AT] < nxt:
+            nxt = tc.f[k * NTF + T_RTO_AT]
+    tc.gf[GF_NEXT_RTO] = nxt
+    tc.g[G_RTO_LOW] = 0
+    return nxt
+
+
+@jit_inline
 def next_event(tc):
-    """The next instant a TCP sender acts: a flow start, an ACK's arrival, a timer's expiry."""
-    t = tc.gf[GF_NEXT_RTO]
+    """The next instant a TCP sender acts: a flow start, an ACK's arrival, a timer's expiry (the
+    earliest deadline found again where the bound kept is below it and before the others)."""
+    t = tc.gf[GF_NEXT_ACK]
     if tc.gf[GF_NEXT_OPEN] < t:
         t = tc.gf[GF_NEXT_OPEN]
-    r = tc.g[G_NEXTQ]
-    if r >= 0:
-        x = tc.ah_t[tc.q[r * QW + Q_BASE] + tc.q[r * QW + Q_HEAD]]
-        if x < t:
-            t = x
-    return t
+    rto = tc.gf[GF_NEXT_RTO]
+    if rto < t and tc.g[G_RTO_LOW] == 1:
+        rto = _earliest_deadline(tc)
+    return rto if rto < t else t
 
 
 @jit_inline
@@ -289,15 +308,17 @@ def ring_room(tc, tn, J, slot_i, ring, qs, ri, bf, ci):
     """Before the loop handles instant tn with TCP events due: True when the packet ring of every flow
     that acts at tn (a start, an ACK, a timer) holds what it may send, else False with the row in
     ``ci[C_GROW_ROW]`` (the host doubles its ring: router.state.grow_ring)."""
+    if tc.g[G_RING_CHECK] == 0:
+        return True
     NBF = B_FD_VQ + 2 * J
     n = tc.order.shape[0]
-    p = tc.g[G_OPEN]
+    p = tc.g[G_OPEN] if tc.gf[GF_NEXT_OPEN] == tn else n
     while p < n and tc.f[tc.order[p] * NTF + T_START] == tn:
         if not _room(tc, tc.order[p], J, slot_i, ring, qs, ri, bf, NBF):
             ci[C_GROW_ROW] = tc.i[tc.order[p] * NTI + K_ROW]
             return False
         p += 1
-    for r in range(tc.g[G_NQ]):
+    for r in range(tc.g[G_NQ] if tc.gf[GF_NEXT_ACK] == tn else 0):
         b = r * QW
         for m in range(tc.q[b + Q_N]):
             x = tc.q[b + Q_HEAD] + m
@@ -396,8 +417,12 @@ def _transmit(tc, k, q, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
         acc.rfb_log[3 * rfb_n] = t
         acc.rfb_log[3 * rfb_n + 2] = ((ft.rfb_dom[s] >> RFB_SHIFT) << 2) | K_BACKLOG
         ci[C_RFB_N] = rfb_n + 1
-    # (ring_room made sure before the instant that the flow's ring holds it; the check stays, cheap)
-    if seq + 1 - bf.fl[s * (B_FD_VQ + 2 * J) + B_LO] > ft.ring[2 * s + 1] + 1:
+    # (ring_room made sure before the instant that the flow's ring holds it, or G_RING_CHECK says it
+    # always does; the check stays, cheap: B_LO, a lower bound of its oldest packet's seq, is found
+    # again only when it says the ring may be short)
+    NBF = B_FD_VQ + 2 * J
+    if seq + 1 - bf.fl[s * NBF + B_LO] > ft.ring[2 * s + 1] + 1 and \
+            not ring_holds(s, seq + 1, J, slot_i, ft.ring, ft.qs, ri, bf, NBF):
         tc.g[G_OVERFLOW] = s + 1
         return now_n
     rec = ft.ring[2 * s] + (seq & ft.ring[2 * s + 1])
@@ -561,16 +586,17 @@ def phase(J, t, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri, tc):
     Returns the new length of ``now_s``."""
     n = tc.order.shape[0]
     opened = False
-    while tc.g[G_OPEN] < n and tc.f[tc.order[tc.g[G_OPEN]] * NTF + T_START] == t:
-        k = tc.order[tc.g[G_OPEN]]
-        tc.g[G_OPEN] += 1
-        tc.f[k * NTF + T_TAREA] = t if t > P.warmup else P.warmup
-        now_n = _send_more(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
-        _log(tc, k, t)
-        opened = True
-    tc.gf[GF_NEXT_OPEN] = tc.f[tc.order[tc.g[G_OPEN]] * NTF + T_START] if tc.g[G_OPEN] < n else INF
-    stale = False  # the earliest deadline moved later: found again below
-    while tc.g[G_NEXTQ] >= 0 and tc.ah_t[tc.q[tc.g[G_NEXTQ] * QW + Q_BASE] + tc.q[tc.g[G_NEXTQ] * QW + Q_HEAD]] == t:
+    if tc.gf[GF_NEXT_OPEN] == t:
+        while tc.g[G_OPEN] < n and tc.f[tc.order[tc.g[G_OPEN]] * NTF + T_START] == t:
+            k = tc.order[tc.g[G_OPEN]]
+            tc.g[G_OPEN] += 1
+            tc.f[k * NTF + T_TAREA] = t if t > P.warmup else P.warmup
+            now_n = _send_more(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
+            _log(tc, k, t)
+            opened = True
+        tc.gf[GF_NEXT_OPEN] = tc.f[tc.order[tc.g[G_OPEN]] * NTF + T_START] if tc.g[G_OPEN] < n else INF
+    stale = False  # timers expired: the earliest deadline is found again below
+    while tc.gf[GF_NEXT_ACK] == t:
         x = _ack_pop(tc)
         k, a, ts = tc.ah_k[x], tc.ah_a[x], tc.ah_ts[x]
         old = tc.f[k * NTF + T_RTO_AT]
@@ -580,7 +606,7 @@ def phase(J, t, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri, tc):
         if new < tc.gf[GF_NEXT_RTO]:
             tc.gf[GF_NEXT_RTO] = new
         elif old == tc.gf[GF_NEXT_RTO] and new != old:
-            stale = True
+            tc.g[G_RTO_LOW] = 1  # the earliest deadline may have moved later: a lower bound now
     if tc.gf[GF_NEXT_RTO] == t and not stale:
         for s in range(tc.tix.shape[0]):  # by flow id
             k = tc.tix[s]
@@ -589,22 +615,13 @@ def phase(J, t, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri, tc):
                 _log(tc, k, t)
         stale = True
     if stale or opened:
-        nxt = INF
-        for k in range(n):
-            if tc.f[k * NTF + T_RTO_AT] < nxt:
-                nxt = tc.f[k * NTF + T_RTO_AT]
-        tc.gf[GF_NEXT_RTO] = nxt
-        if nxt == t:  # (a timer of a flow whose deadline was behind a stale one: due now too)
+        if _earliest_deadline(tc) == t:  # (a timer due now too, behind the bound kept)
             for s in range(tc.tix.shape[0]):
                 k = tc.tix[s]
                 if k >= 0 and tc.f[k * NTF + T_RTO_AT] == t:
                     now_n = _timeout(tc, k, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
                     _log(tc, k, t)
-            nxt = INF
-            for k in range(n):
-                if tc.f[k * NTF + T_RTO_AT] < nxt:
-                    nxt = tc.f[k * NTF + T_RTO_AT]
-            tc.gf[GF_NEXT_RTO] = nxt
+            _earliest_deadline(tc)
     return now_n
 
 

@@ -11,7 +11,8 @@ valgrind) into its own cache, filled by a native run first: else every valgrind 
 compile the loop again.  ``PYTHONHASHSEED=0``.  With ``--c`` the C yardstick
 (``router/yardstick.c`` of the checkout, gcc -std=c11 -O2) is counted the same way.  Slow (about a
 minute per run); it never fails on counts.  Workloads: s3 (3 static drfq), s3sfq (bmf-wfq),
-s30 (30 static drfq), dyn (dynamic load 0.8 drfq), dynsfq.
+s30 (30 static drfq), dyn (dynamic load 0.8 drfq), dynsfq; win30 and reno30: the workloads of
+``scripts/bench_tcp.py`` (30 static flows, fixed windows or Reno; no C twin).
 
 With ``--annotate FILE`` it also counts every machine instruction of the compiled event loop
 (callgrind ``--dump-instr``, the same two runs, the difference per service) and writes the
@@ -33,13 +34,20 @@ NAMES = {"s3": ("3 static, drfq", ["-s", "drfq", "-F", "3"]),
          "s3sfq": ("3 static, sfq (bmf-wfq)", ["-s", "sfq", "-F", "3"]),
          "s30": ("30 static, drfq", ["-s", "drfq", "-F", "30"]),
          "dyn": ("dynamic rho=0.8, drfq", ["-s", "drfq", "-m", "dynamic"]),
-         "dynsfq": ("dynamic rho=0.8, sfq (bmf-wfq)", ["-s", "sfq", "-m", "dynamic"])}
+         "dynsfq": ("dynamic rho=0.8, sfq (bmf-wfq)", ["-s", "sfq", "-m", "dynamic"]),
+         # scripts/bench_tcp.py's workloads (30 static flows, rtt 200): fixed windows, Reno (no C twin)
+         "win30": ("bench_tcp windows", None), "reno30": ("bench_tcp reno", None)}
 N1, N2 = 100_000, 5_100_000
 RUN = """import sys
 from mrfq.router.bench import WORKLOADS, scenario_for
 from mrfq.router.run import simulate
-w = next(x for x in WORKLOADS if x.name == sys.argv[1])
-print(simulate(scenario_for(w, int(sys.argv[2]))).services)
+if sys.argv[1].startswith("bench_tcp"):
+    sys.path.insert(0, "scripts")
+    from bench_tcp import scenario
+    print(simulate(scenario(30, int(sys.argv[2]), sys.argv[1].endswith("reno"))).services)
+else:
+    w = next(x for x in WORKLOADS if x.name == sys.argv[1])
+    print(simulate(scenario_for(w, int(sys.argv[2]))).services)
 if len(sys.argv) > 3:  # the compiled loop: its address (under valgrind), or its code (native run)
     import ctypes
     import mrfq.router.loop as L
@@ -141,7 +149,7 @@ def main() -> None:
         subprocess.run(py + ["1000"], env=env, cwd=tree, capture_output=True, check=True)  # fill the cache
         a, b = count(py + [str(N1)], env), count(py + [str(N2)], env)
         line = f"{wl}: mrfq {(b - a) / (N2 - N1):.1f} instructions/service"
-        if c_bin is not None:
+        if c_bin is not None and c_args is not None:
             ca, cb = (count([str(c_bin), "-n", str(n), *c_args], env) for n in (N1, N2))
             line += f", C {(cb - ca) / (N2 - N1):.1f}"
         print(line, flush=True)
