@@ -36,12 +36,14 @@ Plot: :func:`analysis.plots.plot_delay_cdfs` takes :attr:`ScorecardResult.cdfs`.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from mrfq.analysis import fairness_index as _fi
+from mrfq.analysis.ahead import Ahead
 from mrfq.analysis.delay_stats import summary
 from mrfq.router.state import REASONS
 from mrfq.flows.errors import MrfqError
@@ -186,10 +188,15 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
     table = sc.static_spec()
     conf = sc.run.confidence
     rows, sched_rows, cdfs, iv_rows, runs = [], [], [], [], {}
+    # the schedulers' loop variants compiled ahead on the spare cores (analysis.ahead), a run of one service each
+    jobs = [functools.partial(simulate, sc, scheduler=s, trace=cap, timed_from=1, max_services=1) for s in schedulers]
+    with Ahead(jobs) as ahead:
+        for n, s in enumerate(schedulers):
+            ahead.claim(n, f"the {s} loop")
+            with labelled(f"{s} ({n + 1} of {len(schedulers)})"):  # its progress line on a terminal (flows.notice)
+                runs[s] = simulate(sc, scheduler=s, trace=cap, timed_from=1)
     for n, s in enumerate(schedulers):
-        with labelled(f"{s} ({n + 1} of {len(schedulers)})"):  # its progress line on a terminal (flows.notice)
-            r = simulate(sc, scheduler=s, trace=cap, timed_from=1)
-        runs[s] = r
+        r = runs[s]
         sched_rows.append({"scheduler": s, "services": r.services, "cpu_seconds": r.loop_cpu_seconds,
                            "cpu_ns_per_service": (1e9 * r.loop_cpu_seconds / r.loop_services if r.loop_services
                                                   else math.nan),

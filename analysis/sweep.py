@@ -24,6 +24,7 @@ LocalCluster) runs them on a cluster.
 
 from __future__ import annotations
 
+import functools
 import json
 import multiprocessing
 import os
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from mrfq.analysis.ahead import Ahead
 from mrfq.flows.errors import MrfqError, quote
 
 
@@ -387,11 +389,24 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     sc = flows.from_dict({"resources": ["a", "b"], "run": {"duration": 5.0, "batches": 2},
                           "class": [{"cost": [1.0, 0.5], "rate": 0.2, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
-    simulate(sc, record_delays=False)  # as run_point runs
-    for objective in MARKOV:
-        fluid_path(sc, objective, 1, batches=2)
-    for d, nm, scheduler in specs:
-        simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1, record_delays=False)
+
+    def base():
+        simulate(sc, record_delays=False)  # as run_point runs
+        for objective in MARKOV:
+            fluid_path(sc, objective, 1, batches=2)
+
+    jobs = [base] + [functools.partial(_warm_one, d, nm, scheduler) for d, nm, scheduler in specs]
+    with Ahead(jobs) as ahead:  # the variants compiled on the spare cores too (analysis.ahead)
+        for i, job in enumerate(jobs):
+            ahead.claim(i, "the sweep's loop variants")
+            job()
+
+
+def _warm_one(d: dict, nm: str, scheduler: str) -> None:
+    from mrfq import flows
+    from mrfq.router.run import simulate
+
+    simulate(flows.from_dict(d, name=nm), scheduler=scheduler, max_services=1, record_delays=False)
 
 
 #: seconds between two looks of a worker's parent watch

@@ -302,7 +302,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     carry.cf[C_NEXT_PKT] = pk.time[0] if len(pk.time) else INF
     opt = tuple(float(x) for x in opt)
     loop = loop_for(J, sched, opt if lean else None, len(opt), pc, NR, rec=bool(record_delays), ing=bool(ingress),
-                    staged=stage_caps is not None)
+                    staged=stage_caps is not None, tcp=P.n_tcp > 0, codel=bool(bf.g[G_AQM] == AQM_CODEL))
 
     compile_seconds = 0.0
     loop_cpu = loop_wall = 0.0

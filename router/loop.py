@@ -53,8 +53,10 @@ dispatch, so an unknown scheduler cannot fall through to another's rules), J is
 a constant (loops over resources unroll), and the *lean* variant (rtt = 0, no
 trace, the scheduler's options at their defaults) also compiles ``opt`` in as
 constants.  The
-*generic* variant reads rtt, the trace bound and ``opt`` at run time.  Both
-come from the same source; tests assert equal outputs.  The loop runs without
+*generic* variant reads rtt, the trace bound and ``opt`` at run time, and has code for TCP
+senders and for CoDel only where the run has them (TCP's code is about half of a first
+compilation: every other run compiles without it).  All come from the same source; tests
+assert equal outputs.  The loop runs without
 numba's runtime (no reference counting) and without negative-index wraparound
 (every index here is >= 0; a NUMBA_BOUNDSCHECK test checks it).
 """
@@ -477,7 +479,7 @@ def _start_next(S, opt, J, RM, W, PC, NFC, j, t, T, warmup, ft, cst, hp, ri, ser
 
 
 def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, REC, TIMES_CONST, LP_CONST, ING_CONST,
-              STAGED_CONST):
+              STAGED_CONST, TCP_CONST=False, CODEL_CONST=False):
     """The loop's source, closed over its compile-time constants (numba keys its on-disk
     cache on them: KEY hashes the scheduler's name and the sources the loop is built from;
     NR_CONST is the packet ring size, or 0 to read it from ``P.RM`` at run time; CW_CONST the
@@ -485,7 +487,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
     else the loop has no code for them; TIMES_CONST: packet records keep their times,
     router.state.keeps_times; LP_CONST: the packet record's word for the key at a later resource
     under ingress placement; ING_CONST, STAGED_CONST: the lean loop's placement and stage buffers (the
-    generic loop reads them at run time))."""
+    generic loop reads them at run time); TCP_CONST, CODEL_CONST: the generic loop has code for TCP
+    senders and for CoDel (else none: about half of a first compilation is the TCP code))."""
 
     def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf, tc):
         """The event loop proper (see the module docstring for the event order).
@@ -515,8 +518,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         # the generic loop runs open-loop sources (never the lean one): rows' packet rings of their own
         # (router.state.grow_ring), queues linked through the packet records, drops (router/buffers.py)
         RV = not LEAN
-        CODEL = RV and bf.g[G_AQM] == AQM_CODEL  # CoDel at the open-loop flows' queues
-        TCP = RV and P.n_tcp > 0  # TCP senders (router/transport.py)
+        CODEL = CODEL_CONST and bf.g[G_AQM] == AQM_CODEL  # CoDel at the open-loop flows' queues
+        TCP = TCP_CONST and P.n_tcp > 0  # TCP senders (router/transport.py)
         NBF = bf.fl.shape[0] // (bf.drops.shape[0] // N_REASONS)  # floats per static flow (router.state.buffer_width)
         ring = ft.ring
         NR = RM + 1
@@ -848,7 +851,7 @@ CONST_RINGS = (32,)
 
 
 def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, nr: int = 0, rec: bool = True,
-             ing: bool = False, staged: bool = False):
+             ing: bool = False, staged: bool = False, tcp: bool = False, codel: bool = False):
     """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
     options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
     trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow;
@@ -856,13 +859,16 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
     run time; the delays recorded (``rec``), or no code for them (a run with
     ``record_delays=False`` runs as fast as a loop that knows nothing of delays); the lean loop's
     placement under ingress (``ing``) and stage buffers (``staged``) compiled in (the generic loop
-    reads them at run time).  Built once per process; numba caches the machine code on disk."""
+    reads them at run time); the generic loop's code for TCP senders (``tcp``) and CoDel (``codel``)
+    only where the run has them (the lean loop has neither).  Built once per process; numba caches
+    the machine code on disk."""
     lean = opt is not None
     nr_const = int(nr) if lean and nr in CONST_RINGS else 0
     ing, staged = (bool(ing), bool(staged)) if lean else (False, False)
+    tcp, codel = (False, False) if lean else (bool(tcp), bool(codel))
     # the options compiled in (lean), those only the host reads as 0 (fq.contract.HOST_OPT)
     const = compiled_opt(info.module, opt) if lean else (0.0,) * n_opt  # same type as the run-time opt
-    key = (int(J), info.name, const if lean else None, bool(pc), nr_const, bool(rec), ing, staged)
+    key = (int(J), info.name, const if lean else None, bool(pc), nr_const, bool(rec), ing, staged, tcp, codel)
     fn = _LOOPS.get(key)
     if fn is None:
         mod = info.module
@@ -871,6 +877,7 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
         lay = mod.layout(J)
         times = keeps_times(rec, lean)
         raw = _make_raw(int(J), pkt_width(lay, int(J), times, lean, ing), bool(pc), lean, const, tag, nr_const,
-                        cost_width(int(J), lay.increments), bool(rec), times, int(lay.pkt) + 1, ing, staged)
+                        cost_width(int(J), lay.increments), bool(rec), times, int(lay.pkt) + 1, ing, staged,
+                        tcp, codel)
         fn = _LOOPS[key] = jit_no_refcount(_rebind(raw, g))
     return fn
