@@ -390,12 +390,14 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
                           "class": [{"cost": [1.0, 0.5], "rate": 0.2, "mean_packets": 3}],
                           "flow": [{"cost": [0.5, 1.0]}]})
 
-    def base():
-        simulate(sc, record_delays=False)  # as run_point runs
+    def fluid():
         for objective in MARKOV:
             fluid_path(sc, objective, 1, batches=2)
 
-    jobs = [base] + [functools.partial(_warm_one, d, nm, scheduler) for d, nm, scheduler in specs]
+    # the fluid-path kernels last, so that a process compiling ahead (from the end) starts with
+    # them, which share no helper with the loops the caller compiles first (analysis.ahead)
+    jobs = [functools.partial(simulate, sc, record_delays=False)]  # as run_point runs
+    jobs += [functools.partial(_warm_one, d, nm, scheduler) for d, nm, scheduler in specs] + [fluid]
     with Ahead(jobs) as ahead:  # the variants compiled on the spare cores too (analysis.ahead)
         for i, job in enumerate(jobs):
             ahead.claim(i, "the sweep's loop variants")

@@ -69,7 +69,7 @@ def test_a_scorecard_is_the_same_compiled_ahead_or_not(monkeypatch):
     from mrfq.analysis.scorecard import scorecard
     from mrfq.flows.scenario import load_preset
 
-    sc = load_preset("isolation").with_overrides(duration=3000.0)
+    sc = load_preset("oracle-rates").with_overrides(duration=3000.0)  # (lean loops other tests compile too)
     both = scorecard(sc, ["drfq", "fifo"])
     monkeypatch.setattr(_ahead.os, "cpu_count", lambda: 1)  # no spare core: nothing compiled ahead
     alone = scorecard(sc, ["drfq", "fifo"])
