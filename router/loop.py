@@ -754,7 +754,6 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                        ING, LP, RV)
                 pk_admitted += 1
 
-
             # ---- the shared pool's push-outs decided at the arrivals above leave their queues, after
             #      every admission at t (router/buffers.py)
             if RV and ci[C_VICT_N] > 0:
