@@ -53,7 +53,8 @@ dispatch, so an unknown scheduler cannot fall through to another's rules), J is
 a constant (loops over resources unroll), and the *lean* variant (rtt = 0, no
 trace, the scheduler's options at their defaults) also compiles ``opt`` in as
 constants.  The
-*generic* variant reads rtt, the trace bound and ``opt`` at run time, and has code for TCP
+*generic* variant reads rtt, the trace bound, ``opt`` and where the costs live (per flow or per
+packet) at run time, and has code for TCP
 senders and for CoDel only where the run has them (TCP's code is about half of a first
 compilation: every other run compiles without it).  All come from the same source; tests
 assert equal outputs.  The loop runs without
@@ -509,7 +510,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         trace_cap = 0 if LEAN else P.trace_cap
         RM = NR_CONST - 1 if NR_CONST > 0 else P.RM  # a constant: ring offsets are shifts and masks
         W = W_CONST  # packet record width, a constant: offsets are multiplications by a constant
-        PC = PC_CONST  # costs per packet (packet sizes) or per flow: a constant
+        PC = PC_CONST if LEAN else P.pc == 1  # costs per packet (packet sizes) or per flow: a constant when lean
         NFC = F_COST + CW_CONST
         TIMES = TIMES_CONST  # packet records keep their times (router.state.keeps_times)
         LP = LP_CONST
@@ -853,7 +854,8 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
              ing: bool = False, staged: bool = False, tcp: bool = False, codel: bool = False):
     """The event loop for J resources and scheduler ``info`` (a registry entry): lean with the
     options ``opt`` compiled in, or generic (``opt=None``; options (``n_opt`` of them), rtt and
-    trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow;
+    trace read at run time); costs per packet (``pc``: the scenario has packet sizes) or per flow,
+    compiled in when lean (the generic loop reads ``P.pc``: one generic loop serves both);
     the packet ring size ``nr`` compiled in when lean and in :data:`CONST_RINGS`, else read at
     run time; the delays recorded (``rec``), or no code for them (a run with
     ``record_delays=False`` runs as fast as a loop that knows nothing of delays); the lean loop's
@@ -862,6 +864,7 @@ def loop_for(J: int, info, opt: tuple | None, n_opt: int = 0, pc: bool = False, 
     only where the run has them (the lean loop has neither).  Built once per process; numba caches
     the machine code on disk."""
     lean = opt is not None
+    pc = bool(pc) if lean else False  # (the generic loop reads it at run time: P.pc)
     nr_const = int(nr) if lean and nr in CONST_RINGS else 0
     ing, staged = (bool(ing), bool(staged)) if lean else (False, False)
     tcp, codel = (False, False) if lean else (bool(tcp), bool(codel))

@@ -152,9 +152,12 @@ def rate_scenarios(draw, scheduler, duration=4000.0):
 
 
 def _rates(d):
+    """The flows' rates, from the loop variant the other tests of each scheduler compile (the
+    delays recorded: the variant without them is another compilation, checked in
+    tests/test_packet_delay.py and tests/test_rfb.py, where the outputs are compared)."""
     from mrfq.router.run import simulate
 
-    return np.array([f.rate for f in simulate(flows.from_dict(d), record_delays=False).flows])
+    return np.array([f.rate for f in simulate(flows.from_dict(d)).flows])
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULER_NAMES)
