@@ -54,19 +54,28 @@ class Ahead:
     ``workers`` forked processes (default: one per core but the caller's); see the module docstring.
     Use as a context manager, and :meth:`claim` job ``i`` before doing what it compiles."""
 
-    def __init__(self, jobs: list, workers: int | None = None):
+    def __init__(self, jobs: list, workers: int | None = None, *, every: bool = False):
+        """``every``: the processes may take job 0 too, for a caller that has other work to do
+        before it claims the first job (by default the caller starts with job 0 at once)."""
         global _JOBS
+        self.jobs = list(jobs)
         self._futures: dict = {}
         self._pool = None
+        first = 0 if every else 1
         w = (os.cpu_count() or 1) - 1 if workers is None else int(workers)
-        w = min(w, len(jobs) - 1)
+        w = min(w, len(jobs) - first)
         if w <= 0 or not _usable():
             return
-        _JOBS = list(jobs)
+        _JOBS = self.jobs
         self._pool = ProcessPoolExecutor(max_workers=w, mp_context=multiprocessing.get_context("fork"),
                                          initializer=_init, initargs=(os.getpid(),))
-        for i in reversed(range(1, len(jobs))):  # job 0: the caller's first, compiled by the caller
+        for i in reversed(range(first, len(jobs))):  # job 0: the caller's first, unless ``every``
             self._futures[i] = self._pool.submit(_run, i)
+
+    @property
+    def running(self) -> bool:
+        """Whether processes were forked (and not yet stopped)."""
+        return self._pool is not None
 
     def claim(self, i: int, what: str = "") -> None:
         """Before the caller runs job ``i``: wait for it if a process is compiling it (saying so on

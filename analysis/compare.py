@@ -64,6 +64,7 @@ Statistics (documented on the "Packet vs fluid" page of the documentation):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -75,7 +76,7 @@ from mrfq.analysis import objectives
 from mrfq.analysis.batch_stats import ratio_ci, t_quantile
 from mrfq.analysis.coarse import LEVEL0_COST, coarse_dict, coarse_factor, coarse_run, level0, level0_seed, needed
 from mrfq.analysis.fluid_path import fluid_path
-from mrfq.analysis.sweep import Point, ResultStore, execute
+from mrfq.analysis.sweep import Point, ResultStore, _warm_specs, execute, warm_ahead
 from mrfq.flows.cli_args import MAX_FLOWS, MAX_REPLICATIONS, MIN_FLOWS
 from mrfq.flows.errors import MrfqError, quote
 from mrfq.flows.scenario import MAX_SEED, Scenario, to_dict
@@ -284,6 +285,24 @@ def point_scenario(base: Scenario, scheduler: str, load: float, cfg: CompareConf
                          "run.confidence": cfg.confidence, "run.seed": cfg.seed})
 
 
+@contextlib.contextmanager
+def _threads(n: int | None):
+    """numba's parallel kernels (the Markov solve) on ``n`` threads in the block (None: as they are):
+    one while other processes compile on the other cores, where a second thread would spin at every
+    barrier waiting for a core (the results do not depend on the number of threads)."""
+    if n is None:
+        yield
+        return
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(n, before))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 def fluid_gammas(base: Scenario, objective: str, load: float, store: ResultStore | None) -> dict:
     """gamma_k of the flow-level Markov model (cached in the store)."""
     from mrfq.analysis import markov
@@ -449,11 +468,25 @@ def _compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor
     J = len(base.resources)
     ctl_objs = [o for o in objectives.MARKOV if objectives.kernel_handles(o, J)] if cfg.controls == "all" else []
     fl: dict = {}
-    if fluid:
-        for load in cfg.loads:
-            for obj in [OBJECTIVE[s] for s in cfg.schedulers] + ctl_objs:
-                if obj is not None and (obj, load) not in fl:
-                    fl[(obj, load)] = fluid_gammas(base, obj, load, store)
+    ahead = None
+    if fluid and executor == "local":
+        # the first round's loop variants compile on the spare cores while this process solves the
+        # Markov model (compiling its kernels on one core: about 45 s with an empty cache)
+        missing = [(p, d, name) for s, load in reps for p, d in points_for(s, load, 0, reps[(s, load)])
+                   if store.get(p.key) is None]
+        if missing:
+            ahead = warm_ahead(_warm_specs(missing))
+    try:
+        with _threads(1 if ahead is not None and ahead.running else None):
+            if fluid:
+                for load in cfg.loads:
+                    for obj in [OBJECTIVE[s] for s in cfg.schedulers] + ctl_objs:
+                        if obj is not None and (obj, load) not in fl:
+                            fl[(obj, load)] = fluid_gammas(base, obj, load, store)
+    except BaseException:
+        if ahead is not None:
+            ahead.close(wait=False)
+        raise
 
     def fluid_of(s, load):
         obj = OBJECTIVE[s]
@@ -627,7 +660,8 @@ def _compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor
 
             # longest points first keeps the workers busy to the end
             tasks.sort(key=lambda t: -t[0].load)
-            execute(tasks, on_done, executor=executor, workers=workers)
+            execute(tasks, on_done, executor=executor, workers=workers, ahead=ahead)
+            ahead = None
             # stopping rule: double the replications of points whose interval is still too wide
             # (after trying the coarse control, where the fluid ones leave the interval too wide)
             pending = {}
@@ -640,6 +674,8 @@ def _compare(base: Scenario, cfg: CompareConfig, store: ResultStore, *, executor
                 if bar is not None:
                     bar.checked()
     finally:  # an error or Ctrl-C mid-sweep: the bar's line is cleared before the message
+        if ahead is not None:
+            ahead.close(wait=False)
         if bar is not None:
             bar.close()
 

@@ -684,7 +684,9 @@ def precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, z, rc, 
 
     ``upd`` 1 or 2: r is first updated by a vector operation of BiCGSTAB's (:func:`_lower_solve`:
     ``r = x1 + c1 (r - c2 x2)`` or ``r = r - c1 x2``), in the forward sweep rather than a pass of
-    its own (the same operations, the same bits; one pass less over three vectors)."""
+    its own (the same operations, the same bits; one pass less over three vectors).  Callers pass
+    ``upd`` as ``np.int64``, not a literal: numba would compile this kernel once per literal value
+    (8 s each with ``parallel=True``)."""
     nb = bnd.shape[0] - 1
     nlev = cdi.shape[0]
     for blk in prange(nb):
@@ -763,7 +765,7 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b, x
         g[0] = beta
         k = 0
         while k < restart and it < maxiter:
-            precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, V[k], z, rc, 0, 0.0, 0.0, z, z)
+            precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, V[k], z, rc, np.int64(0), 0.0, 0.0, z, z)
             ell_mv(Av, Ai, z, w, bnd)
             for j in range(k + 1):  # modified Gram-Schmidt
                 h = 0.0
@@ -804,7 +806,7 @@ def gmres(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b, x
         for j in range(k):
             for i in range(n):
                 w[i] += y[j] * V[j, i]
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, w, z, rc, 0, 0.0, 0.0, w, w)
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, w, z, rc, np.int64(0), 0.0, 0.0, w, w)
         for i in range(n):
             x[i] += z[i]
     ell_mv(Av, Ai, x, r, bnd)
@@ -912,7 +914,7 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b
             continue
         beta = (rho1 / rho) * (alpha / omega)
         # p = r + beta (p - omega v), in the preconditioner's forward sweep
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, p, ph, rc, 1, beta, omega, r, v)
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, p, ph, rc, np.int64(1), beta, omega, r, v)
         _, rv = ell_mv_dots(Av, Ai, ph, v, rh, bnd, part)
         if rv == 0.0 or not np.isfinite(rv):
             sc[3] = 0.0
@@ -922,7 +924,7 @@ def bicgstab(Av, Ai, Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, b
             continue
         alpha = rho1 / rv
         # r -= alpha v (r is now s), in the preconditioner's forward sweep
-        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, sh, rc, 2, alpha, 0.0, r, v)
+        precond(Lv, Li, Uv, Ui, inv, level, pw, colc, clo, cdi, cup, bnd, r, sh, rc, np.int64(2), alpha, 0.0, r, v)
         tt, ts = ell_mv_dots(Av, Ai, sh, t, r, bnd, part)
         omega = ts / tt if tt > 0.0 else 0.0
         for blk in prange(nb):

@@ -377,10 +377,28 @@ def _warm_specs(tasks: list[tuple[Point, dict, str]]) -> list[tuple[dict, str, s
     return out
 
 
-def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
+def _warm(specs: list[tuple[dict, str, str]] = (), ahead: Ahead | None = None) -> None:
     """Compile (or load from cache) the engine loop variants the sweep needs and the
     fluid-path kernel once, in the parent, before forking, so that no worker compiles
-    anything."""
+    anything.  ``ahead``: the jobs already being compiled ahead (:func:`warm_ahead`, whose specs
+    then stand for ``specs``), else compiled ahead here."""
+    jobs = ahead.jobs if ahead is not None else warm_jobs(specs)
+    with ahead if ahead is not None else Ahead(jobs) as a:  # on the spare cores too (analysis.ahead)
+        for i, job in enumerate(jobs):
+            a.claim(i, "the sweep's loop variants")
+            job()
+
+
+def warm_ahead(specs: list[tuple[dict, str, str]]) -> Ahead:
+    """Start compiling the warm-up's jobs (:func:`warm_jobs`) on the spare cores now, for a caller
+    with other work before the sweep (``mrfq compare`` solves the Markov model first, on one core,
+    compiling its own kernels); pass it to :func:`execute`, or close it."""
+    return Ahead(warm_jobs(specs), every=True)
+
+
+def warm_jobs(specs: list[tuple[dict, str, str]]) -> list:
+    """The warm-up's jobs: the engine loop variants of ``specs`` (:func:`_warm_specs`) and the
+    fluid-path kernels, each a callable that compiles (or loads) them."""
     from mrfq import flows
     from mrfq.analysis.fluid_path import fluid_path
     from mrfq.analysis.objectives import MARKOV
@@ -397,11 +415,7 @@ def _warm(specs: list[tuple[dict, str, str]] = ()) -> None:
     # the fluid-path kernels last, so that a process compiling ahead (from the end) starts with
     # them, which share no helper with the loops the caller compiles first (analysis.ahead)
     jobs = [functools.partial(simulate, sc, record_delays=False)]  # as run_point runs
-    jobs += [functools.partial(_warm_one, d, nm, scheduler) for d, nm, scheduler in specs] + [fluid]
-    with Ahead(jobs) as ahead:  # the variants compiled on the spare cores too (analysis.ahead)
-        for i, job in enumerate(jobs):
-            ahead.claim(i, "the sweep's loop variants")
-            job()
+    return jobs + [functools.partial(_warm_one, d, nm, scheduler) for d, nm, scheduler in specs] + [fluid]
 
 
 def _warm_one(d: dict, nm: str, scheduler: str) -> None:
@@ -465,16 +479,23 @@ def watch_parent(parent_pid: int) -> None:
 
 
 def execute(tasks: list[tuple[Point, dict, str]], on_done: Callable[[Point, dict], None], *,
-            executor: str = "local", workers: int | None = None) -> None:
-    """Run ``(point, scenario_dict, name)`` tasks, calling ``on_done`` in this process as each finishes."""
+            executor: str = "local", workers: int | None = None, ahead: Ahead | None = None) -> None:
+    """Run ``(point, scenario_dict, name)`` tasks, calling ``on_done`` in this process as each finishes.
+    ``ahead``: the warm-up already compiling (:func:`warm_ahead`; the local executor claims it, the
+    others close it)."""
+    if ahead is not None and executor != "local":
+        ahead.close(wait=False)
+        ahead = None
     if not tasks:
+        if ahead is not None:
+            ahead.close(wait=False)
         return
     if executor == "serial":
         for p, d, n in tasks:
             on_done(p, run_point(d, n, p))
         return
     if executor == "local":
-        _warm(_warm_specs(tasks))
+        _warm(_warm_specs(tasks), ahead)
         n = workers or os.cpu_count() or 1
         if n <= 1:
             for p, d, nm in tasks:

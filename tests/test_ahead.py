@@ -32,6 +32,40 @@ def test_jobs_after_the_first_run_in_another_process(tmp_path):
 
 
 @forks
+def test_every_job_runs_ahead_for_a_caller_busy_elsewhere(tmp_path):
+    """``every=True`` (``mrfq compare`` solving the Markov model first): job 0 runs ahead too."""
+    jobs = [_mark(tmp_path, i) for i in range(2)]
+    with Ahead(jobs, workers=1, every=True) as a:
+        assert a.jobs == jobs
+        for i in (1, 0):
+            a.claim(i)
+            assert int(tmp_path.joinpath(str(i)).read_text()) != os.getpid()
+    assert Ahead([lambda: None], workers=1, every=True)._pool is not None  # one job is enough
+
+
+@forks
+def test_a_sweep_runs_its_points_after_a_warm_up_started_ahead(monkeypatch):
+    """analysis.sweep.execute claims a warm-up started before it (compare's Markov step), and an
+    executor with nothing to run closes it."""
+    from mrfq import flows
+    from mrfq.analysis import sweep
+    from mrfq.flows.scenario import to_dict
+
+    d = to_dict(flows.load_preset("oracle-rates").replace(**{"run.duration": 200.0, "run.warmup": 20.0}))
+    p = sweep.Point("h", "drfq", 0.5, 0, 1, 200.0)
+    claimed = []
+    real = Ahead.claim
+    monkeypatch.setattr(Ahead, "claim", lambda self, i, what="": (claimed.append(i), real(self, i, what))[1])
+    a = sweep.warm_ahead([(d, "oracle-rates", "drfq")])
+    got = []
+    sweep.execute([(p, d, "oracle-rates")], lambda pt, payload: got.append(payload), workers=1, ahead=a)
+    assert claimed == [0, 1, 2] and a._pool is None and got and got[0]["services"] > 0
+    b = sweep.warm_ahead([(d, "oracle-rates", "drfq")])
+    sweep.execute([], lambda pt, payload: None, ahead=b)
+    assert b._pool is None
+
+
+@forks
 def test_a_job_not_started_is_taken_back(tmp_path):
     import time
 
