@@ -63,12 +63,19 @@ def jit_internal(fn):
     """:func:`jit_no_refcount` for a function called only from compiled code (never from
     Python): compiled without the wrapper that would convert Python objects into its
     arguments (``no_cpython_wrapper``), which for arguments that are named tuples of a dozen
-    arrays is a large part of a small function's compile time.  Called from Python (only
-    ``NUMBA_DISABLE_JIT=1`` does) it is the plain function."""
+    arrays is a large part of a small function's compile time.  Compiled for the types of its
+    arguments, not their literal values (:class:`UnliteralDispatcher`): an out-of-line helper
+    such as ``router.flowtable.flow_starts`` (about 5 s to compile) was compiled again for every
+    number of resources the loops pass it as a constant, and for the lean loop's constant
+    trace bound 0.  Called from Python (only ``NUMBA_DISABLE_JIT=1`` does) it is the plain
+    function."""
     try:
-        return njit(cache=CACHE, fastmath=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)
+        d = njit(cache=CACHE, fastmath=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)(fn)
     except TypeError:  # pragma: no cover - numba without the flags
         return jit(fn)
+    if type(d) is _CPUDispatcher:
+        d.__class__ = UnliteralDispatcher  # compiled once, not once per number of resources
+    return d
 
 
 def jit_inline(fn=None, *, python: bool = True, error_model: str | None = None, wraparound: bool = False):
