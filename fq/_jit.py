@@ -109,6 +109,28 @@ def jit_inline(fn=None, *, python: bool = True, error_model: str | None = None, 
     return d
 
 
+def inline_copy(fn, suffix: str = "_inline", **kwargs):
+    """:func:`jit_inline` of a copy of ``fn`` (a plain function or a dispatcher's) named ``name +
+    suffix``: an out-of-line helper inlined at a hot call site.
+
+    The copy needs a name of its own.  numba's symbol for a compiled function is its qualified name,
+    its argument types and a counter of the compiling process (``uid``); a function loaded from the
+    on-disk cache keeps the counter of the process that compiled it, so an inline copy of the same
+    name could get the out-of-line version's very symbol.  LLVM then links one of the two
+    definitions into the loop, and where it keeps the out-of-line one the hot call site calls it
+    (``router.transport``'s sender would pay a call with about 120 arguments on the stack per packet)."""
+    import types as _pytypes
+
+    py = getattr(fn, "py_func", fn)
+    name = py.__name__ + suffix
+    code = py.__code__.replace(co_name=name, co_qualname=py.__qualname__ + suffix)
+    copy = _pytypes.FunctionType(code, py.__globals__, name, py.__defaults__, py.__closure__)
+    copy.__qualname__ = py.__qualname__ + suffix
+    copy.__module__ = py.__module__
+    copy.__doc__ = py.__doc__
+    return jit_inline(copy, **kwargs)
+
+
 class UnliteralDispatcher(_CPUDispatcher):
     """numba's dispatcher, compiling for the non-literal types of the arguments compiled code
     passes (``int64`` for ``J = 2`` or a constant ``-1``).

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mrfq.fq._jit import jit_inline, no_wraparound
+from mrfq.fq._jit import inline_copy, jit_inline, no_wraparound
 from mrfq.router.buffers import ACCEPT, ACCEPT_MARKED
 from mrfq.router.buffers import arrive as _arrive_out_of_line
 from mrfq.router.flowtable import ring_holds
@@ -44,8 +44,8 @@ INF = np.inf
 NO_WRAPAROUND = no_wraparound(__name__)
 
 #: router.buffers.arrive inlined into the sender (it runs at every send; the open-loop arrivals call
-#: the out-of-line one, once per instant's batch)
-buffer_arrive = jit_inline(getattr(_arrive_out_of_line, "py_func", _arrive_out_of_line), python=False)
+#: the out-of-line one, once per instant's batch): a copy under a name of its own (fq._jit.inline_copy)
+buffer_arrive = inline_copy(_arrive_out_of_line, python=False)
 
 #: CUBIC's multiplicative decrease (RFC 9438 §4.6) and its Reno-friendly additive increase (§4.3)
 CUBIC_BETA = 0.7

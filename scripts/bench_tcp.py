@@ -8,7 +8,8 @@ windowed flows (window 30, ``router.rtt`` = R) and once as Reno flows (``transpo
 rtt = R}``, a buffer of 60 packets each, so that they lose packets and recover), R = 200 time units
 (about the router's time to serve 30 windows of 30 packets: both keep the router busy).  Every loop is
 compiled and run once before timing; then each repetition runs both in turn (interleaved, so a burst
-of load on the machine lands on both), with the delays recorded, as ``mrfq run`` does.  It prints the
+of load on the machine lands on both), with the delays and the fairness bound recorded, as ``mrfq run``
+does (``--no-record``: neither, as the packet-vs-fluid sweeps run).  It prints the
 minimum and median CPU ns per service of each, and the median of the per-repetition ratios of the TCP
 flows' service rate to the windowed flows'; it never fails on timing (docs/performance.md).
 """
@@ -37,8 +38,8 @@ def scenario(n: int, services: int, tcp: bool):
                       "flow": flows})
 
 
-def ns_per_service(sc) -> tuple[float, int]:
-    r = simulate(sc, timed_from=1)
+def ns_per_service(sc, record: bool = True) -> tuple[float, int]:
+    r = simulate(sc, timed_from=1, record_delays=record)
     return r.loop_cpu_seconds / r.loop_services * 1e9, r.services
 
 
@@ -47,16 +48,20 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--services", type=int, default=2_000_000)
     ap.add_argument("--flows", type=int, default=30)
+    ap.add_argument("--no-record", action="store_true",
+                    help="run the loops without recording (no delays, no fairness bound), as the sweeps do")
     args = ap.parse_args()
     sc = {"windows": scenario(args.flows, args.services, False), "reno": scenario(args.flows, args.services, True)}
+    rec = not args.no_record
     for s in sc.values():   # compile (or load) both loops first
-        simulate(s.replace(**{"run.max_services": 10_000}))
+        simulate(s.replace(**{"run.max_services": 10_000}), record_delays=rec)
     t = {k: [] for k in sc}
     for _ in range(args.reps):
         for k, s in sc.items():
-            t[k].append(ns_per_service(s)[0])
+            t[k].append(ns_per_service(s, rec)[0])
     print(f"{args.flows} static flows, drfq, rtt {RTT:g}, {args.services:,} services, {args.reps} interleaved "
-          "repetitions: CPU ns per service (min / median)")
+          f"repetitions, {'delays and fairness bound recorded' if rec else 'no recording'}: CPU ns per service "
+          "(min / median)")
     for k in sc:
         print(f"  {k:8s} {min(t[k]):7.1f} / {statistics.median(t[k]):7.1f} ns")
     ratio = statistics.median(a / b for a, b in zip(t["windows"], t["reno"]))

@@ -6,7 +6,8 @@ e.g. ``python scripts/profile_loop.py "dynamic rho=0.8, sfq (bmf-wfq)" 200000000
 ``mrfq bench`` workload (``router.bench.WORKLOADS``) in a child under ``perf record -e
 cpu-clock`` (timer sampling: it works in a VM without hardware counters); the child compiles
 the loop without the on-disk cache (so that its machine code is in memory, not only in a cached
-object), prints the loop's address and writes its first 64 KiB of code.  The samples that fall
+object), prints the loop's address and writes its first 256 KiB of code.  The workloads
+"bench_tcp windows" and "bench_tcp reno" are ``scripts/bench_tcp.py``'s (30 static flows).  The samples that fall
 in it are counted per instruction (``objdump`` of those bytes at that address), and the
 hottest instructions are printed with their share of the loop's samples; ``--out`` writes the
 whole annotated listing.  A sample lands on the instruction *after* one that stalls (a
@@ -25,20 +26,39 @@ import tempfile
 from pathlib import Path
 
 CHILD = r'''
+CODE_BYTES = 1 << 18
 import ctypes, sys, time
 from mrfq.router.bench import WORKLOADS, scenario_for
 from mrfq.router.run import simulate
 import mrfq.router.loop as L
-w = next(x for x in WORKLOADS if x.name == sys.argv[1])
-simulate(scenario_for(w, 1000))
+if sys.argv[1].startswith("bench_tcp"):  # scripts/bench_tcp.py's workloads
+    sys.path.insert(0, sys.argv[4])
+    from bench_tcp import scenario
+    make = lambda n: scenario(30, n, sys.argv[1].endswith("reno"))
+else:
+    w = next(x for x in WORKLOADS if x.name == sys.argv[1])
+    make = lambda n: scenario_for(w, n)
+simulate(make(1000))
 (fn,) = L._LOOPS.values()
 cres = fn.overloads[fn.signatures[0]]
 addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-open(sys.argv[3], "wb").write(bytes((ctypes.c_char * 65536).from_address(addr)))
+open(sys.argv[3], "wb").write(bytes((ctypes.c_char * CODE_BYTES).from_address(addr)))
 print(f"ADDR {addr:x}", flush=True)
-c0 = time.process_time(); r = simulate(scenario_for(w, int(sys.argv[2]))); c = time.process_time() - c0
+import numba.core.registry as _R
+from numba.core.dispatcher import Dispatcher
+for mod in list(sys.modules.values()):
+    if (getattr(mod, "__name__", "") or "").startswith("mrfq."):
+        for name, d in list(vars(mod).items()):
+            if isinstance(d, Dispatcher):
+                for c in d.overloads.values():
+                    try:
+                        print(f"FN {c.library.get_pointer_to_function(c.fndesc.llvm_func_name):x} {mod.__name__}.{name}")
+                    except Exception:
+                        pass
+c0 = time.process_time(); r = simulate(make(int(sys.argv[2]))); c = time.process_time() - c0
 print(f"{r.services / c / 1e6:.1f} M services per CPU second (under perf)", flush=True)
 '''
+CODE_BYTES = 1 << 18
 
 
 def main() -> None:
@@ -52,17 +72,28 @@ def main() -> None:
         code, data = f"{d}/code.bin", f"{d}/perf.data"
         env = dict(os.environ, MRFQ_NUMBA_CACHE="0", PYTHONPATH=str(tree))
         p = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "5000", "-o", data, sys.executable,
-                            "-c", CHILD, name, str(services), code], env=env, capture_output=True, text=True)
+                            "-c", CHILD, name, str(services), code, str(tree / "scripts")], env=env, capture_output=True, text=True)
         if p.returncode:
             sys.exit(f"profile_loop: the child failed: {p.stderr.strip().splitlines()[-1:]}")
         addr = int(re.search(r"ADDR ([0-9a-f]+)", p.stdout).group(1), 16)
         print(p.stdout.strip().splitlines()[-1])
         ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True, text=True).stdout
+        if "--keep" in opts:
+            import shutil
+            shutil.copy(data, opts["--keep"])
         dis = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64", f"--adjust-vma={addr:#x}", code],
                              capture_output=True, text=True, check=True).stdout
     hits = collections.Counter(int(x, 16) for x in ips.split())
-    inside = sum(v for k, v in hits.items() if addr <= k < addr + 65536)
+    inside = sum(v for k, v in hits.items() if addr <= k < addr + CODE_BYTES)
     total = sum(hits.values())
+    fns = sorted((int(a, 16), n) for a, n in re.findall(r"FN ([0-9a-f]+) (\S+)", p.stdout))
+    by = collections.Counter()
+    for k, v in hits.items():
+        i = next((i for i in range(len(fns) - 1, -1, -1) if fns[i][0] <= k), None)
+        if i is not None and k - fns[i][0] < 1 << 16 and not addr <= k < addr + CODE_BYTES:
+            by[fns[i][1]] += v
+    for n, v in by.most_common(8):
+        print(f"{v} samples ({100 * v / max(inside, 1):.0f} % of the loop's) in the compiled helper {n}")
     print(f"{inside} of {total} samples in the loop ({100 * inside / max(total, 1):.0f} %; the rest is the "
           "compilation and the interpreter)")
     rows = []

@@ -71,3 +71,40 @@ def test_a_helper_is_compiled_once_for_its_argument_types_not_per_literal_value(
     a = np.arange(1.0, 5.0)
     assert caller(a, 4) == -(1 + 2) + 2 * (1 + 2 + 3) + (1 + 2 + 3 + 4)
     assert len(scaled.signatures) == 1
+
+
+def _engine_dispatchers():
+    """Every compiled function of fq/ and router/ (the loop's helpers, the schedulers' hooks)."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    import mrfq.fq
+    import mrfq.router
+
+    seen = {}
+    for pkg in (mrfq.fq, mrfq.router):
+        for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            mod = importlib.import_module(m.name)
+            for name, d in vars(mod).items():
+                if isinstance(d, Dispatcher):  # (imported ones too: one entry per dispatcher)
+                    seen[id(d)] = d
+    return list(seen.values())
+
+
+def test_no_two_compiled_engine_functions_share_a_name():
+    """numba names a compiled function by its module, qualified name, argument types and a counter
+    of the compiling process, which a cached function keeps: two dispatchers of one name (an inline
+    copy of an out-of-line helper) can get the same symbol, and the loop then links whichever LLVM
+    meets first (the TCP sender's copy of router.buffers.arrive would then be called out of line,
+    once per packet); fq._jit.inline_copy gives such a copy a name of its own."""
+    names = {}
+    for d in _engine_dispatchers():
+        key = (d.py_func.__module__, d.py_func.__qualname__)
+        assert key not in names, f"two compiled functions named {key}"
+        names[key] = d
+    from mrfq.router import buffers, transport
+    assert ("mrfq.router.buffers", "arrive_inline") == (transport.buffer_arrive.py_func.__module__,
+                                                        transport.buffer_arrive.py_func.__qualname__)
+    assert buffers.arrive.py_func.__code__.co_code == transport.buffer_arrive.py_func.__code__.co_code
