@@ -500,3 +500,20 @@ def test_a_source_that_floods_its_bottleneck_gets_a_warning():
     assert line == ("flow[0] 'flood': offers 100 times what 'link' can serve (arrival rate 200 x cost 0.5); nearly "
                     "every packet is dropped, and the run spends its time on the drops")
     assert sc(198.0).overload_warnings() == []
+
+
+def test_t_quantiles_from_the_table_are_scipys_own():
+    """analysis/t_table.py (scripts/t_table.py) holds scipy.special.stdtrit's results bit for bit, and
+    t_quantile reads them for the tabled confidences and falls back on scipy beyond them."""
+    from scipy.special import stdtrit
+
+    from mrfq.analysis.batch_stats import t_quantile
+    from mrfq.analysis.t_table import MAX_DOF, T_QUANTILES
+
+    assert set(T_QUANTILES) == {0.9, 0.95, 0.99}
+    for c, row in T_QUANTILES.items():
+        assert len(row) == MAX_DOF
+        for dof in range(1, MAX_DOF + 1):
+            assert t_quantile(c, dof) == row[dof - 1] == float(stdtrit(dof, 0.5 + c / 2.0))
+    for c, dof in ((0.95, MAX_DOF + 1), (0.8, 19), (0.95, 500)):
+        assert t_quantile(c, dof) == float(stdtrit(dof, 0.5 + c / 2.0))
