@@ -12,6 +12,8 @@ reference) and the on-disk cache controlled by one environment variable:
 * ``NUMBA_CACHE_DIR`` moves the cache (CI points it at a job-local directory).
 * ``MRFQ_FAST_SCOPE_COPY=0`` compiles with numba's own copy of IR scopes instead of
   :func:`fast_scope_copy` (slower to compile, the same machine code).
+* ``MRFQ_LAZY_LOAD=0`` loads cached functions as numba does, after registering its whole compiler
+  (:class:`_LoadOnlyCache`: about 0.6 s of a warm run).
 
 ``NUMBA_DISABLE_JIT=1`` turns every kernel into plain Python (slow, but the
 coverage it reports is honest); the kernels are written to give the same
@@ -28,10 +30,14 @@ from numba import njit
 from numba.core import types as _types
 from numba.core.registry import CPUDispatcher as _CPUDispatcher
 from numba.core import ir as _ir
+from numba.core.caching import FunctionCache as _FunctionCache
+from numba.core.runtime import rtsys as _rtsys
 
 CACHE = os.environ.get("MRFQ_NUMBA_CACHE", "1") not in ("0", "false", "no")
 #: ``MRFQ_FAST_SCOPE_COPY=0``: compile with numba's own (slower) IR scope copy (:func:`fast_scope_copy`)
 FAST_SCOPE_COPY = os.environ.get("MRFQ_FAST_SCOPE_COPY", "1") not in ("0", "false", "no")
+#: ``MRFQ_LAZY_LOAD=0``: load cached functions as numba does, its whole compiler first (:class:`_LoadOnlyCache`)
+LAZY_LOAD = os.environ.get("MRFQ_LAZY_LOAD", "1") not in ("0", "false", "no")
 
 
 def jit(fn=None, **kwargs):
@@ -39,8 +45,33 @@ def jit(fn=None, **kwargs):
     opts = dict(cache=CACHE, fastmath=False)
     opts.update(kwargs)
     if fn is None:
-        return njit(**opts)
-    return njit(**opts)(fn)
+        return lambda f: _lazy_load(njit(**opts)(f))
+    return _lazy_load(njit(**opts)(fn))
+
+
+class _LoadOnlyCache(_FunctionCache):
+    """numba's on-disk cache of a function, loading without first filling numba's whole compiler.
+
+    numba's ``load_overload`` refreshes the target context before it reads a cached function: it
+    imports and registers every implementation numba has (numpy's linear algebra, which imports
+    scipy.linalg, typed containers, jitclass...), about 0.6 s of a warm ``mrfq run``'s 1.6 s of CPU,
+    only to load machine code that needs none of it.  Loading needs the runtime's symbols alone
+    (``rtsys.initialize``); numba's compiler refreshes the context itself before it compiles
+    anything (``numba.core.compiler``), and a lookup of an implementation it has not registered
+    yet refreshes it too, so a later compilation in the same process is unchanged."""
+
+    def load_overload(self, sig, target_context):
+        _rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+
+def _lazy_load(d):
+    """``d`` (a dispatcher) reading its cache with :class:`_LoadOnlyCache` (``MRFQ_LAZY_LOAD=0``:
+    numba's own)."""
+    if LAZY_LOAD and type(getattr(d, "_cache", None)) is _FunctionCache:
+        d._cache.__class__ = _LoadOnlyCache
+    return d
 
 
 def jit_no_refcount(fn):
@@ -54,7 +85,7 @@ def jit_no_refcount(fn):
     flag: if a numba release drops it we fall back to plain ``jit``.
     """
     try:
-        return njit(cache=CACHE, fastmath=False, _nrt=False)(fn)
+        return _lazy_load(njit(cache=CACHE, fastmath=False, _nrt=False)(fn))
     except TypeError:  # pragma: no cover - numba without the flag
         return jit(fn)
 
@@ -75,7 +106,7 @@ def jit_internal(fn):
         return jit(fn)
     if type(d) is _CPUDispatcher:
         d.__class__ = UnliteralDispatcher  # compiled once, not once per number of resources
-    return d
+    return _lazy_load(d)
 
 
 def jit_inline(fn=None, *, python: bool = True, error_model: str | None = None, wraparound: bool = False):
@@ -106,7 +137,7 @@ def jit_inline(fn=None, *, python: bool = True, error_model: str | None = None, 
         return njit(cache=CACHE, fastmath=False, inline="always", **extra)(fn)
     if type(d) is _CPUDispatcher:
         d.__class__ = UnliteralDispatcher
-    return d
+    return _lazy_load(d)
 
 
 def inline_copy(fn, suffix: str = "_inline", **kwargs):

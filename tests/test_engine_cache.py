@@ -108,3 +108,36 @@ def test_no_two_compiled_engine_functions_share_a_name():
     assert ("mrfq.router.buffers", "arrive_inline") == (transport.buffer_arrive.py_func.__module__,
                                                         transport.buffer_arrive.py_func.__qualname__)
     assert buffers.arrive.py_func.__code__.co_code == transport.buffer_arrive.py_func.__code__.co_code
+
+
+LOAD_PROBE = r"""
+import sys
+import numpy as np
+from numba import njit
+from mrfq.router import heap
+hp = np.zeros((1, 8), np.int64)
+heap._fill_root_far(hp, 1, 0, 5, 7)
+sig = heap._fill_root_far.signatures[0]
+hit = heap._fill_root_far.stats.cache_hits.get(sig, 0)
+bare = "numba.np.arraymath" not in sys.modules  # numba's implementations not registered to load it
+
+
+@njit
+def later(a):  # compiled after the load: numba registers its implementations first, as always
+    return np.linalg.norm(a) + a.sum()
+
+
+print(hit, bare, later(np.array([3.0, 4.0])), list(hp[0]))
+"""
+
+
+def test_a_cached_function_loads_without_numbas_whole_compiler_and_compiling_still_works(tmp_path):
+    """fq._jit._LoadOnlyCache: a warm process loads a cached engine function without importing
+    numba's implementations (numpy's linear algebra...), and a function compiled afterwards in the
+    same process compiles and runs as usual."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", LOAD_PROBE], env=env, capture_output=True, text=True, check=True)
+            .stdout.split(maxsplit=3) for _ in range(2)]
+    assert runs[0][0] == "0" and runs[1][0] == "1"  # compiled, then loaded
+    assert runs[1][1] == "True"
+    assert runs[0][2] == runs[1][2] == "12.0" and runs[0][3] == runs[1][3]
