@@ -304,11 +304,12 @@ small = scenario_for(WORKLOADS[0], 1000)
 simulate(small)  # import, load the cached loop, one tiny run: the baseline
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 sc = scenario_for(w, int(sys.argv[2]))
-record = sys.argv[3] == "on"
+record = sys.argv[3] != "off"  # on: delays and the fairness bound; delays: the delays alone
+fairness = sys.argv[3] == "on"
 # the C yardstick times its loop after setting up its flows (their first windows injected); so
 # that both time the same work, the engine times its loop after the first service (the setup:
 # the flow table and every first window admitted at t = 0), in the same run
-r = simulate(sc, timed_from=1 if w.mode == "static" else 0, record_delays=record)
+r = simulate(sc, timed_from=1 if w.mode == "static" else 0, record_delays=record, record_fairness=fairness)
 n, cpu, wall = (r.loop_services, r.loop_cpu_seconds, r.loop_wall_seconds) if w.mode == "static" else (
     r.services, r.cpu_seconds, r.wall_seconds)
 print(json.dumps({"services": n, "cpu": cpu, "wall": wall, "setup_cpu": r.cpu_seconds - cpu,
@@ -321,10 +322,11 @@ print(json.dumps({"services": n, "cpu": cpu, "wall": wall, "setup_cpu": r.cpu_se
 
 class MrfqSide:
     """Timed mrfq runs of one workload (in this process, or one fresh process per run), with the
-    per-packet delays recorded (the default) or not (``record=False``)."""
+    per-packet delays and the relative fairness bound recorded (the default), the delays alone
+    (``fairness=False``) or nothing (``record=False``)."""
 
-    def __init__(self, w: Workload, services: int, record: bool = True):
-        self.w, self.services, self.record = w, services, record
+    def __init__(self, w: Workload, services: int, record: bool = True, fairness: bool = True):
+        self.w, self.services, self.record, self.fairness = w, services, record, fairness
         self.sc = scenario_for(w, services) if not w.isolated else None
         self.extra: dict = {}
 
@@ -334,12 +336,13 @@ class MrfqSide:
         if self.w.isolated:
             self._isolated(1000)  # compile into the cache once
         else:
-            simulate(self.sc.replace(**{"run.max_services": min(self.services, 100000)}), record_delays=self.record)
+            simulate(self.sc.replace(**{"run.max_services": min(self.services, 100000)}), record_delays=self.record,
+                     record_fairness=self.fairness)
 
     def _isolated(self, services: int) -> dict:
         env = dict(os.environ, MRFQ_NUMBA_CACHE="1")
         p = subprocess.run(own_rss([sys.executable, "-c", _ISOLATED, self.w.name, str(services),
-                                    "on" if self.record else "off"]), env=env,
+                                    ("on" if self.fairness else "delays") if self.record else "off"]), env=env,
                            capture_output=True, text=True, check=True)
         return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -353,7 +356,7 @@ class MrfqSide:
             return d["services"] / d["cpu"] / 1e6, d["services"] / d["wall"] / 1e6, d["services"]
         from mrfq.router.run import simulate
 
-        r = simulate(self.sc, record_delays=self.record)
+        r = simulate(self.sc, record_delays=self.record, record_fairness=self.fairness)
         self.extra.setdefault("delay_kb", []).append(r.delays.nbytes / 1024 if r.delays is not None else 0.0)
         tr = self.sc.arrival_trace
         if tr is not None:
@@ -414,9 +417,11 @@ class CSide:
 def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: bool = True,
               binary_delays: Path | None = None) -> dict:
     """Interleaved timed runs: mrfq, mrfq with the delays not recorded (``off``), C, C recording the
-    delays (``binary_delays``), mrfq, ...; the ratios mrfq / C and mrfq / (mrfq, delays off) per
-    repetition (the C yardstick records no delays), and with ``binary_delays`` the recording C's own
-    on/off and mrfq / recording C.  A static row runs at
+    delays (``binary_delays``) and mrfq recording the delays alone (no fairness bound), mrfq, ...;
+    per repetition the ratios mrfq / C, mrfq / (mrfq, delays off) and (mrfq, delays off) / C (the
+    loop the sweeps run against the C yardstick, which records no delays), and with
+    ``binary_delays`` the recording C's own on/off, mrfq / recording C and (mrfq recording the
+    delays alone) / recording C: like for like.  A static row runs at
     least ``MIN_SERVICES_PER_FLOW`` services per flow: with fewer, the timed loop (setup
     excluded) is a fraction of a second at 10^6 flows and each flow is served a few times,
     every one a cache miss (2e6 services at 10^6 flows gave 0.08 s of loop beside 1.6 s of setup)."""
@@ -428,13 +433,14 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
     m_off = MrfqSide(w, services, record=False) if off else None
     c = CSide(binary, w, services) if binary is not None and w.c_sched else None
     cd = CSide(binary_delays, w, services, delays=True) if c is not None and binary_delays is not None else None
+    m_del = MrfqSide(w, services, fairness=False) if cd is not None else None
     m.warm()
     if m_off is not None:
         m_off.warm()
-    for side in (c, cd):
+    for side in (c, cd, m_del):
         if side is not None:
             side.warm()
-    mc, mw, cc, cw, oc, dc, n = [], [], [], [], [], [], 0
+    mc, mw, cc, cw, oc, dc, ec, n = [], [], [], [], [], [], [], 0
     for _ in range(reps):
         a, b, n = m.once()
         mc.append(a)
@@ -447,6 +453,7 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
             cw.append(y)
         if cd is not None:
             dc.append(cd.once()[0])
+            ec.append(m_del.once()[0])
     if cd is not None and set(cd.sig) != set(c.sig):
         raise MrfqError(f"{w.name}: the yardstick with the delays recorded served other packets "
                         f"(sig {', '.join(sorted(set(cd.sig)))} against {', '.join(sorted(set(c.sig)))})")
@@ -465,12 +472,18 @@ def run_pairs(w: Workload, services: int, reps: int, binary: Path | None, off: b
         sp = _spread([a / x for a, x in zip(mc, cc)])
         sp.pop("ratios")
         row.update(sp)
+    if cc and oc:  # the loop without recording (the sweeps') against C, which records nothing either
+        sf = _spread([o / x for o, x in zip(oc, cc)])
+        row.update(ratio_off=sf["ratio"], ratio_off_low=sf["ratio_low"], ratio_off_high=sf["ratio_high"])
     if dc:
         so = _spread([d / x for d, x in zip(dc, cc)])
         sd = _spread([a / d for a, d in zip(mc, dc)])
         row.update(c_delays_msvc_per_cpu_s=statistics.median(dc), c_on_off=so["ratio"], c_on_off_low=so["ratio_low"],
                    c_on_off_high=so["ratio_high"], ratio_delays=sd["ratio"], ratio_delays_low=sd["ratio_low"],
                    ratio_delays_high=sd["ratio_high"])
+        se = _spread([e / d for e, d in zip(ec, dc)])
+        row.update(delays_only_msvc_per_cpu_s=statistics.median(ec), ratio_delays_only=se["ratio"],
+                   ratio_delays_only_low=se["ratio_low"], ratio_delays_only_high=se["ratio_high"])
     if m.extra.get("mean_flows", [None])[0] is not None:
         row["mean_flows"] = statistics.median(m.extra["mean_flows"])
     if c is not None and c.mean_flows:  # dynamic rows: the same arrivals, the same flows in the system
@@ -649,10 +662,13 @@ def _row_text(row: dict) -> str:
             mem += f" (C {row['c_mean_flows']:.2f}, same arrivals)"
     oo = (f"{row['on_off']:5.2f} [{row['on_off_low']:.2f}-{row['on_off_high']:.2f}]" if row.get("on_off") is not None
           else f"{'-':>16}")
+    if row.get("ratio_off") is not None:
+        oo += f"  off/C {row['ratio_off']:.2f} [{row['ratio_off_low']:.2f}-{row['ratio_off_high']:.2f}]"
     if row.get("c_on_off") is not None:
         oo += (f"  C+d {row['c_delays_msvc_per_cpu_s']:.1f}: its on/off {row['c_on_off']:.2f} "
                f"[{row['c_on_off_low']:.2f}-{row['c_on_off_high']:.2f}], mrfq/C+d {row['ratio_delays']:.2f} "
-               f"[{row['ratio_delays_low']:.2f}-{row['ratio_delays_high']:.2f}]")
+               f"[{row['ratio_delays_low']:.2f}-{row['ratio_delays_high']:.2f}], delays only/C+d "
+               f"{row['ratio_delays_only']:.2f} [{row['ratio_delays_only_low']:.2f}-{row['ratio_delays_only_high']:.2f}]")
     return (f"{row['workload']:<30} {row['mrfq_msvc_per_cpu_s']:9.1f} {row['mrfq_msvc_per_wall_s']:9.1f} {cc}  {ra}"
             f"  {oo}{mem}")
 
@@ -731,7 +747,9 @@ def run(args) -> int:
           "a warm-up run of each; ratio = mrfq / C by CPU time per repetition, median [min-max, interquartile "
           "range]; * the C yardstick records no delays; on/off = mrfq (delays and the relative fairness bound "
           "recorded: the default) / mrfq with record_delays=False (its loop compiled without the recording); "
+          "off/C = mrfq with record_delays=False / C (the loop the sweeps run, like for like); "
           + ("C+d = the yardstick recording the same delays (no fairness bound), Msvc/cpu-s; its on/off = C+d / C; "
+             "delays only/C+d = mrfq recording the delays alone (record_fairness=False) / C+d, like for like; "
              if binary_delays is not None else "")
           + "indicative only on a shared machine)")
     kb = [r["delay_kb"] for r in rows if r.get("delay_kb")]

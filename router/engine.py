@@ -147,21 +147,23 @@ def _type_key(a):
 _SIGNATURES: dict = {}
 
 
-def _compile_seconds(fn, args, what: str = "the event loop") -> float:
-    """Compile (or load from numba's cache) ``fn`` for these argument types; seconds spent (a long
-    first compilation says so on a terminal: fq._jit.compiling)."""
+def _compile_seconds(fn, args, what: str = "the event loop") -> tuple[float, float]:
+    """Compile (or load from numba's cache) ``fn`` for these argument types; (wall, CPU) seconds spent
+    (a long first compilation says so on a terminal: fq._jit.compiling).  Both: a compilation can
+    wait (for the core another process compiles on), and its wall time taken off the run's CPU time
+    could leave less than none."""
     if not hasattr(fn, "typeof_pyval"):  # NUMBA_DISABLE_JIT=1: a plain function
-        return 0.0
+        return 0.0, 0.0
     key = (fn, _type_key(args))
     sig = _SIGNATURES.get(key)
     if sig is None:
         sig = _SIGNATURES[key] = tuple(fn.typeof_pyval(a) for a in args)
     if sig in fn.overloads:
-        return 0.0
-    t0 = time.perf_counter()
+        return 0.0, 0.0
+    t0, c0 = time.perf_counter(), time.process_time()
     with compiling(what):
         fn.compile(sig)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def is_lean(sched, opt: tuple, J: int, rtt: float, trace_cap: int, open_loop: bool = False) -> bool:
@@ -207,7 +209,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     drop; router/buffers.py).  ``transport``: the TCP flows (router/transport.py) as ``(list of (Transport,
     loss), their static rows, their start times, the key of their losses)``, or None; ``cwnd_log``: keep every
     change of their windows (router.transport.Tcp.log).
-    Returns ``(KernelResult, compile_seconds)``.
+    Returns ``(KernelResult, (compile_seconds, compile_cpu_seconds))``: the wall and CPU time compiling.
     """
     if not np.isfinite(T):
         raise MrfqError(f"T = {T}: the run's end must be finite (the loop relies on it)")
@@ -304,7 +306,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
     loop = loop_for(J, sched, opt if lean else None, len(opt), pc, NR, rec=bool(record_delays), ing=bool(ingress),
                     staged=stage_caps is not None, tcp=P.n_tcp > 0, codel=bool(bf.g[G_AQM] == AQM_CODEL))
 
-    compile_seconds = 0.0
+    compile_seconds = compile_cpu = 0.0
     loop_cpu = loop_wall = 0.0
     loop_s0 = 0  # services before the first timed call
     timing = timed_from <= 0
@@ -321,7 +323,9 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
             if max_services > 0 and max_services < stop_at:
                 stop_at = int(max_services)
             args = (P._replace(max_services=stop_at), specs, traffic, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf, tc)
-            compile_seconds += _compile_seconds(loop, args, f"the {sched.name} loop for {J} resource{'s' if J != 1 else ''}")
+            cw, cc = _compile_seconds(loop, args, f"the {sched.name} loop for {J} resource{'s' if J != 1 else ''}")
+            compile_seconds += cw
+            compile_cpu += cc
             if not timing and done >= timed_from:
                 timing, loop_s0 = True, done
             c0, w0 = time.process_time(), time.perf_counter()
@@ -471,7 +475,7 @@ def simulate_kernel(sched, opt: tuple, J: int, N: int, rtt: float, T: float, war
         share_x=_rfb.samples(acc.rfb_g, acc.rfb_ser) if rfb_on and share_window > 0.0 else None,
         tcp=tc if transport is not None else None,
         marks=bf.fl[B_MARKS::buffer_width(J)][:n_static].astype(np.int64) if transport is not None else None,
-    ), compile_seconds
+    ), (compile_seconds, compile_cpu)
 
 
 

@@ -386,7 +386,13 @@ def test_run_pairs_with_the_yardstick_recording_delays():
     assert row["c_msvc_per_cpu_s"] > 0 and row["ratio_low"] <= row["ratio"] <= row["ratio_high"]
     assert row["c_delays_msvc_per_cpu_s"] > 0 and row["c_on_off_low"] <= row["c_on_off"] <= row["c_on_off_high"]
     assert row["ratio_delays_low"] <= row["ratio_delays"] <= row["ratio_delays_high"]
-    assert "its on/off" in bench._row_text(row)
+    # like for like: the loop without recording against C; the delays alone against C+d
+    assert row["ratio_off_low"] <= row["ratio_off"] <= row["ratio_off_high"]
+    assert row["delays_only_msvc_per_cpu_s"] > 0
+    assert row["ratio_delays_only_low"] <= row["ratio_delays_only"] <= row["ratio_delays_only_high"]
+    text = bench._row_text(row)
+    assert "its on/off" in text and f"off/C {row['ratio_off']:.2f}" in text
+    assert f"delays only/C+d {row['ratio_delays_only']:.2f}" in text
 
 
 BENCH_SMALL = ["--only", "3 static, drfq", "--services", "1000", "--reps", "1", "--no-extras"]
