@@ -198,6 +198,12 @@ def grow_acks(tc: Tcp) -> Tcp:
 def _next_ring(tc):
     """The ring whose head is the earliest (due time, order sent), or -1: none; its due time goes to
     GF_NEXT_ACK."""
+    if tc.g[G_NQ] == 1:  # one round-trip time: one ring, no scan
+        if tc.q[Q_N] > 0:
+            tc.gf[GF_NEXT_ACK] = tc.ah_t[tc.q[Q_BASE] + tc.q[Q_HEAD]]
+            return 0
+        tc.gf[GF_NEXT_ACK] = INF
+        return -1
     best = -1
     bt = INF
     bo = 0
@@ -359,14 +365,18 @@ def receive(tc, s, word, t, ts, warmup, J):
     R = tc.g[G_R]
     base = k * R
     rn = tc.i[c + K_RCVNXT]
-    if q >= rn and tc.held[base + (q & (R - 1))] == 0:
+    if q == rn:  # the next packet expected (the common case): it is not held; those after it may be
         if t > warmup:
             tc.i[c + K_GOODPUT] += 1
-        tc.held[base + (q & (R - 1))] = 1
+        rn += 1
         while tc.held[base + (rn & (R - 1))] == 1:
             tc.held[base + (rn & (R - 1))] = 0
             rn += 1
         tc.i[c + K_RCVNXT] = rn
+    elif q > rn and tc.held[base + (q & (R - 1))] == 0:  # out of order: held until the hole fills
+        if t > warmup:
+            tc.i[c + K_GOODPUT] += 1
+        tc.held[base + (q & (R - 1))] = 1
     _ack_push(tc, t + tc.f[k * NTF + T_RTT], k, (rn << 1) | (word & 1), ts, J)
 
 
