@@ -1,22 +1,27 @@
-"""Where the compiled event loop spends its time: perf samples mapped onto its machine code.
+"""Where the compiled event loop spends its time: perf samples mapped onto its source lines.
 
     python scripts/profile_loop.py ["WORKLOAD"] [SERVICES] [--top N] [--out FILE]
 
-e.g. ``python scripts/profile_loop.py "dynamic rho=0.8, sfq (bmf-wfq)" 200000000``.  Runs the
-``mrfq bench`` workload (``router.bench.WORKLOADS``) in a child under ``perf record -e
-cpu-clock`` (timer sampling: it works in a VM without hardware counters); the child compiles
-the loop without the on-disk cache (so that its machine code is in memory, not only in a cached
-object), prints the loop's address and writes its first 256 KiB of code.  The workloads
-"bench_tcp windows" and "bench_tcp reno" are ``scripts/bench_tcp.py``'s (30 static flows).  The samples that fall
-in it are counted per instruction (``objdump`` of those bytes at that address), and the
-hottest instructions are printed with their share of the loop's samples; ``--out`` writes the
-whole annotated listing.  A sample lands on the instruction *after* one that stalls (a
-division, a load that misses), so read each hot line together with the one before it.  Needs
-``perf`` and ``objdump``; prints figures, never fails on them.  The tag's division (about 8 % of dynamic
-bmf-wfq before the engine divided once per flow) was found this way.
+e.g. ``python scripts/profile_loop.py "dynamic rho=0.8, sfq (bmf-wfq)" 200000000`` or
+``python scripts/profile_loop.py "bench_tcp reno" 30000000``.  Runs a ``mrfq bench`` workload
+(``router.bench.WORKLOADS``), or "bench_tcp windows" / "bench_tcp reno" (``scripts/bench_tcp.py``'s
+30 static flows, no recording), in a child under ``perf record -e cpu-clock`` (timer sampling: it
+works in a VM without hardware counters).  The child compiles the loop without the on-disk cache
+and with ``NUMBA_DEBUGINFO=1``, writes the loop library's object code (the loop and every helper
+linked into it, with their line tables) and prints the loop's address.  Each sample in that code is
+charged to the instruction *before* it (a sample lands after the instruction that stalls: a
+division, a load that misses), then to its source line (``objdump -l``: the innermost inlined
+function's line) and to the function that line belongs to.  It prints the share of the samples in
+the library, by source file, by function and by line (with the line's text); ``--out`` writes the
+whole annotated disassembly.  Needs ``perf`` and ``objdump``; prints figures, never fails on them.
+The tag's division (about 8 % of dynamic bmf-wfq before the engine divided once per flow) and the
+TCP sender's out-of-line buffer check (docs/performance.md) were found this way.
 """
 from __future__ import annotations
 
+import argparse
+import ast
+import bisect
 import collections
 import os
 import re
@@ -26,87 +31,138 @@ import tempfile
 from pathlib import Path
 
 CHILD = r'''
-CODE_BYTES = 1 << 18
-import ctypes, sys, time
+import sys, time
 from mrfq.router.bench import WORKLOADS, scenario_for
 from mrfq.router.run import simulate
 import mrfq.router.loop as L
-if sys.argv[1].startswith("bench_tcp"):  # scripts/bench_tcp.py's workloads
+rec = True
+if sys.argv[1].startswith("bench_tcp"):  # scripts/bench_tcp.py's workloads, without recording
     sys.path.insert(0, sys.argv[4])
     from bench_tcp import scenario
     make = lambda n: scenario(30, n, sys.argv[1].endswith("reno"))
+    rec = False
 else:
     w = next(x for x in WORKLOADS if x.name == sys.argv[1])
     make = lambda n: scenario_for(w, n)
-simulate(make(1000))
+simulate(make(1000), record_delays=rec)
 (fn,) = L._LOOPS.values()
 cres = fn.overloads[fn.signatures[0]]
 addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-open(sys.argv[3], "wb").write(bytes((ctypes.c_char * CODE_BYTES).from_address(addr)))
-print(f"ADDR {addr:x}", flush=True)
-import numba.core.registry as _R
-from numba.core.dispatcher import Dispatcher
-for mod in list(sys.modules.values()):
-    if (getattr(mod, "__name__", "") or "").startswith("mrfq."):
-        for name, d in list(vars(mod).items()):
-            if isinstance(d, Dispatcher):
-                for c in d.overloads.values():
-                    try:
-                        print(f"FN {c.library.get_pointer_to_function(c.fndesc.llvm_func_name):x} {mod.__name__}.{name}")
-                    except Exception:
-                        pass
-c0 = time.process_time(); r = simulate(make(int(sys.argv[2]))); c = time.process_time() - c0
+open(sys.argv[3], "wb").write(cres.library.serialize_using_object_code()[2][0])
+print(f"ADDR {addr:x} {cres.fndesc.llvm_func_name}", flush=True)
+c0 = time.process_time(); r = simulate(make(int(sys.argv[2])), record_delays=rec); c = time.process_time() - c0
 print(f"{r.services / c / 1e6:.1f} M services per CPU second (under perf)", flush=True)
 '''
-CODE_BYTES = 1 << 18
+
+
+def _functions(path: str, cache: dict) -> list[tuple[int, int, str]]:
+    """(first line, last line, name) of every function defined in source file ``path``."""
+    if path not in cache:
+        try:
+            tree = ast.parse(Path(path).read_text())
+            cache[path] = [(n.lineno, n.end_lineno, n.name) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+        except (OSError, SyntaxError):
+            cache[path] = []
+    return cache[path]
+
+
+def _function_of(path: str, line: int, cache: dict) -> str:
+    best = None
+    for a, b, name in _functions(path, cache):
+        if a <= line <= b and (best is None or a > best[0]):
+            best = (a, name)
+    return best[1] if best else "?"
+
+
+def _short(path: str) -> str:
+    for marker in ("/site-packages/", "/mrfq/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    parts = Path(path).parts
+    return "/".join(parts[-2:])
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    opts = dict(zip(sys.argv[1::1], sys.argv[2::1]))
-    name = args[0] if args else "dynamic rho=0.8, sfq (bmf-wfq)"
-    services = int(float(args[1])) if len(args) > 1 else 100_000_000
-    top = int(opts.get("--top", 25))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("workload", nargs="?", default="dynamic rho=0.8, sfq (bmf-wfq)")
+    ap.add_argument("services", nargs="?", type=float, default=1e8)
+    ap.add_argument("--top", type=int, default=25, help="rows per table")
+    ap.add_argument("--out", help="write the whole annotated disassembly here")
+    a = ap.parse_args()
+    name, services, top = a.workload, int(a.services), a.top
     tree = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as d:
-        code, data = f"{d}/code.bin", f"{d}/perf.data"
-        env = dict(os.environ, MRFQ_NUMBA_CACHE="0", PYTHONPATH=str(tree))
+        obj, data = f"{d}/loop.o", f"{d}/perf.data"
+        env = dict(os.environ, MRFQ_NUMBA_CACHE="0", NUMBA_DEBUGINFO="1", PYTHONPATH=str(tree))
         p = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "5000", "-o", data, sys.executable,
-                            "-c", CHILD, name, str(services), code, str(tree / "scripts")], env=env, capture_output=True, text=True)
+                            "-c", CHILD, name, str(services), obj, str(tree / "scripts")], env=env,
+                           capture_output=True, text=True)
         if p.returncode:
             sys.exit(f"profile_loop: the child failed: {p.stderr.strip().splitlines()[-1:]}")
-        addr = int(re.search(r"ADDR ([0-9a-f]+)", p.stdout).group(1), 16)
+        m = re.search(r"ADDR ([0-9a-f]+) (\S+)", p.stdout)
+        addr, symbol = int(m.group(1), 16), m.group(2)
         print(p.stdout.strip().splitlines()[-1])
         ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True, text=True).stdout
-        if "--keep" in opts:
-            import shutil
-            shutil.copy(data, opts["--keep"])
-        dis = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64", f"--adjust-vma={addr:#x}", code],
-                             capture_output=True, text=True, check=True).stdout
-    hits = collections.Counter(int(x, 16) for x in ips.split())
-    inside = sum(v for k, v in hits.items() if addr <= k < addr + CODE_BYTES)
-    total = sum(hits.values())
-    fns = sorted((int(a, 16), n) for a, n in re.findall(r"FN ([0-9a-f]+) (\S+)", p.stdout))
-    by = collections.Counter()
-    for k, v in hits.items():
-        i = next((i for i in range(len(fns) - 1, -1, -1) if fns[i][0] <= k), None)
-        if i is not None and k - fns[i][0] < 1 << 16 and not addr <= k < addr + CODE_BYTES:
-            by[fns[i][1]] += v
-    for n, v in by.most_common(8):
-        print(f"{v} samples ({100 * v / max(inside, 1):.0f} % of the loop's) in the compiled helper {n}")
-    print(f"{inside} of {total} samples in the loop ({100 * inside / max(total, 1):.0f} %; the rest is the "
-          "compilation and the interpreter)")
-    rows = []
+        dis = subprocess.run(["objdump", "-d", "-l", "--no-show-raw-insn", obj], capture_output=True, text=True,
+                             check=True).stdout
+    # the object's instructions: offset -> (source file, line, text); the loop symbol's offset
+    base = None
+    where = ("?", 0)
+    insns: dict[int, tuple[str, int, str]] = {}
     for line in dis.splitlines():
-        m = re.match(r"\s*([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*(.*)", line)
-        if m:
-            a = int(m.group(1), 16)
-            rows.append((hits.get(a, 0), a, m.group(2).strip()))
-    if "--out" in opts:
-        Path(opts["--out"]).write_text("".join(f"{v:7d} {100 * v / max(inside, 1):5.2f} {a - addr:#7x}  {t}\n"
-                                               for v, a, t in rows))
-    for v, a, t in sorted(rows, reverse=True)[:top]:
-        print(f"{100 * v / max(inside, 1):5.2f} %  +{a - addr:#06x}  {t}")
+        ms = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
+        if ms:
+            if ms.group(2) == symbol:
+                base = int(ms.group(1), 16)
+            continue
+        ml = re.match(r"^(/\S+\.py):(\d+)", line)
+        if ml:
+            where = (ml.group(1), int(ml.group(2)))
+            continue
+        mi = re.match(r"^\s+([0-9a-f]+):\s+(.*)$", line)
+        if mi:
+            insns[int(mi.group(1), 16)] = (where[0], where[1], mi.group(2).strip())
+    if base is None:
+        sys.exit("profile_loop: the loop's symbol is not in its object code")
+    offs = sorted(insns)
+    hits = collections.Counter(int(x, 16) - addr + base for x in ips.split())
+    charged = collections.Counter()  # each sample to the instruction before it
+    for k, v in hits.items():
+        i = bisect.bisect_left(offs, k)
+        if i < len(offs) and offs[i] == k:
+            charged[offs[i - 1] if i > 0 else k] += v
+    inside = sum(charged.values())
+    total = sum(hits.values())
+    print(f"{inside} of {total} samples in the loop's code ({100 * inside / max(total, 1):.0f} %; the rest is the "
+          "compilation and the interpreter)")
+    asts: dict = {}
+    by_line, by_fn, by_file = collections.Counter(), collections.Counter(), collections.Counter()
+    for k, v in charged.items():
+        path, ln, _ = insns[k]
+        by_line[(path, ln)] += v
+        by_fn[(_short(path), _function_of(path, ln, asts) if ln else "?")] += v
+        by_file[_short(path)] += v
+    pct = lambda v: 100 * v / max(inside, 1)  # noqa: E731
+    if a.out:
+        Path(a.out).write_text("".join(
+            f"{charged.get(k, 0):7d} {pct(charged.get(k, 0)):5.2f} {k - base:#8x}  {_short(insns[k][0])}:{insns[k][1]}  "
+            f"{insns[k][2]}\n" for k in offs))
+    print("\nby file:")
+    for f, v in by_file.most_common(top):
+        print(f"{pct(v):5.1f} %  {f}")
+    print("\nby function (the innermost inlined one):")
+    for (f, fn), v in by_fn.most_common(top):
+        print(f"{pct(v):5.1f} %  {f}: {fn}")
+    print("\nby line:")
+    texts: dict = {}
+    for (path, ln), v in by_line.most_common(top):
+        if path not in texts:
+            try:
+                texts[path] = Path(path).read_text().splitlines()
+            except OSError:
+                texts[path] = []
+        src = texts[path][ln - 1].strip() if 0 < ln <= len(texts[path]) else ""
+        print(f"{pct(v):5.1f} %  {_short(path)}:{ln}  {src[:90]}")
 
 
 if __name__ == "__main__":
