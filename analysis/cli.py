@@ -46,21 +46,26 @@ def version() -> str:
         return "0+source (not installed)"
 
 
-def build_parser() -> Parser:
-    from mrfq.analysis import cli_cluster, cli_compare, cli_fluid, cli_run, cli_scorecard
-    from mrfq.router import cli as router_cli
+#: each command and the module whose ``register`` adds it, in the order ``mrfq --help`` lists them
+COMMANDS = (("run", "mrfq.analysis.cli_run"), ("bench", "mrfq.router.cli"), ("presets", "mrfq.router.cli"),
+            ("alloc", "mrfq.analysis.cli_fluid"), ("fluid", "mrfq.analysis.cli_fluid"),
+            ("compare", "mrfq.analysis.cli_compare"), ("results", "mrfq.analysis.cli_compare"),
+            ("scorecard", "mrfq.analysis.cli_scorecard"), ("cluster", "mrfq.analysis.cli_cluster"))
+
+
+def build_parser(command: str | None = None) -> Parser:
+    """The command line's parser: with every command, or (``command``, one of :data:`COMMANDS`)
+    with that one alone, so that ``mrfq run`` does not import what the other commands need."""
+    import importlib
 
     p = Parser(prog="mrfq", description="Packet-level multi-resource fair queueing emulator.")
     p.add_argument("--debug", action="store_true",
                    help="on an internal error, print the traceback (may appear anywhere on the command line)")
     p.add_argument("--version", action="version", version=f"mrfq {version()}")
     sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND")
-    cli_run.register(sub)
-    router_cli.register(sub)
-    cli_fluid.register(sub)
-    cli_compare.register(sub)
-    cli_scorecard.register(sub)
-    cli_cluster.register(sub)
+    mods = [m for c, m in COMMANDS if c == command] or [m for c, m in COMMANDS]
+    for m in dict.fromkeys(mods):
+        importlib.import_module(m).register(sub)
     _stamp_progs(p)
     return p
 
@@ -97,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv or os.environ.get("MRFQ_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
     try:
-        parser = build_parser()
+        # (the command is the first word that is not an option: mrfq's own options take no value)
+        parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
         args, extra = parser.parse_known_args(glue_negative_values(argv))
         if extra:
             prog = getattr(args, "_prog", "mrfq")

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mrfq.analysis import fairness_index as _fi
-from mrfq.analysis.ahead import Ahead
 from mrfq.analysis.delay_stats import summary
 from mrfq.router.state import REASONS
 from mrfq.flows.errors import MrfqError
@@ -188,6 +187,8 @@ def scorecard(sc, schedulers, *, intervals=None, option: str = "--schedulers") -
     table = sc.static_spec()
     conf = sc.run.confidence
     rows, sched_rows, cdfs, iv_rows, runs = [], [], [], [], {}
+    from mrfq.analysis.ahead import Ahead  # (process pools: not imported for one run's report)
+
     # the schedulers' loop variants compiled ahead on the spare cores (analysis.ahead), a run of one service each
     jobs = [functools.partial(simulate, sc, scheduler=s, trace=cap, timed_from=1, max_services=1) for s in schedulers]
     with Ahead(jobs) as ahead:

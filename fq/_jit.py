@@ -14,6 +14,8 @@ reference) and the on-disk cache controlled by one environment variable:
   :func:`fast_scope_copy` (slower to compile, the same machine code).
 * ``MRFQ_LAZY_LOAD=0`` loads cached functions as numba does, after registering its whole compiler
   (:class:`_LoadOnlyCache`: about 0.6 s of a warm run).
+* ``MRFQ_LAZY_DISPATCH=0`` makes every helper's dispatcher at import (:class:`LazyInline`: about
+  0.1 s of a warm run).
 
 ``NUMBA_DISABLE_JIT=1`` turns every kernel into plain Python (slow, but the
 coverage it reports is honest); the kernels are written to give the same
@@ -22,11 +24,14 @@ results either way.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from pathlib import Path
 
 from numba import njit
+from numba.core import config as _numba_config
+from numba.core.typing.typeof import typeof_impl as _typeof_impl
 from numba.core import types as _types
 from numba.core.registry import CPUDispatcher as _CPUDispatcher
 from numba.core import ir as _ir
@@ -38,6 +43,8 @@ CACHE = os.environ.get("MRFQ_NUMBA_CACHE", "1") not in ("0", "false", "no")
 FAST_SCOPE_COPY = os.environ.get("MRFQ_FAST_SCOPE_COPY", "1") not in ("0", "false", "no")
 #: ``MRFQ_LAZY_LOAD=0``: load cached functions as numba does, its whole compiler first (:class:`_LoadOnlyCache`)
 LAZY_LOAD = os.environ.get("MRFQ_LAZY_LOAD", "1") not in ("0", "false", "no")
+#: ``MRFQ_LAZY_DISPATCH=0``: make every helper's dispatcher at import (:class:`LazyInline`)
+LAZY_DISPATCH = os.environ.get("MRFQ_LAZY_DISPATCH", "1") not in ("0", "false", "no")
 
 
 def jit(fn=None, **kwargs):
@@ -63,7 +70,10 @@ class _LoadOnlyCache(_FunctionCache):
     def load_overload(self, sig, target_context):
         _rtsys.initialize(target_context)
         with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+            cres = self._load_overload(sig, target_context)
+        if cres is None and _NO_WRAP_MARKERS:  # numba compiles it next: lowered without the wraparound
+            _install_no_wrap()
+        return cres
 
 
 def _lazy_load(d):
@@ -127,17 +137,63 @@ def jit_inline(fn=None, *, python: bool = True, error_model: str | None = None, 
     against negative indices)."""
     if fn is None:
         return lambda f: jit_inline(f, python=python, error_model=error_model, wraparound=wraparound)
-    if not wraparound and _install_no_wrap():
+    if not wraparound and _no_wrap_hook():
         _NO_WRAP_MARKERS.add(_mangled(f"{fn.__module__}.{fn.__qualname__}"))
     extra = {} if error_model is None else {"error_model": error_model}
-    try:
-        d = njit(cache=CACHE, fastmath=False, forceinline=True, _nrt=False, no_cpython_wrapper=not python,
-                 no_cfunc_wrapper=True, **extra)(fn)
-    except TypeError:  # pragma: no cover - a numba without the flags
-        return njit(cache=CACHE, fastmath=False, inline="always", **extra)(fn)
-    if type(d) is _CPUDispatcher:
-        d.__class__ = UnliteralDispatcher
-    return _lazy_load(d)
+
+    def make():
+        try:
+            d = njit(cache=CACHE, fastmath=False, forceinline=True, _nrt=False, no_cpython_wrapper=not python,
+                     no_cfunc_wrapper=True, **extra)(fn)
+        except TypeError:  # pragma: no cover - a numba without the flags
+            return njit(cache=CACHE, fastmath=False, inline="always", **extra)(fn)
+        if type(d) is _CPUDispatcher:
+            d.__class__ = UnliteralDispatcher
+        return _lazy_load(d)
+
+    if _numba_config.DISABLE_JIT or not LAZY_DISPATCH:
+        return make()
+    return LazyInline(fn, make)
+
+
+class LazyInline:
+    """A :func:`jit_inline` helper whose numba dispatcher is made when something first needs it:
+    numba typing a caller that is being compiled (``typeof`` of the global), a call from Python, or
+    any dispatcher attribute (``overloads``...).  A warm run loads its loop's machine code from the
+    cache, helpers inlined, and never needs the 170-odd helpers' dispatchers: making them cost about
+    0.1 s of a warm ``mrfq run`` (``MRFQ_LAZY_DISPATCH=0``: made at import, as numba does)."""
+
+    def __init__(self, fn, make):
+        functools.update_wrapper(self, fn)
+        self.py_func = fn
+        self._make = make
+        self._d = None
+
+    def dispatcher(self):
+        """The numba dispatcher (made on the first call)."""
+        d = self._d
+        if d is None:
+            d = self._d = self._make()
+        return d
+
+    def __call__(self, *args, **kwargs):
+        return self.dispatcher()(*args, **kwargs)
+
+    def __getattr__(self, name):  # (only for attributes the proxy does not have itself)
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return getattr(self.dispatcher(), name)
+
+    def __reduce__(self):
+        return self.dispatcher().__reduce__()
+
+    def __repr__(self):
+        return f"<lazily compiled {self.__module__}.{self.__qualname__}>"
+
+
+@_typeof_impl.register(LazyInline)
+def _typeof_lazy_inline(val, c):
+    return _typeof_impl(val.dispatcher(), c)
 
 
 def inline_copy(fn, suffix: str = "_inline", **kwargs):
@@ -189,6 +245,18 @@ def _mangled(module: str) -> str:
     return "".join(f"{len(p)}{p}" for p in module.split("."))
 
 
+def _no_wrap_hook() -> bool:
+    """Whether numba has the hook :func:`_install_no_wrap` wraps.  It is installed before the first
+    compilation (:class:`_LoadOnlyCache` on a cache miss), not at import: the module holding it takes
+    about 0.04 s to import, which a warm run (every function from the cache) never needs; at import
+    when cached functions load numba's way (``MRFQ_LAZY_LOAD=0``, ``MRFQ_NUMBA_CACHE=0``)."""
+    if CACHE and LAZY_LOAD:
+        import importlib.util
+
+        return importlib.util.find_spec("numba.np.arrayobj") is not None
+    return _install_no_wrap()
+
+
 def _install_no_wrap() -> bool:
     """Wrap numba's ``fix_integer_index`` (once) so that functions whose mangled name holds one
     of :data:`_NO_WRAP_MARKERS` use signed indices as they are; False if this numba has no
@@ -234,7 +302,7 @@ def no_wraparound(module: str) -> bool:
     changes nothing) if this numba has no such internal hook; the code is
     then only slower.
     """
-    if not _install_no_wrap():  # pragma: no cover - a numba without the hook
+    if not _no_wrap_hook():  # pragma: no cover - a numba without the hook
         return False
     _NO_WRAP_MARKERS.add(_mangled(module))
     return True

@@ -5,7 +5,7 @@
 e.g. ``python scripts/profile_loop.py "dynamic rho=0.8, sfq (bmf-wfq)" 200000000`` or
 ``python scripts/profile_loop.py "bench_tcp reno" 30000000``.  Runs a ``mrfq bench`` workload
 (``router.bench.WORKLOADS``), or "bench_tcp windows" / "bench_tcp reno" (``scripts/bench_tcp.py``'s
-30 static flows, no recording), in a child under ``perf record -e cpu-clock`` (timer sampling: it
+30 static flows, no recording; "bench_tcp reno+rec": with the delays and the fairness bound), in a child under ``perf record -e cpu-clock`` (timer sampling: it
 works in a VM without hardware counters).  The child compiles the loop without the on-disk cache
 and with ``NUMBA_DEBUGINFO=1``, writes the loop library's object code (the loop and every helper
 linked into it, with their line tables) and prints the loop's address.  Each sample in that code is
@@ -36,11 +36,11 @@ from mrfq.router.bench import WORKLOADS, scenario_for
 from mrfq.router.run import simulate
 import mrfq.router.loop as L
 rec = True
-if sys.argv[1].startswith("bench_tcp"):  # scripts/bench_tcp.py's workloads, without recording
+if sys.argv[1].startswith("bench_tcp"):  # scripts/bench_tcp.py's workloads, without recording (+rec: with)
     sys.path.insert(0, sys.argv[4])
     from bench_tcp import scenario
-    make = lambda n: scenario(30, n, sys.argv[1].endswith("reno"))
-    rec = False
+    rec = sys.argv[1].endswith("+rec")
+    make = lambda n: scenario(30, n, sys.argv[1].removesuffix("+rec").endswith("reno"))
 else:
     w = next(x for x in WORKLOADS if x.name == sys.argv[1])
     make = lambda n: scenario_for(w, n)

@@ -102,3 +102,23 @@ def test_entry_point_is_the_top_dispatcher():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert set(sub.choices) == {"run", "presets", "bench", "alloc", "fluid", "compare", "results", "scorecard",
                                 "cluster"}
+
+
+def test_a_command_builds_its_own_parser_alone():
+    """``mrfq run`` builds the parser of ``run`` only, importing nothing the other commands need (the
+    bench, the sweeps, the scorecard's process pools); every command maps to the module that adds it."""
+    import subprocess
+    import sys
+
+    from mrfq.analysis.cli import COMMANDS, build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert [c for c, _ in COMMANDS] == list(sub.choices)
+    for c, _ in COMMANDS:
+        one = next(a for a in build_parser(c)._actions if a.dest == "command")
+        assert c in one.choices
+    probe = ("import sys; from mrfq.analysis.cli import build_parser; s = next(a for a in build_parser('run')._actions "
+             "if a.dest == 'command'); print(sorted(s.choices), sorted(m for m in ('mrfq.router.bench', "
+             "'mrfq.analysis.cli_compare', 'mrfq.analysis.sweep', 'mrfq.analysis.ahead') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['run'] []"

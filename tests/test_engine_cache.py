@@ -1,5 +1,6 @@
 """The engine's on-disk numba cache: keyed on every source of fq/ and router/ (fq._jit.engine_cache)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -82,12 +83,15 @@ def _engine_dispatchers():
 
     import mrfq.fq
     import mrfq.router
+    from mrfq.fq._jit import LazyInline
 
     seen = {}
     for pkg in (mrfq.fq, mrfq.router):
         for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
             mod = importlib.import_module(m.name)
             for name, d in vars(mod).items():
+                if isinstance(d, LazyInline):  # (a helper whose dispatcher is made on first use)
+                    d = d.dispatcher()
                 if isinstance(d, Dispatcher):  # (imported ones too: one entry per dispatcher)
                     seen[id(d)] = d
     return list(seen.values())
@@ -111,15 +115,22 @@ def test_no_two_compiled_engine_functions_share_a_name():
 
 
 LOAD_PROBE = r"""
-import sys
+import json, sys
 import numpy as np
 from numba import njit
+from mrfq.fq._jit import LazyInline
 from mrfq.router import heap
+import mrfq.router.loop, mrfq.fq.registry
 hp = np.zeros((1, 8), np.int64)
 heap._fill_root_far(hp, 1, 0, 5, 7)
 sig = heap._fill_root_far.signatures[0]
 hit = heap._fill_root_far.stats.cache_hits.get(sig, 0)
 bare = "numba.np.arraymath" not in sys.modules  # numba's implementations not registered to load it
+arrayobj = "numba.np.arrayobj" in sys.modules
+patched = arrayobj and hasattr(sys.modules["numba.np.arrayobj"].fix_integer_index, "_mrfq_original")
+lazies = {id(v): v for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("mrfq.")
+          for v in vars(m).values() if isinstance(v, LazyInline)}
+made = sorted(v.__qualname__ for v in lazies.values() if v._d is not None)
 
 
 @njit
@@ -127,17 +138,24 @@ def later(a):  # compiled after the load: numba registers its implementations fi
     return np.linalg.norm(a) + a.sum()
 
 
-print(hit, bare, later(np.array([3.0, 4.0])), list(hp[0]))
+print(json.dumps(dict(hit=hit, bare=bare, arrayobj=arrayobj, patched=patched, helpers=len(lazies), made=made,
+                      later=later(np.array([3.0, 4.0])), hp=hp[0].tolist())))
 """
 
 
 def test_a_cached_function_loads_without_numbas_whole_compiler_and_compiling_still_works(tmp_path):
     """fq._jit._LoadOnlyCache: a warm process loads a cached engine function without importing
     numba's implementations (numpy's linear algebra...), and a function compiled afterwards in the
-    same process compiles and runs as usual."""
+    same process compiles and runs as usual.  fq._jit.LazyInline: the helpers' dispatchers are made
+    only when a compilation needs them (none for a load), and numba's index hook is wrapped (no wraparound) before
+    a compilation, never for a load."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    runs = [subprocess.run([sys.executable, "-c", LOAD_PROBE], env=env, capture_output=True, text=True, check=True)
-            .stdout.split(maxsplit=3) for _ in range(2)]
-    assert runs[0][0] == "0" and runs[1][0] == "1"  # compiled, then loaded
-    assert runs[1][1] == "True"
-    assert runs[0][2] == runs[1][2] == "12.0" and runs[0][3] == runs[1][3]
+    env.pop("MRFQ_LAZY_DISPATCH", None)
+    env.pop("MRFQ_LAZY_LOAD", None)
+    cold, warm = (json.loads(subprocess.run([sys.executable, "-c", LOAD_PROBE], env=env, capture_output=True,
+                                            text=True, check=True).stdout) for _ in range(2))
+    assert cold["hit"] == 0 and warm["hit"] == 1  # compiled, then loaded
+    assert warm["bare"] and not warm["arrayobj"]
+    assert cold["patched"]
+    assert warm["made"] == [] and cold["made"] and warm["helpers"] > 100  # (made for the compilation)
+    assert cold["later"] == warm["later"] == 12.0 and cold["hp"] == warm["hp"]
