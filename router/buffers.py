@@ -151,11 +151,11 @@ def arrive(s, uid, t, size, post, bf, n_static, J, slot_i, qs, ring, pkt, W, n_v
     NBF = B_FD_VQ + 2 * J  # floats per static flow (router.state.buffer_width: no division here)
     b = s * NBF
     held = slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING]
-    n = int(fl[b + B_ARRIVALS])
-    fl[b + B_ARRIVALS] = n + 1
     verdict = ACCEPT
     marked = False
     if g[G_AQM] == AQM_RED:
+        n = int(fl[b + B_ARRIVALS])  # the flow's arrivals before this one: RED's random stream's counter
+        fl[b + B_ARRIVALS] = n + 1
         if red_drops(fl, b, g, held, t, aqm_uniform(int(g[G_AQM_KEY]), uid, n)):
             if fl[b + B_ECN] != 0.0:
                 marked = True

@@ -556,6 +556,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         bcur = ci[C_BATCH]
         rfb_n = ci[C_RFB_N]
         code = DONE
+        # the TCP senders' next instant, kept here: only their phase and a departure's ACK move it
+        next_tcp = tcp.next_event(tc) if TCP else INF
         while True:
             # ---- next event instant: the next external event, then the few service ends
             ext = next_static
@@ -565,11 +567,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ext = next_pkt
             if rtt > 0.0 and adm_n > 0 and due_t[adm_head] < ext:  # (no such admissions in the lean loop)
                 ext = due_t[adm_head]
-            next_tcp = INF
-            if TCP:
-                next_tcp = tcp.next_event(tc)
-                if next_tcp < ext:
-                    ext = next_tcp
+            if TCP and next_tcp < ext:
+                ext = next_tcp
             tn = ext
             for j in range(J):
                 if service_end[j] < tn:
@@ -588,7 +587,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
             if TCP and tc.g[tcp.G_FULL] == 1:  # an ACK ring may not hold the instant's ACKs
                 code = GROW_ACKS
                 break
-            if TCP and next_tcp == tn:  # the senders act at tn:
+            tcp_due = TCP and next_tcp == tn  # (fixed before the departures at tn push their ACKs)
+            if tcp_due:  # the senders act at tn:
                 if not tcp.log_room(tc, P.n_tcp):  # the window log may not hold their changes
                     code = GROW_LOG
                     break
@@ -643,6 +643,8 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                     leave(bf, s, NBF, pkt[pb + W - J - 2], t, slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING])
                     if TCP and slot_i[s * N_ICOLS + I_CLASS] == STATIC_TCP:  # the receiver's ACK, due rtt later
                         tcp.receive(tc, s, np.int64(pkt[pb + W - J - 3]), t, pkt[pb + W - J - 1], warmup, J)  # (q << 1 | ce)
+                        if tc.gf[tcp.GF_NEXT_ACK] < next_tcp:  # (its ACK may be the earliest)
+                            next_tcp = tc.gf[tcp.GF_NEXT_ACK]
                 if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN \
                         and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
                     rfb_log[3 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
@@ -726,9 +728,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 n_free = ci[C_NFREE]
                 n_active = ci[C_ACTIVE]
                 rfb_n = ci[C_RFB_N]
-            if TCP and next_tcp == t:  # the TCP senders (router/transport.py), after the open-loop arrivals
+            if tcp_due:  # the TCP senders (router/transport.py), after the open-loop arrivals
                 ci[C_RFB_N] = rfb_n
                 now_n = tcp.phase(J, t, P, sp, tf, ft, aq.now_s, now_n, acc, bf, ci, ri, tc)
+                next_tcp = tcp.next_event(tc)
                 rfb_n = ci[C_RFB_N]
                 if tc.g[tcp.G_OVERFLOW] > 0:  # a TCP flow's packets would overrun its ring (the host says so)
                     code = TCP_OVERFLOW

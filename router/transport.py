@@ -71,7 +71,13 @@ NTI = 19
 # has no packet buffer of at most its window: else a flow's packets in the router are consecutive and
 # at most its buffer (K_HOLD), and its ring, twice that, always holds what it may send
 (G_HN, G_ACKS, G_OPEN, G_R, G_OVERFLOW, G_LOG_N, G_LOG_ON, G_NQ, G_NEXTQ, G_FULL, G_RTO_LOW, G_RING_CHECK) = range(12)
-# per ACK ring Tcp.q[r * QW + Q_*]: its first slot in the ah_* arrays, its size, its head, its ACKs
+# an ACK's slot x in the rings: Tcp.ah_f[AF * x + AH_*] and Tcp.ah_i[AI * x + AH_*] (two arrays of
+# records, not five of fields: a push or pop touches two of the loop's many array pointers)
+(AH_DUE, AH_TS) = range(2)
+AF = 2
+(AH_K, AH_A, AH_ORDER) = range(3)
+AI = 3
+# per ACK ring Tcp.q[r * QW + Q_*]: its first slot in the ACK arrays, its size, its head, its ACKs
 (Q_BASE, Q_CAP, Q_HEAD, Q_N) = range(4)
 QW = 4
 #: a window log row: time, flow id, cwnd, ssthresh
@@ -89,11 +95,9 @@ class Tcp(NamedTuple):
     held: np.ndarray    # [n * R] int8: the receiver holds packet q (beyond the next expected) at q & (R - 1)
     tix: np.ndarray     # [n_static] int64: the TCP index of each static row, -1 for other flows
     order: np.ndarray   # [n] TCP indices by (start, flow id)
-    ah_t: np.ndarray    # the ACK rings: due time
-    ah_o: np.ndarray    # ... order sent
-    ah_k: np.ndarray    # ... TCP index
-    ah_a: np.ndarray    # ... the next packet the receiver expects << 1 | its congestion mark
-    ah_ts: np.ndarray   # ... the echoed send time
+    ah_f: np.ndarray    # the ACK rings' slots, AF floats each (AH_*): due time, the echoed send time
+    ah_i: np.ndarray    # ... AI ints each: TCP index, the next packet the receiver expects << 1 | its
+                        # congestion mark, order sent
     q: np.ndarray       # [rings * QW] int64 the ACK rings (Q_*)
     qk: np.ndarray      # [n] int64 the ACK ring of each flow
     g: np.ndarray       # int64 globals (G_*)
@@ -157,8 +161,7 @@ def allocate(flows, static_rows, starts, n_static: int, cap: int = 0, log: bool 
     if n:
         gf[GF_NEXT_OPEN] = starts[order[0]]
     return Tcp(f=f, i=i, held=np.zeros(max(n, 1) * R, np.int8), tix=tix, order=order,
-               ah_t=np.zeros(total), ah_o=np.zeros(total, np.int64), ah_k=np.zeros(total, np.int64),
-               ah_a=np.zeros(total, np.int64), ah_ts=np.zeros(total), q=q, qk=qk, g=g, gf=gf,
+               ah_f=np.zeros(AF * total), ah_i=np.zeros(AI * total, np.int64), q=q, qk=qk, g=g, gf=gf,
                log=np.zeros(LOG_WIDTH * (1 << 14) if log else 1))
 
 
@@ -179,17 +182,18 @@ def grow_acks(tc: Tcp) -> Tcp:
     nq = int(tc.g[G_NQ])
     caps = [2 * int(tc.q[r * QW + Q_CAP]) for r in range(nq)]
     bases = np.concatenate([[0], np.cumsum(caps)[:-1]]).astype(np.int64)
-    out = [np.zeros(int(sum(caps)), a.dtype) for a in (tc.ah_t, tc.ah_o, tc.ah_k, tc.ah_a, tc.ah_ts)]
+    ah_f, ah_i = tc.ah_f.reshape(-1, AF), tc.ah_i.reshape(-1, AI)
+    out_f, out_i = np.zeros((int(sum(caps)), AF)), np.zeros((int(sum(caps)), AI), np.int64)
     q = tc.q.copy()
     for r in range(nq):
         base, cap, head, n = (int(x) for x in tc.q[r * QW:(r + 1) * QW])
         idx = base + (head + np.arange(n)) % cap
-        for o, a in zip(out, (tc.ah_t, tc.ah_o, tc.ah_k, tc.ah_a, tc.ah_ts)):
-            o[bases[r]:bases[r] + n] = a[idx]
+        out_f[bases[r]:bases[r] + n] = ah_f[idx]
+        out_i[bases[r]:bases[r] + n] = ah_i[idx]
         q[r * QW + Q_BASE], q[r * QW + Q_CAP], q[r * QW + Q_HEAD] = bases[r], caps[r], 0
     g = tc.g.copy()
     g[G_FULL] = 0
-    return tc._replace(ah_t=out[0], ah_o=out[1], ah_k=out[2], ah_a=out[3], ah_ts=out[4], q=q, g=g)
+    return tc._replace(ah_f=out_f.ravel(), ah_i=out_i.ravel(), q=q, g=g)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -200,7 +204,7 @@ def _next_ring(tc):
     GF_NEXT_ACK."""
     if tc.g[G_NQ] == 1:  # one round-trip time: one ring, no scan
         if tc.q[Q_N] > 0:
-            tc.gf[GF_NEXT_ACK] = tc.ah_t[tc.q[Q_BASE] + tc.q[Q_HEAD]]
+            tc.gf[GF_NEXT_ACK] = tc.ah_f[AF * (tc.q[Q_BASE] + tc.q[Q_HEAD]) + AH_DUE]
             return 0
         tc.gf[GF_NEXT_ACK] = INF
         return -1
@@ -210,8 +214,9 @@ def _next_ring(tc):
     for r in range(tc.g[G_NQ]):
         if tc.q[r * QW + Q_N] > 0:
             x = tc.q[r * QW + Q_BASE] + tc.q[r * QW + Q_HEAD]
-            if best < 0 or tc.ah_t[x] < bt or (tc.ah_t[x] == bt and tc.ah_o[x] < bo):
-                best, bt, bo = r, tc.ah_t[x], tc.ah_o[x]
+            due, o = tc.ah_f[AF * x + AH_DUE], tc.ah_i[AI * x + AH_ORDER]
+            if best < 0 or due < bt or (due == bt and o < bo):
+                best, bt, bo = r, due, o
     tc.gf[GF_NEXT_ACK] = bt
     return best
 
@@ -226,17 +231,19 @@ def _ack_push(tc, due, k, a, ts, J):
     if x >= cap:
         x -= cap
     x += tc.q[b + Q_BASE]
-    tc.ah_t[x] = due
-    tc.ah_o[x] = tc.g[G_ACKS]
-    tc.ah_k[x] = k
-    tc.ah_a[x] = a
-    tc.ah_ts[x] = ts
+    tc.ah_f[AF * x + AH_DUE] = due
+    tc.ah_f[AF * x + AH_TS] = ts
+    tc.ah_i[AI * x + AH_K] = k
+    tc.ah_i[AI * x + AH_A] = a
+    tc.ah_i[AI * x + AH_ORDER] = tc.g[G_ACKS]
     tc.g[G_ACKS] += 1
     tc.g[G_HN] += 1
     tc.q[b + Q_N] = n + 1
     if n + 1 + J >= cap:  # the next instant might not fit: the host doubles the rings first
         tc.g[G_FULL] = 1
-    if tc.g[G_NEXTQ] < 0 or due < tc.gf[GF_NEXT_ACK]:
+    # the next ACK changes only when this ring was empty: else its head, due no later, is at least as
+    # early as this one (a ring's due times never decrease), and so is the earliest head
+    if n == 0 and (tc.g[G_NEXTQ] < 0 or due < tc.gf[GF_NEXT_ACK]):
         tc.g[G_NEXTQ] = r
         tc.gf[GF_NEXT_ACK] = due
 
@@ -331,10 +338,11 @@ def ring_room(tc, tn, J, slot_i, ring, qs, ri, bf, ci):
             if x >= tc.q[b + Q_CAP]:
                 x -= tc.q[b + Q_CAP]
             x += tc.q[b + Q_BASE]
-            if tc.ah_t[x] != tn:
+            if tc.ah_f[AF * x + AH_DUE] != tn:
                 break
-            if not _room(tc, tc.ah_k[x], J, slot_i, ring, qs, ri, bf, NBF):
-                ci[C_GROW_ROW] = tc.i[tc.ah_k[x] * NTI + K_ROW]
+            k = tc.ah_i[AI * x + AH_K]
+            if not _room(tc, k, J, slot_i, ring, qs, ri, bf, NBF):
+                ci[C_GROW_ROW] = tc.i[k * NTI + K_ROW]
                 return False
     if tc.gf[GF_NEXT_RTO] <= tn:
         for k in range(n):
@@ -428,10 +436,10 @@ def _transmit(tc, k, q, t, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri):
         acc.rfb_log[3 * rfb_n + 2] = ((ft.rfb_dom[s] >> RFB_SHIFT) << 2) | K_BACKLOG
         ci[C_RFB_N] = rfb_n + 1
     # (ring_room made sure before the instant that the flow's ring holds it, or G_RING_CHECK says it
-    # always does; the check stays, cheap: B_LO, a lower bound of its oldest packet's seq, is found
-    # again only when it says the ring may be short)
+    # always does; with G_RING_CHECK the check stays, cheap: B_LO, a lower bound of its oldest
+    # packet's seq, is found again only when it says the ring may be short)
     NBF = B_FD_VQ + 2 * J
-    if seq + 1 - bf.fl[s * NBF + B_LO] > ft.ring[2 * s + 1] + 1 and \
+    if tc.g[G_RING_CHECK] == 1 and seq + 1 - bf.fl[s * NBF + B_LO] > ft.ring[2 * s + 1] + 1 and \
             not ring_holds(s, seq + 1, J, slot_i, ft.ring, ft.qs, ri, bf, NBF):
         tc.g[G_OVERFLOW] = s + 1
         return now_n
@@ -608,7 +616,7 @@ def phase(J, t, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri, tc):
     stale = False  # timers expired: the earliest deadline is found again below
     while tc.gf[GF_NEXT_ACK] == t:
         x = _ack_pop(tc)
-        k, a, ts = tc.ah_k[x], tc.ah_a[x], tc.ah_ts[x]
+        k, a, ts = tc.ah_i[AI * x + AH_K], tc.ah_i[AI * x + AH_A], tc.ah_f[AF * x + AH_TS]
         old = tc.f[k * NTF + T_RTO_AT]
         now_n = _ack(tc, k, t, a >> 1, ts, a & 1, J, P, sp, tf, ft, now_s, now_n, acc, bf, ci, ri)
         _log(tc, k, t)

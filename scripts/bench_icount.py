@@ -14,10 +14,12 @@ minute per run); it never fails on counts.  Workloads: s3 (3 static drfq), s3sfq
 s30 (30 static drfq), dyn (dynamic load 0.8 drfq), dynsfq; win30 and reno30: the workloads of
 ``scripts/bench_tcp.py`` (30 static flows, fixed windows or Reno; no C twin).
 
-With ``--annotate FILE`` it also counts every machine instruction of the compiled event loop
-(callgrind ``--dump-instr``, the same two runs, the difference per service) and writes the
-loop's disassembly with those counts to FILE (FILE.WORKLOAD for several workloads), printing the hottest lines: an exact profile of
-what executes, where ``scripts/profile_loop.py`` samples time.  A count of 0.5 on the loop's
+With ``--annotate FILE`` it also counts every machine instruction of the compiled event loop's
+library, the helpers linked into it included (callgrind ``--dump-instr``, the same two runs, the
+difference per service; the loop compiled with ``NUMBA_DEBUGINFO=1``, so each instruction maps to
+its source line), writes the disassembly with those counts and lines to FILE (FILE.WORKLOAD for
+several workloads) and prints the counts by function and by source line: an exact profile of what
+executes, where ``scripts/profile_loop.py`` samples time.  A count of 0.5 on the loop's
 head says there is one instant per two services (both resources finish together).  It shows
 that the loops over resources in the instant's phases are not unrolled (two
 iterations per instant at J = 2) and that dynamic drfq runs 0.77 instants per service against
@@ -48,8 +50,7 @@ if sys.argv[1].startswith("bench_tcp"):
 else:
     w = next(x for x in WORKLOADS if x.name == sys.argv[1])
     print(simulate(scenario_for(w, int(sys.argv[2]))).services)
-if len(sys.argv) > 3:  # the compiled loop: its address (under valgrind), or its code (native run)
-    import ctypes
+if len(sys.argv) > 3:  # the compiled loop: its address (under valgrind), or its object code (the run compiling it)
     import mrfq.router.loop as L
     (fn,) = L._LOOPS.values()
     cres = fn.overloads[fn.signatures[0]]
@@ -57,10 +58,9 @@ if len(sys.argv) > 3:  # the compiled loop: its address (under valgrind), or its
     if sys.argv[3] == "addr":
         print(f"LOOP {addr:x}")
     else:
-        open(sys.argv[3], "wb").write(bytes((ctypes.c_char * CODE_BYTES).from_address(addr)))
+        open(sys.argv[3], "wb").write(cres.library.serialize_using_object_code()[2][0])
+        print(f"SYMBOL {cres.fndesc.llvm_func_name}")
 """
-CODE_BYTES = 65536  # the loop's code is shorter (about 9 KiB at J = 2)
-RUN = RUN.replace("CODE_BYTES", str(CODE_BYTES))
 FEATURES = "import llvmlite.binding as ll; ll.initialize_native_target(); print(ll.get_host_cpu_features().flatten())"
 
 
@@ -72,8 +72,9 @@ def count(cmd: list[str], env: dict) -> int:
 
 
 def loop_counts(cmd: list[str], env: dict) -> dict[int, int]:
-    """Instructions executed at each offset of the compiled loop (its code is at most
-    CODE_BYTES long): callgrind's per-instruction costs, call sites' inclusive costs left out."""
+    """Instructions executed at each offset of the compiled loop's code (the loop and every
+    helper linked into its library, at offsets from the loop's symbol; at most CODE_SPAN bytes
+    either side): callgrind's per-instruction costs, call sites' inclusive costs left out."""
     with tempfile.TemporaryDirectory() as d:
         p = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=yes", "--compress-pos=no",
                             "--compress-strings=no", f"--callgrind-out-file={d}/cg", *cmd, "addr"],
@@ -91,37 +92,99 @@ def loop_counts(cmd: list[str], env: dict) -> dict[int, int]:
                         continue
                     fields = line.split()  # address, line, cost
                     off = int(fields[0], 16) - base
-                    if 0 <= off < CODE_BYTES:
+                    if -CODE_SPAN <= off < CODE_SPAN:
                         out[off] = out.get(off, 0) + int(fields[-1])
     return out
 
 
-def annotate(py: list[str], env: dict, path: str) -> None:
-    """The loop's disassembly with instructions executed per service at each line, to ``path``;
-    prints the total and the hottest lines.  The loop's bytes come from a native run that loads
-    the machine code the valgrind runs load (the same cache, the same CPU flags)."""
-    code = path + ".bin"
-    subprocess.run(py + ["1000", code], env=env, capture_output=True, check=True)
-    a, b = loop_counts(py + [str(N1)], env), loop_counts(py + [str(N2)], env)
-    per = {k: (b.get(k, 0) - a.get(k, 0)) / (N2 - N1) for k in set(a) | set(b)}
-    dis = subprocess.run(["objdump", "-D", "-b", "binary", "-m", "i386:x86-64", code], capture_output=True,
-                         text=True, check=True).stdout
-    rows = []
+CODE_SPAN = 1 << 20
+
+
+def _objdump(obj: str, symbol: str) -> tuple[int, dict[int, tuple[str, int, str]]]:
+    """The object's instructions, offset -> (source file, line, text) (``objdump -l``: the innermost
+    inlined function's line), and the loop symbol's offset."""
+    dis = subprocess.run(["objdump", "-d", "-l", "--no-show-raw-insn", obj], capture_output=True, text=True,
+                         check=True).stdout
+    base, where, insns = None, ("?", 0), {}
     for line in dis.splitlines():
-        m = re.match(r"\s*([0-9a-f]+):\s+(?:[0-9a-f]{2} )+\s*(\S.*)", line)
-        if m:
-            rows.append((per.get(int(m.group(1), 16), 0.0), int(m.group(1), 16), m.group(2).strip()))
-    while rows and rows[-1][0] == 0.0:
-        rows.pop()  # the bytes after the loop's last executed instruction
-    Path(path).write_text("".join(f"{c:7.3f} {off:#7x}  {text}\n" for c, off, text in rows))
-    print(f"  loop: {sum(per.values()):.1f} instructions/service; annotated listing in {path}", flush=True)
-    by_rate: dict[float, int] = {}
-    for c, _, _ in rows:
-        if round(c, 2) > 0.0:  # (instructions run once in the setup leave counts near 0)
-            by_rate[round(c, 2)] = by_rate.get(round(c, 2), 0) + 1
-    print("  executions per service: instructions run that often (their share of the loop's count)")
-    for c in sorted(by_rate, reverse=True):
-        print(f"  {c:6.2f}: {by_rate[c]:4d}  ({c * by_rate[c]:.1f})", flush=True)
+        ms = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
+        if ms:
+            if ms.group(2) == symbol:
+                base = int(ms.group(1), 16)
+            continue
+        ml = re.match(r"^(/\S+\.py):(\d+)", line)
+        if ml:
+            where = (ml.group(1), int(ml.group(2)))
+            continue
+        mi = re.match(r"^\s+([0-9a-f]+):\s+(.*)$", line)
+        if mi:
+            insns[int(mi.group(1), 16)] = (where[0], where[1], mi.group(2).strip())
+    if base is None:
+        sys.exit("bench_icount: the loop's symbol is not in its object code")
+    return base, insns
+
+
+def _short(path: str) -> str:
+    for marker in ("/site-packages/", "/mrfq/", "/main/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return "/".join(Path(path).parts[-2:])
+
+
+def annotate(py: list[str], env: dict, path: str, top: int = 40) -> None:
+    """Instructions executed per service at each instruction of the loop's library, written to
+    ``path`` beside its disassembly and source line; prints the total and the counts by function and
+    by source line.  The loop is compiled with ``NUMBA_DEBUGINFO=1`` into a cache of its own by a
+    native run, which writes its object code (line tables included); the valgrind runs load that
+    very machine code from that cache."""
+    import ast
+    import collections
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(env, NUMBA_DEBUGINFO="1", NUMBA_CACHE_DIR=cache)
+        obj = f"{cache}/loop.o"
+        out = subprocess.run(py + ["1000", obj], env=env, capture_output=True, text=True, check=True).stdout
+        symbol = re.search(r"SYMBOL (\S+)", out).group(1)
+        base, insns = _objdump(obj, symbol)
+        a, b = loop_counts(py + [str(N1)], env), loop_counts(py + [str(N2)], env)
+    per = {k: (b.get(k, 0) - a.get(k, 0)) / (N2 - N1) for k in set(a) | set(b)}
+    offs = sorted(insns)
+    Path(path).write_text("".join(f"{per.get(k - base, 0.0):7.3f} {k - base:#8x}  {_short(insns[k][0])}:{insns[k][1]}  "
+                                  f"{insns[k][2]}\n" for k in offs))
+    inside = sum(per.get(k - base, 0.0) for k in offs)
+    print(f"  loop's library: {inside:.1f} instructions/service; annotated listing in {path}", flush=True)
+    trees: dict = {}
+
+    def function_of(src: str, ln: int) -> str:
+        if src not in trees:
+            try:
+                t = ast.parse(Path(src).read_text())
+                trees[src] = [(n.lineno, n.end_lineno, n.name) for n in ast.walk(t) if isinstance(n, ast.FunctionDef)]
+            except (OSError, SyntaxError):
+                trees[src] = []
+        best = max(((lo, name) for lo, hi, name in trees[src] if lo <= ln <= hi), default=(0, "?"))
+        return best[1]
+
+    by_fn, by_line = collections.Counter(), collections.Counter()
+    for k in offs:
+        c = per.get(k - base, 0.0)
+        if c:
+            src, ln, _ = insns[k]
+            by_fn[f"{_short(src)}: {function_of(src, ln) if ln else '?'}"] += c
+            by_line[(src, ln)] += c
+    print("  by function (the innermost inlined one), instructions per service:")
+    for f, c in by_fn.most_common(top):
+        print(f"  {c:7.1f}  {f}", flush=True)
+    print("  by source line:")
+    texts: dict = {}
+    for (src, ln), c in by_line.most_common(top):
+        if src not in texts:
+            try:
+                texts[src] = Path(src).read_text().splitlines()
+            except OSError:
+                texts[src] = []
+        line = texts[src][ln - 1].strip() if 0 < ln <= len(texts[src]) else ""
+        print(f"  {c:7.1f}  {_short(src)}:{ln}  {line[:90]}", flush=True)
 
 
 def main() -> None:
