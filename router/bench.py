@@ -15,7 +15,9 @@ sides of a pair rather than on one side of the whole table.  A row reports the
 median ratio and its spread over the pairs (min-max and the interquartile
 range; ``--json`` rows carry ``ratio``, ``ratio_low``/``ratio_high`` (min,
 max) and ``ratio_q1``/``ratio_q3``).  The SimPy reference row is timed the
-same way (reference and engine interleaved on one small workload).
+same way (reference and engine interleaved on one small workload), and so is the
+TCP row (:func:`time_tcp_pair`: Reno flows against the same flows with fixed
+windows, no C twin).
 
 **The same workload on both sides.**  The static rows number their flows as the C program
 does (flow i has vector i mod 3, and flow ids break ties between equal tags).  The dynamic rows
@@ -573,6 +575,49 @@ def time_reference(services: int, reps: int = 3) -> dict:
             "speedup_q1": sp["ratio_q1"], "speedup_q3": sp["ratio_q3"]}
 
 
+#: the TCP row: this many static flows under drfq, their costs cycling through VECTORS, each a Reno
+#: flow of this round-trip time with a buffer of TCP_BUFFER packets (so that it loses packets and
+#: recovers), against the same flows with fixed windows of 30 and the router's rtt the same
+TCP_FLOWS, TCP_RTT, TCP_BUFFER = 30, 200.0, 60
+
+
+def tcp_scenario(n: int, services: int, tcp: bool) -> flows.Scenario:
+    """The TCP row's workload: ``n`` Reno flows (``tcp``) or the same flows with fixed windows."""
+    fl = []
+    for i in range(n):
+        f = {"name": f"f{i}", "cost": list(VECTORS[i % len(VECTORS)])}
+        if tcp:
+            f.update(transport={"cc": "reno", "rtt": TCP_RTT}, buffer=TCP_BUFFER)
+        fl.append(f)
+    router = {"scheduler": "drfq", "window": 30, **({} if tcp else {"rtt": TCP_RTT})}
+    return flows.from_dict({"name": "bench-tcp" if tcp else "bench-windows", "resources": ["cpu", "link"],
+                            "router": router, "run": {"duration": 1e10, "warmup": 0.0, "max_services": int(services)},
+                            "flow": fl})
+
+
+def time_tcp_pair(services: int, reps: int, n: int = TCP_FLOWS, record: bool = True) -> dict:
+    """TCP flows against fixed windows on the same router, interleaved (windows, Reno, windows, ...,
+    each loop compiled and run once first): CPU per service of the loop (``timed_from=1``: no setup),
+    with the delays and the fairness bound recorded as ``mrfq run`` does (``record``); the ratio is
+    Reno's service rate over the windows' per repetition."""
+    from mrfq.router.run import simulate
+
+    sc = {"windows": tcp_scenario(n, services, False), "reno": tcp_scenario(n, services, True)}
+    for s in sc.values():
+        simulate(s.replace(**{"run.max_services": min(services, 10_000)}), record_delays=record)
+    ns = {k: [] for k in sc}
+    for _ in range(reps):
+        for k, s in sc.items():
+            r = simulate(s, timed_from=1, record_delays=record)
+            ns[k].append(r.loop_cpu_seconds / max(r.loop_services, 1) * 1e9)
+    ratios = [w / r for w, r in zip(ns["windows"], ns["reno"]) if r > 0]
+    return {"flows": n, "rtt": TCP_RTT, "buffer": TCP_BUFFER, "services": services, "pairs": reps,
+            "windows_ns_per_service": statistics.median(ns["windows"]),
+            "reno_ns_per_service": statistics.median(ns["reno"]),
+            "ratio": statistics.median(ratios) if ratios else None,
+            "ratio_low": min(ratios) if ratios else None, "ratio_high": max(ratios) if ratios else None}
+
+
 def first_call_seconds() -> dict:
     """Wall time of a fresh process's first run, with an empty and with a warm numba cache."""
     code = ("import time; t=time.perf_counter(); from mrfq import flows; from mrfq.router.run import simulate; "
@@ -620,7 +665,7 @@ def add_arguments(ap) -> None:
                     help="also time the yardstick compiled with -DMRFQ_RECORD_DELAYS, recording the same "
                          "per-packet delays as mrfq")
     ap.add_argument("--only", metavar="TEXT", help="run only workloads whose name contains this text")
-    ap.add_argument("--no-extras", action="store_true", help="skip the SimPy, first-call and memory rows")
+    ap.add_argument("--no-extras", action="store_true", help="skip the TCP, SimPy, first-call and memory rows")
     ap.add_argument("--max-flows", type=int_type("--max-flows", lo=1, hi=MAX_BENCH_FLOWS), default=None,
                     metavar="N", help="skip static/RTT workloads with more flows than this (quick: 1e5; default none)")
 
@@ -735,6 +780,7 @@ def run(args) -> int:
     if c_note:
         out["note"] = c_note
     if not args.no_extras:
+        out["tcp_vs_windows"] = time_tcp_pair(min(services, int(2e6) if args.quick else int(2e7)), reps)
         out["simpy_reference"] = time_reference(20000 if args.quick else 100000, reps)
         out["first_call"] = first_call_seconds()
         out["peak_rss_kb"] = peak_memory_kb([int(1e6), int(1e7)] if args.quick else [int(1e7), int(1e8)])
@@ -760,6 +806,14 @@ def run(args) -> int:
     if len(lf) >= 2:
         print("cost per service vs log(flows), static drfq: " + ", ".join(
             f"{f:,}: {ns:.0f} ns ({q:.1f} ns/ln F)" for f, ns, q in lf))
+    if "tcp_vs_windows" in out:
+        p = out["tcp_vs_windows"]
+        rng = f" [{p['ratio_low']:.2f}-{p['ratio_high']:.2f}]" if p["ratio"] is not None else ""
+        print(f"TCP: {p['flows']} Reno flows (rtt {p['rtt']:g}, a buffer of {p['buffer']} packets each) against the "
+              f"same flows with fixed windows of 30, drfq, delays and bound recorded: {p['reno_ns_per_service']:.0f} "
+              f"against {p['windows_ns_per_service']:.0f} CPU ns per service; Reno's service rate / the windows': "
+              + (f"{p['ratio']:.2f}{rng}" if p["ratio"] is not None else "-")
+              + f" ({p['pairs']} interleaved pairs of {p['services']:,} services)")
     if "simpy_reference" in out:
         s = out["simpy_reference"]
         print(f"SimPy reference model: {s['reference_msvc_per_cpu_s'] * 1e3:.1f} k services/cpu-s on 3 static flows "

@@ -18,24 +18,9 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from mrfq.flows.scenario import from_dict
-from mrfq.router.bench import VECTORS
+from mrfq.router.bench import TCP_RTT as RTT
+from mrfq.router.bench import tcp_scenario as scenario
 from mrfq.router.run import simulate
-
-RTT = 200.0
-
-
-def scenario(n: int, services: int, tcp: bool):
-    flows = []
-    for i in range(n):
-        f = {"name": f"f{i}", "cost": list(VECTORS[i % len(VECTORS)])}
-        if tcp:
-            f.update(transport={"cc": "reno", "rtt": RTT}, buffer=60)
-        flows.append(f)
-    router = {"scheduler": "drfq", "window": 30, **({} if tcp else {"rtt": RTT})}
-    return from_dict({"name": "bench-tcp" if tcp else "bench-windows", "resources": ["cpu", "link"],
-                      "router": router, "run": {"duration": 1e10, "warmup": 0.0, "max_services": services},
-                      "flow": flows})
 
 
 def ns_per_service(sc, record: bool = True) -> tuple[float, int]:

@@ -433,3 +433,34 @@ def test_bench_with_other_c_sources(tmp_path, capsys):
     assert bench.main(BENCH_SMALL + ["--c-source", str(other)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("mrfq bench: error: --c-source: ") and "no summary line" in err and "\n" not in err
+
+
+def test_the_tcp_row_interleaves_reno_and_fixed_windows(monkeypatch):
+    """bench.time_tcp_pair: each loop run once first, then windows and Reno in turn per repetition,
+    timed without the setup; CPU ns per service and Reno's rate over the windows' (the simulation
+    is replaced by a recorder: nothing is compiled here)."""
+    from mrfq.router import run as run_mod
+
+    calls = []
+
+    class Result:
+        def __init__(self, ns, n):
+            self.loop_cpu_seconds, self.loop_services = ns * n * 1e-9, n
+
+    def fake(sc, timed_from=0, record_delays=True):
+        calls.append((sc.name, sc.run.max_services, timed_from, record_delays,
+                      {tuple(f.cost) for f in sc.flows}, len(sc.flows)))
+        return Result(100.0 if sc.name == "bench-tcp" else 65.0, sc.run.max_services)
+
+    monkeypatch.setattr(run_mod, "simulate", fake)
+    out = bench.time_tcp_pair(50_000, 3, n=6)
+    assert [c[0] for c in calls] == ["bench-windows", "bench-tcp"] * 4
+    assert [c[1] for c in calls[:2]] == [10_000, 10_000] and all(c[1] == 50_000 and c[2] == 1 for c in calls[2:])
+    assert all(c[3] for c in calls) and all(c[4] == set(bench.VECTORS) and c[5] == 6 for c in calls)
+    assert out["ratio"] == pytest.approx(0.65) and out["ratio_low"] == out["ratio_high"] == pytest.approx(0.65)
+    assert out["reno_ns_per_service"] == pytest.approx(100.0) and out["windows_ns_per_service"] == pytest.approx(65.0)
+    assert (out["flows"], out["pairs"], out["services"]) == (6, 3, 50_000)
+    reno = bench.tcp_scenario(6, 1000, True)
+    assert all(f.transport is not None and f.transport.cc == "reno" and f.transport.rtt == bench.TCP_RTT
+               for f in reno.flows)
+    assert bench.tcp_scenario(6, 1000, False).router.rtt == bench.TCP_RTT
