@@ -100,7 +100,7 @@ def loop_counts(cmd: list[str], env: dict) -> dict[int, int]:
 CODE_SPAN = 1 << 20
 
 
-def _objdump(obj: str, symbol: str) -> tuple[int, dict[int, tuple[str, int, str]]]:
+def objdump_lines(obj: str, symbol: str) -> tuple[int, dict[int, tuple[str, int, str]]]:
     """The object's instructions, offset -> (source file, line, text) (``objdump -l``: the innermost
     inlined function's line), and the loop symbol's offset."""
     dis = subprocess.run(["objdump", "-d", "-l", "--no-show-raw-insn", obj], capture_output=True, text=True,
@@ -120,7 +120,7 @@ def _objdump(obj: str, symbol: str) -> tuple[int, dict[int, tuple[str, int, str]
         if mi:
             insns[int(mi.group(1), 16)] = (where[0], where[1], mi.group(2).strip())
     if base is None:
-        sys.exit("bench_icount: the loop's symbol is not in its object code")
+        sys.exit(f"{Path(sys.argv[0]).stem}: the loop's symbol is not in its object code")
     return base, insns
 
 
@@ -145,7 +145,7 @@ def annotate(py: list[str], env: dict, path: str, top: int = 40) -> None:
         obj = f"{cache}/loop.o"
         out = subprocess.run(py + ["1000", obj], env=env, capture_output=True, text=True, check=True).stdout
         symbol = re.search(r"SYMBOL (\S+)", out).group(1)
-        base, insns = _objdump(obj, symbol)
+        base, insns = objdump_lines(obj, symbol)
         a, b = loop_counts(py + [str(N1)], env), loop_counts(py + [str(N2)], env)
     per = {k: (b.get(k, 0) - a.get(k, 0)) / (N2 - N1) for k in set(a) | set(b)}
     offs = sorted(insns)

@@ -103,27 +103,11 @@ def main() -> None:
         addr, symbol = int(m.group(1), 16), m.group(2)
         print(p.stdout.strip().splitlines()[-1])
         ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True, text=True).stdout
-        dis = subprocess.run(["objdump", "-d", "-l", "--no-show-raw-insn", obj], capture_output=True, text=True,
-                             check=True).stdout
-    # the object's instructions: offset -> (source file, line, text); the loop symbol's offset
-    base = None
-    where = ("?", 0)
-    insns: dict[int, tuple[str, int, str]] = {}
-    for line in dis.splitlines():
-        ms = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
-        if ms:
-            if ms.group(2) == symbol:
-                base = int(ms.group(1), 16)
-            continue
-        ml = re.match(r"^(/\S+\.py):(\d+)", line)
-        if ml:
-            where = (ml.group(1), int(ml.group(2)))
-            continue
-        mi = re.match(r"^\s+([0-9a-f]+):\s+(.*)$", line)
-        if mi:
-            insns[int(mi.group(1), 16)] = (where[0], where[1], mi.group(2).strip())
-    if base is None:
-        sys.exit("profile_loop: the loop's symbol is not in its object code")
+        # the object's instructions: offset -> (source file, line, text); the loop symbol's offset
+        sys.path.insert(0, str(tree / "scripts"))
+        from bench_icount import objdump_lines
+
+        base, insns = objdump_lines(obj, symbol)
     offs = sorted(insns)
     hits = collections.Counter(int(x, 16) - addr + base for x in ips.split())
     charged = collections.Counter()  # each sample to the instruction before it
