@@ -4,6 +4,7 @@ claims them from the front, and a command's results do not depend on it."""
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -20,11 +21,21 @@ def _mark(path, i):
     return job
 
 
+def _taken(a, i, timeout=120.0):
+    """Wait until the pool has taken job ``i`` (the caller's claim then waits for it, where a claim
+    before that takes it back: on a loaded machine the pool's queue may not have reached it yet)."""
+    f = a._futures[i]
+    deadline = time.monotonic() + timeout
+    while not (f.running() or f.done()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @forks
 def test_jobs_after_the_first_run_in_another_process(tmp_path):
     jobs = [_mark(tmp_path, i) for i in range(4)]
     with Ahead(jobs, workers=1) as a:
         for i in (3, 2, 1):
+            _taken(a, i)
             a.claim(i)  # waits for the process compiling it
             assert int(tmp_path.joinpath(str(i)).read_text()) != os.getpid()
         a.claim(0)  # the caller's own: nothing to wait for
@@ -38,6 +49,7 @@ def test_every_job_runs_ahead_for_a_caller_busy_elsewhere(tmp_path):
     with Ahead(jobs, workers=1, every=True) as a:
         assert a.jobs == jobs
         for i in (1, 0):
+            _taken(a, i)
             a.claim(i)
             assert int(tmp_path.joinpath(str(i)).read_text()) != os.getpid()
     assert Ahead([lambda: None], workers=1, every=True)._pool is not None  # one job is enough
