@@ -363,6 +363,8 @@ def engine_cache() -> bool:
 
         def __init__(self, inner):
             self._inner = inner
+            # (numba's warning that a function cannot be cached names its file)
+            self._py_file = getattr(inner, "_py_file", None)
 
         def ensure_cache_path(self):
             # numba makes the folder and writes a temporary file in it for every function it caches

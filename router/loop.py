@@ -84,7 +84,7 @@ from mrfq.router.packets import packet_exponential, packet_size
 from mrfq.router import transport as tcp
 from mrfq.router.state import (
     RI_STAGE_CAP, RI_STAGE_N, ST_BLOCKED, STATIC_TCP, B_ECN, ST_NONE, ST_STARTED, RI_DROPPED, B_J0, B_RED_IDLE, D_CODEL, N_REASONS,
-    AQM_CODEL, G_AQM, C_VICT_N,
+    C_VICT_N,
     ADM_BITS, ADM_MASK, C_ACTIVE, C_ADM_HEAD, C_ADM_N, C_ARR_CUR, C_ARR_LAST, C_BATCH, C_DEP_N, C_NEXT_ARR,
     C_NEXT_PKT, C_NEXT_STATIC, C_NFREE, C_PKT_CUR, C_PKT_LAST,
     C_PK_ADM, C_PK_DEP, C_RFB_N, C_SERVICES, C_STOPPED, C_T, C_T_AREA, C_TR_N, F_COST, F_DSVC, F_WEIGHT, I_CLASS, I_FIRST,
@@ -489,7 +489,13 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
     router.state.keeps_times; LP_CONST: the packet record's word for the key at a later resource
     under ingress placement; ING_CONST, STAGED_CONST: the lean loop's placement and stage buffers (the
     generic loop reads them at run time); TCP_CONST, CODEL_CONST: the generic loop has code for TCP
-    senders and for CoDel (else none: about half of a first compilation is the TCP code))."""
+    senders and for CoDel (else none: about half of a first compilation is the TCP code)).
+
+    Whatever is compiled in decides branches only as a closure constant read directly (``TCP =
+    TCP_CONST``, never ``TCP_CONST and ...`` or ``not LEAN``): numba drops a branch before typing it
+    only when its condition is such a constant, so a derived flag would have every variant type,
+    lower and optimise the code it never runs (the TCP senders in every generic loop)."""
+    RV_CONST = not LEAN  # (a constant of its own: see above)
 
     def event_loop(P, sp, tf, arr, pk, carry, ft, S, opt, rs, aq, acc, tr, bf, tc):
         """The event loop proper (see the module docstring for the event order).
@@ -518,9 +524,9 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         STAGED = STAGED_CONST if LEAN else P.staged == 1  # stage buffers with back-pressure
         # the generic loop runs open-loop sources (never the lean one): rows' packet rings of their own
         # (router.state.grow_ring), queues linked through the packet records, drops (router/buffers.py)
-        RV = not LEAN
-        CODEL = CODEL_CONST and bf.g[G_AQM] == AQM_CODEL  # CoDel at the open-loop flows' queues
-        TCP = TCP_CONST and P.n_tcp > 0  # TCP senders (router/transport.py)
+        RV = RV_CONST
+        CODEL = CODEL_CONST  # CoDel at the open-loop flows' queues (the host compiles it in only then)
+        TCP = TCP_CONST  # TCP senders (router/transport.py; compiled in only for runs that have them)
         NBF = bf.fl.shape[0] // (bf.drops.shape[0] // N_REASONS)  # floats per static flow (router.state.buffer_width)
         ring = ft.ring
         NR = RM + 1
@@ -588,7 +594,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 code = GROW_ACKS
                 break
             tcp_due = TCP and next_tcp == tn  # (fixed before the departures at tn push their ACKs)
-            if tcp_due:  # the senders act at tn:
+            if TCP and tcp_due:  # the senders act at tn:
                 if not tcp.log_room(tc, P.n_tcp):  # the window log may not hold their changes
                     code = GROW_LOG
                     break
@@ -645,7 +651,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                         tcp.receive(tc, s, np.int64(pkt[pb + W - J - 3]), t, pkt[pb + W - J - 1], warmup, J)  # (q << 1 | ce)
                         if tc.gf[tcp.GF_NEXT_ACK] < next_tcp:  # (its ACK may be the earliest)
                             next_tcp = tc.gf[tcp.GF_NEXT_ACK]
-                if REC and not LEAN and rfb_on and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN \
+                if REC and RV and rfb_on and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN \
                         and slot_i[s * N_ICOLS + I_INFLIGHT] == 0 and slot_i[s * N_ICOLS + I_PENDING] == 0:
                     rfb_log[3 * rfb_n] = t  # an open-loop flow's last packet in the router left: its backlog ends
                     rfb_log[3 * rfb_n + 2] = ((rfb_dom[s] >> RFB_SHIFT) << 2) | K_IDLE
@@ -728,7 +734,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 n_free = ci[C_NFREE]
                 n_active = ci[C_ACTIVE]
                 rfb_n = ci[C_RFB_N]
-            if tcp_due:  # the TCP senders (router/transport.py), after the open-loop arrivals
+            if TCP and tcp_due:  # the TCP senders (router/transport.py), after the open-loop arrivals
                 ci[C_RFB_N] = rfb_n
                 now_n = tcp.phase(J, t, P, sp, tf, ft, aq.now_s, now_n, acc, bf, ci, ri, tc)
                 next_tcp = tcp.next_event(tc)

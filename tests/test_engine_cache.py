@@ -159,3 +159,24 @@ def test_a_cached_function_loads_without_numbas_whole_compiler_and_compiling_sti
     assert cold["patched"]
     assert warm["made"] == [] and cold["made"] and warm["helpers"] > 100  # (made for the compilation)
     assert cold["later"] == warm["later"] == 12.0 and cold["hp"] == warm["hp"]
+
+
+def test_an_engine_function_numba_cannot_cache_warns_instead_of_failing():
+    """numba refuses to cache a function holding dynamic globals with a warning naming its file
+    (``CacheImpl.check_cachable``): the engine's locator passes the file on, so that compilation
+    goes on uncached (as under ``NUMBA_OPT=0``) instead of failing on a missing attribute."""
+    from types import SimpleNamespace
+
+    from numba.core import caching
+    from numba.core.errors import NumbaWarning
+
+    from mrfq.router import heap
+
+    py = heap._fill_root_far.py_func
+    impl = caching.CompileResultCacheImpl(py)
+    assert getattr(type(impl.locator), "_mrfq", False)
+    assert impl.locator._py_file == py.__code__.co_filename
+    cres = SimpleNamespace(lifted=(), library=SimpleNamespace(has_dynamic_globals=True),
+                           fndesc=SimpleNamespace(qualname="heap._fill_root_far"))
+    with pytest.warns(NumbaWarning, match="Cannot cache compiled function"):
+        assert impl.check_cachable(cres) is False
