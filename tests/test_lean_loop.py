@@ -86,3 +86,39 @@ def test_costs_per_flow_equal_costs_per_packet(sc, scheduler):
     per_packet = simulate(sc, packet_costs=True)
     default = simulate(sc)
     assert outputs(per_packet) == outputs(default)
+
+
+def _live_names(tcp: bool, lean: bool) -> set:
+    """The attributes and globals a loop variant's code reaches once numba has dropped the branches
+    its compile-time constants decide (numba's own pass, before typing: what is left is typed,
+    lowered and optimised)."""
+    from numba.core import ir
+    from numba.core.analysis import compute_cfg_from_blocks, dead_branch_prune
+    from numba.core.compiler import run_frontend
+
+    from mrfq.router import loop
+
+    raw = loop._make_raw(2, 12, False, lean, (0.0,), 1, 0, 2, True, True, 0, False, False, tcp, False)
+    fir = run_frontend(raw)
+    dead_branch_prune(fir, [None] * raw.__code__.co_argcount)
+    dead = set(compute_cfg_from_blocks(fir.blocks).dead_nodes())
+    names = set()
+    for label, block in fir.blocks.items():
+        for stmt in block.body if label not in dead else ():
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr) and stmt.value.op == "getattr":
+                names.add(stmt.value.attr)
+            elif isinstance(stmt, ir.Assign) and isinstance(stmt.value, (ir.Global, ir.FreeVar)):
+                names.add(stmt.value.name)
+    return names
+
+
+@pytest.mark.nojit
+def test_a_loop_variant_holds_no_code_for_what_it_does_not_run():
+    """The TCP senders are compiled only into loops for runs with TCP flows, and the open-loop
+    sources' drops only into the generic loop: every flag the loop branches on is a closure constant
+    numba's branch pruning sees (a flag derived from one, ``TCP_CONST and ...``, had every variant
+    compile the TCP code)."""
+    generic, with_tcp, lean = _live_names(False, False), _live_names(True, False), _live_names(False, True)
+    assert {"phase", "receive", "ring_room"} <= with_tcp  # (the loop's ring_room: the TCP senders')
+    assert not {"phase", "receive", "next_event", "log_room"} & generic
+    assert "_push_out" in generic and "_push_out" not in lean and "phase" not in lean
