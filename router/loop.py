@@ -55,8 +55,8 @@ trace, the scheduler's options at their defaults) also compiles ``opt`` in as
 constants.  The
 *generic* variant reads rtt, the trace bound, ``opt`` and where the costs live (per flow or per
 packet) at run time, and has code for TCP
-senders and for CoDel only where the run has them (TCP's code is about half of a first
-compilation: every other run compiles without it).  All come from the same source; tests
+senders and for CoDel only where the run has them (a first run without TCP flows compiles about a
+fifth less: docs/performance.md, 'Start-up').  All come from the same source; tests
 assert equal outputs.  The loop runs without
 numba's runtime (no reference counting) and without negative-index wraparound
 (every index here is >= 0; a NUMBA_BOUNDSCHECK test checks it).
@@ -489,7 +489,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
     router.state.keeps_times; LP_CONST: the packet record's word for the key at a later resource
     under ingress placement; ING_CONST, STAGED_CONST: the lean loop's placement and stage buffers (the
     generic loop reads them at run time); TCP_CONST, CODEL_CONST: the generic loop has code for TCP
-    senders and for CoDel (else none: about half of a first compilation is the TCP code)).
+    senders and for CoDel (else none).
 
     Whatever is compiled in decides branches only as a closure constant read directly (``TCP =
     TCP_CONST``, never ``TCP_CONST and ...`` or ``not LEAN``): numba drops a branch before typing it
