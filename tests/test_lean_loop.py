@@ -116,8 +116,8 @@ def _live_names(tcp: bool, lean: bool) -> set:
 def test_a_loop_variant_holds_no_code_for_what_it_does_not_run():
     """The TCP senders are compiled only into loops for runs with TCP flows, and the open-loop
     sources' drops only into the generic loop: every flag the loop branches on is a closure constant
-    numba's branch pruning sees (a flag derived from one, ``TCP_CONST and ...``, had every variant
-    compile the TCP code)."""
+    numba's branch pruning sees (a flag derived from one, such as ``TCP_CONST and P.n_tcp > 0``, is
+    a run-time value to numba, and every variant would compile the TCP code)."""
     generic, with_tcp, lean = _live_names(False, False), _live_names(True, False), _live_names(False, True)
     assert {"phase", "receive", "ring_room"} <= with_tcp  # (the loop's ring_room: the TCP senders')
     assert not {"phase", "receive", "next_event", "log_room"} & generic
