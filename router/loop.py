@@ -527,6 +527,9 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         RV = RV_CONST
         CODEL = CODEL_CONST  # CoDel at the open-loop flows' queues (the host compiles it in only then)
         TCP = TCP_CONST  # TCP senders (router/transport.py; compiled in only for runs that have them)
+        # and, in a loop with them, a run-time flag where a TCP flow could act: with it LLVM lays the
+        # loop out shorter (Reno on the bench's TCP row: 923 instructions per service, 951 without)
+        tcp_on = P.n_tcp > 0
         NBF = bf.fl.shape[0] // (bf.drops.shape[0] // N_REASONS)  # floats per static flow (router.state.buffer_width)
         ring = ft.ring
         NR = RM + 1
@@ -563,7 +566,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
         rfb_n = ci[C_RFB_N]
         code = DONE
         # the TCP senders' next instant, kept here: only their phase and a departure's ACK move it
-        next_tcp = tcp.next_event(tc) if TCP else INF
+        next_tcp = tcp.next_event(tc) if TCP and tcp_on else INF
         while True:
             # ---- next event instant: the next external event, then the few service ends
             ext = next_static
@@ -573,7 +576,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 ext = next_pkt
             if rtt > 0.0 and adm_n > 0 and due_t[adm_head] < ext:  # (no such admissions in the lean loop)
                 ext = due_t[adm_head]
-            if TCP and next_tcp < ext:
+            if TCP and tcp_on and next_tcp < ext:
                 ext = next_tcp
             tn = ext
             for j in range(J):
@@ -590,10 +593,10 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 code = arrivals_ready(tn, arr.time, ci[C_ARR_CUR], ci[C_ARR_LAST], n_free)
                 if code != DONE:
                     break
-            if TCP and tc.g[tcp.G_FULL] == 1:  # an ACK ring may not hold the instant's ACKs
+            if TCP and tcp_on and tc.g[tcp.G_FULL] == 1:  # an ACK ring may not hold the instant's ACKs
                 code = GROW_ACKS
                 break
-            tcp_due = TCP and next_tcp == tn  # (fixed before the departures at tn push their ACKs)
+            tcp_due = TCP and tcp_on and next_tcp == tn  # (fixed before the departures at tn push their ACKs)
             if TCP and tcp_due:  # the senders act at tn:
                 if not tcp.log_room(tc, P.n_tcp):  # the window log may not hold their changes
                     code = GROW_LOG
@@ -647,7 +650,7 @@ def _make_raw(J_CONST, W_CONST, PC_CONST, LEAN, OPT, KEY, NR_CONST, CW_CONST, RE
                 dep, bcur = depart(s, t, warmup, slot_i, acc.departed, acc.b_start, bcur, not LEAN)
                 if RV and slot_i[s * N_ICOLS + I_CLASS] <= STATIC_OPEN:  # its buffer's counts (router/buffers.py)
                     leave(bf, s, NBF, pkt[pb + W - J - 2], t, slot_i[s * N_ICOLS + I_INFLIGHT] + slot_i[s * N_ICOLS + I_PENDING])
-                    if TCP and slot_i[s * N_ICOLS + I_CLASS] == STATIC_TCP:  # the receiver's ACK, due rtt later
+                    if TCP and tcp_on and slot_i[s * N_ICOLS + I_CLASS] == STATIC_TCP:  # the receiver's ACK, due rtt later
                         tcp.receive(tc, s, np.int64(pkt[pb + W - J - 3]), t, pkt[pb + W - J - 1], warmup, J)  # (q << 1 | ce)
                         if tc.gf[tcp.GF_NEXT_ACK] < next_tcp:  # (its ACK may be the earliest)
                             next_tcp = tc.gf[tcp.GF_NEXT_ACK]
